@@ -1,0 +1,114 @@
+"""Enumerations shared by the language, IR, backend and runtime (SPEC §2.2).
+
+Each enum prints as the DSL spelling (`repr(MemorySpace.Vec)` is `pl.Mem.Vec`) so the IR printer
+can emit it directly and the parser can evaluate it back.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "MemorySpace", "FunctionType", "Level", "Role", "ForKind", "ParamDirection", "TensorLayout",
+    "PadValue", "SplitMode", "ScopeKind",
+]
+
+
+class _DSLEnum(enum.Enum):
+    def __repr__(self) -> str:
+        return f"{_DSL_PREFIX[type(self).__name__]}.{self.name}"
+
+
+class MemorySpace(_DSLEnum):
+    """Where a buffer lives: off-chip DDR or one of the on-chip buffers of an AI core (SPEC §6)."""
+
+    DDR = "gm"
+    Vec = "vec"    # UB, AIV cores
+    Mat = "mat"    # L1, AIC cores
+    Left = "left"  # L0A
+    Right = "right"  # L0B
+    Acc = "acc"    # L0C
+    Bias = "bias"
+
+
+class FunctionType(_DSLEnum):
+    Opaque = "Opaque"
+    Orchestration = "Orchestration"
+    InCore = "InCore"
+    AIC = "AIC"
+    AIV = "AIV"
+    Group = "Group"
+    Spmd = "Spmd"
+    Inline = "Inline"
+
+
+class Level(_DSLEnum):
+    """Hierarchy levels; `level_number` gives the numeric level of SPEC §2.2."""
+
+    AIV = "AIV"
+    AIC = "AIC"
+    CORE_GROUP = "CORE_GROUP"
+    CHIP_DIE = "CHIP_DIE"
+    CHIP = "CHIP"
+    HOST = "HOST"
+    CLUSTER_0 = "CLUSTER_0"
+    CLUSTER_1 = "CLUSTER_1"
+    CLUSTER_2 = "CLUSTER_2"
+    GLOBAL = "GLOBAL"
+
+    @property
+    def level_number(self) -> int:
+        return _LEVEL_NUMBERS[self.name]
+
+
+_LEVEL_NUMBERS = {"AIV": 0, "AIC": 0, "CORE_GROUP": 0, "CHIP_DIE": 1, "CHIP": 2, "HOST": 3,
+                  "CLUSTER_0": 4, "CLUSTER_1": 5, "CLUSTER_2": 6, "GLOBAL": 7}
+
+
+class Role(_DSLEnum):
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+
+class ForKind(_DSLEnum):
+    """How a For loop's iterations relate; prints as the DSL loop helper name."""
+
+    Sequential = "range"
+    Parallel = "parallel"
+    Unroll = "unroll"
+    Pipeline = "pipeline"
+
+
+class ParamDirection(_DSLEnum):
+    In = "In"
+    Out = "Out"
+    InOut = "InOut"
+
+
+class TensorLayout(_DSLEnum):
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+
+
+class PadValue(_DSLEnum):
+    null = "null"
+    zero = "zero"
+    max = "max"
+    min = "min"
+
+
+class SplitMode(_DSLEnum):
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+
+class ScopeKind(_DSLEnum):
+    """Kinds of scope statement: an InCore region (`pl.at`) or a runtime scope (`pl.scope`)."""
+
+    InCore = "InCore"
+    Runtime = "Runtime"
+
+
+_DSL_PREFIX = {'MemorySpace': 'pl.Mem', 'FunctionType': 'pl.FunctionType', 'Level': 'pl.Level', 'Role': 'pl.Role', 'ForKind': 'pl.ForKind', 'ParamDirection': 'pl.Direction', 'TensorLayout': 'pl.TensorLayout', 'PadValue': 'pl.PadValue', 'SplitMode': 'pl.SplitMode', 'ScopeKind': 'pl.ScopeKind'}

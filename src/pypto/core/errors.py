@@ -1,0 +1,119 @@
+"""User-facing error classes (SPEC §2.4) and their rendering with file:line:col, source and caret.
+
+Every error a kernel author can cause is a `PyPTOError` carrying a `Span`. `str(err)` renders::
+
+    kernel.py:12:9: error: Undefined variable 'x'
+        y = pl.add(x, 1.0)
+                   ^
+
+Internal invariant violations raise `InternalError` instead, so they are never mistaken for user
+mistakes.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+from .span import Span
+
+__all__ = [
+    "PyPTOError",
+    "ParserError",
+    "ParserSyntaxError",
+    "ParserTypeError",
+    "UndefinedVariableError",
+    "SSAViolationError",
+    "InvalidOperationError",
+    "CompileError",
+    "MemoryCapacityError",
+    "VerificationError",
+    "RuntimeSimError",
+    "InternalError",
+    "render_location",
+]
+
+# Source texts registered for pseudo-files (e.g. text given to pl.parse) so carets can be drawn.
+_SOURCES: dict[str, list[str]] = {}
+
+
+def register_source(filename: str, text: str) -> None:
+    """Make `text` available for rendering errors located in `filename`."""
+    _SOURCES[filename] = text.splitlines()
+
+
+def _source_line(filename: str, line: int) -> str | None:
+    lines = _SOURCES.get(filename)
+    if lines is not None:
+        return lines[line - 1] if 0 < line <= len(lines) else None
+    text = linecache.getline(filename, line)
+    return text.rstrip("\n") if text else None
+
+
+def render_location(span: Span | None, message: str, kind: str = "error") -> str:
+    """`file:line:col: <kind>: message`, then the source line and a caret under the column."""
+    if span is None or not span.is_known():
+        return message
+    out = f"{span.filename}:{span.begin_line}:{span.begin_col}: {kind}: {message}"
+    src = _source_line(span.filename, span.begin_line)
+    if src is not None:
+        width = 1
+        if span.end_line == span.begin_line and span.end_col > span.begin_col:
+            width = span.end_col - span.begin_col
+        out += f"\n    {src}\n    {' ' * (span.begin_col - 1)}{'^' * width}"
+    return out
+
+
+class PyPTOError(Exception):
+    """Base class of every user-facing PyPTO error. `span` locates it; `message` is the bare text."""
+
+    def __init__(self, message: str, span: Span | None = None) -> None:
+        self.message = message
+        self.span = span
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return render_location(self.span, self.message)
+
+
+class ParserError(PyPTOError):
+    """Base of every error raised while turning Python source (or printed IR) into IR."""
+
+
+class ParserSyntaxError(ParserError):
+    """A Python construct the DSL does not accept (e.g. `lambda`, a missing annotation)."""
+
+
+class ParserTypeError(ParserError):
+    """Operands of the wrong type, shape or memory space for an op or statement."""
+
+
+class UndefinedVariableError(ParserError):
+    """A name that is neither a DSL variable, a parameter, nor a module global/closure constant."""
+
+
+class SSAViolationError(ParserError):
+    """A reassignment under `strict_ssa=True`."""
+
+
+class InvalidOperationError(ParserError):
+    """An op used where it is not allowed (e.g. a tensor compute op in an Orchestration function)."""
+
+
+class CompileError(PyPTOError):
+    """A program that parsed but cannot be compiled (a pass rejected it)."""
+
+
+class MemoryCapacityError(CompileError):
+    """Live on-chip buffers of a kernel exceed a memory space's capacity."""
+
+
+class VerificationError(CompileError):
+    """A pass produced IR that fails verification (e.g. print → parse round trip differs)."""
+
+
+class RuntimeSimError(PyPTOError):
+    """The simulator found an error while running a compiled program."""
+
+
+class InternalError(Exception):
+    """A broken compiler invariant: a bug in PyPTO, not in the user's program."""

@@ -1,0 +1,54 @@
+"""Function and Program (SPEC §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.enums import FunctionType, Level, ParamDirection, Role
+from ..core.span import Span
+from .expr import Var
+from .stmt import SeqStmts
+from .types import Type
+
+__all__ = ["Function", "Program"]
+
+_NO_SPAN = Span.unknown()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Function:
+    """A function: parameters with directions (In/Out/InOut), return types and a body.
+
+    `strict_ssa` and `auto_scope` record the decorator options the parser used.
+    """
+
+    name: str
+    func_type: FunctionType
+    params: tuple[Var, ...]
+    param_directions: tuple[ParamDirection, ...]
+    return_types: tuple[Type, ...]
+    body: SeqStmts
+    level: Level | None = None
+    role: Role | None = None
+    strict_ssa: bool = False
+    auto_scope: bool = True
+    span: Span = field(default=_NO_SPAN, kw_only=True, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Program:
+    """A named set of functions, kept in definition order."""
+
+    name: str
+    functions: tuple[Function, ...]
+    span: Span = field(default=_NO_SPAN, kw_only=True, compare=False, repr=False)
+
+    def get_function(self, name: str) -> Function | None:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        return None
+
+    @property
+    def function_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.functions)
