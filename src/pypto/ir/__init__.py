@@ -8,17 +8,50 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import printer as _printer  # noqa: F401  (installs node.as_python)
 from .expr import (
-    BINARY_OPS, COMPARE_OPS, UNARY_OPS, BinaryExpr, Call, ConstBool, ConstFloat, ConstInt, Expr,
-    GlobalVar, IterArg, MakeTuple, TupleGetItem, UnaryExpr, Var,
+    BINARY_OPS,
+    COMPARE_OPS,
+    UNARY_OPS,
+    BinaryExpr,
+    Call,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
+    Expr,
+    GlobalVar,
+    IterArg,
+    MakeTuple,
+    TupleGetItem,
+    UnaryExpr,
+    Var,
 )
 from .function import Function, Program
+from .printer import python_print
 from .stmt import (
-    AssignStmt, BreakStmt, ContinueStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, ScopeStmt,
-    SeqStmts, Stmt, WhileStmt, YieldStmt,
+    AssignStmt,
+    BreakStmt,
+    ContinueStmt,
+    EvalStmt,
+    ForStmt,
+    IfStmt,
+    ReturnStmt,
+    ScopeStmt,
+    SeqStmts,
+    Stmt,
+    WhileStmt,
+    YieldStmt,
 )
 from .types import (
-    MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type, num_elements,
+    MemRef,
+    ScalarType,
+    TensorType,
+    TensorView,
+    TileType,
+    TileView,
+    TupleType,
+    Type,
+    num_elements,
     static_shape,
 )
 from .visitor import IRMutator, IRVisitor
@@ -27,7 +60,6 @@ _LAZY = {
     "structural_equal": ("structural", "structural_equal"),
     "structural_hash": ("structural", "structural_hash"),
     "assert_structural_equal": ("structural", "assert_structural_equal"),
-    "python_print": ("printer", "python_print"),
     "serialize": ("serialize", "serialize"),
     "deserialize": ("serialize", "deserialize"),
     "compile": ("..passes.compile", "compile"),
@@ -53,5 +85,5 @@ __all__ = [
     "Stmt", "AssignStmt", "EvalStmt", "ReturnStmt", "SeqStmts", "IfStmt", "ForStmt", "WhileStmt",
     "YieldStmt", "BreakStmt", "ContinueStmt", "ScopeStmt", "Function", "Program", "Type",
     "ScalarType", "TensorType", "TileType", "TupleType", "MemRef", "TensorView", "TileView",
-    "static_shape", "num_elements", "IRVisitor", "IRMutator", *_LAZY,
+    "static_shape", "num_elements", "IRVisitor", "IRMutator", "python_print", *_LAZY,
 ]

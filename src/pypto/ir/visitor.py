@@ -13,13 +13,33 @@ from dataclasses import replace
 from typing import Any
 
 from .expr import (
-    BinaryExpr, Call, ConstBool, ConstFloat, ConstInt, Expr, GlobalVar, IterArg, MakeTuple,
-    TupleGetItem, UnaryExpr, Var,
+    BinaryExpr,
+    Call,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
+    Expr,
+    GlobalVar,
+    IterArg,
+    MakeTuple,
+    TupleGetItem,
+    UnaryExpr,
+    Var,
 )
 from .function import Function, Program
 from .stmt import (
-    AssignStmt, BreakStmt, ContinueStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, ScopeStmt,
-    SeqStmts, Stmt, WhileStmt, YieldStmt,
+    AssignStmt,
+    BreakStmt,
+    ContinueStmt,
+    EvalStmt,
+    ForStmt,
+    IfStmt,
+    ReturnStmt,
+    ScopeStmt,
+    SeqStmts,
+    Stmt,
+    WhileStmt,
+    YieldStmt,
 )
 from .types import TensorType, TensorView, TileType, TileView, TupleType, Type
 
@@ -263,9 +283,15 @@ class IRMutator:
 
     def visit_Call(self, e: Call) -> Expr:
         args = [self.visit_expr(a) for a in e.args]
-        rt = self.visit_type(e.result_type)
-        if _same(e.args, args) and rt is e.result_type:
-            return e
+        if _same(e.args, args):
+            rt = self.visit_type(e.result_type)
+            return e if rt is e.result_type else replace(e, result_type=rt)
+        if isinstance(e.op, str):  # operands changed: re-run the op's type rule
+            from ..ops import get_op
+
+            rt = get_op(e.op).infer(args, dict(e.kwargs))
+        else:
+            rt = self.visit_type(e.result_type)
         return replace(e, args=tuple(args), result_type=rt)
 
     def visit_MakeTuple(self, e: MakeTuple) -> Expr:

@@ -16,8 +16,14 @@ from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
 from .registry import OpSpec, OpTypeError, register, register_unified
 from .typing_rules import (
-    broadcast_shapes, dims_equal, expect_scalar, expect_shaped, expect_tensor, expect_tile,
-    same_dtype, shape_str,
+    broadcast_shapes,
+    dims_equal,
+    expect_scalar,
+    expect_shaped,
+    expect_tensor,
+    expect_tile,
+    same_dtype,
+    shape_str,
 )
 
 _VEC = frozenset({"elementwise", "vector"})

@@ -19,7 +19,13 @@ from ..ir.expr import ConstInt, Expr
 from ..ir.types import TensorType, TileType, Type
 from .registry import OpSpec, OpTypeError, register, register_unified
 from .typing_rules import (
-    attr_dtype, const_dims, expect_shaped, expect_tensor, expect_tile, int_list, shape_str,
+    attr_dtype,
+    const_dims,
+    expect_shaped,
+    expect_tensor,
+    expect_tile,
+    int_list,
+    shape_str,
 )
 
 _LOADABLE = (MemorySpace.Vec, MemorySpace.Mat)

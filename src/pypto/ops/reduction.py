@@ -91,7 +91,7 @@ for _side, _axis in (("row", -1), ("col", -2)):
                         doc=f"{_name} over the {'last' if _side == 'row' else 'second-to-last'} axis, "
                             f"keeping it as size 1."))
         register(OpSpec(f"tile.{_n}", ("x", "tmp_tile"), _reduce_rule("tile", _axis), _red(_fn, _axis),
-                        reads=(0,), writes=(1,), traits=_RED, pto=f"pto.t{_side}{_pto}",
+                        reads=(0,), writes=(1,), traits=_RED, scratch=(1,), pto=f"pto.t{_side}{_pto}",
                         doc=f"{_name} of each {'row' if _side == 'row' else 'column'} of a 2-D tile "
                             f"into a [M, 1] / [1, N] tile; `tmp_tile` is scratch of the input's shape."))
         for _ns in ("tensor", "tile"):

@@ -47,6 +47,8 @@ class OpSpec:
             Orchestration function), "view".
         tile_op: for a tensor op, the tile op ConvertTensorToTileOps rewrites it to.
         operand_spaces: required memory space per tile argument index (InferTileMemorySpace).
+        scratch: indices of scratch-tile arguments shaped like argument 0 (reduction `tmp_tile`);
+            ConvertTensorToTileOps allocates them.
         pto: PTO MLIR instruction name (`pto.tadd`), None if the op is not a device instruction.
         doc: one-paragraph reference text (the operator reference page is generated from it).
     """
@@ -61,6 +63,7 @@ class OpSpec:
     traits: frozenset[str] = frozenset()
     tile_op: str | None = None
     operand_spaces: dict[int, tuple[MemorySpace, ...]] = field(default_factory=dict)
+    scratch: tuple[int, ...] = ()
     pto: str | None = None
     doc: str = ""
 

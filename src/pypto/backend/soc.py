@@ -1,0 +1,91 @@
+"""SoC models of the Ascend NPUs PyPTO targets (SPEC §6). All sizes in bytes.
+
+One `SoCModel` per `BackendType` holds what passes and the simulator need: usable capacity of each
+on-chip memory space per core, core counts, the cluster shape, allowed memory-to-memory moves,
+buffer alignment and the recommended innermost tile size.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from ..core.enums import MemorySpace as M
+
+__all__ = ["BackendType", "SoCModel", "get_soc", "KIB"]
+
+KIB = 1024
+
+
+class BackendType(enum.Enum):
+    """Target hardware: Ascend910B (platforms a2a3 / a2a3sim) or Ascend950 (a5 / a5sim)."""
+
+    Ascend910B = "Ascend910B"
+    Ascend950 = "Ascend950"
+
+    def __repr__(self) -> str:
+        return f"BackendType.{self.name}"
+
+
+@dataclass(frozen=True)
+class SoCModel:
+    """Capacities and topology of one chip.
+
+    Attributes:
+        capacity: usable bytes per memory space *per core* (Vec per AIV core; Mat, Left, Right, Acc,
+            Bias per AIC core).
+        physical: physical bytes per memory space (Vec reserves some for the runtime).
+        num_aic / num_aiv: cube / vector cores on the chip; a cluster is 1 AIC + 2 AIV.
+        allowed_moves: (src, dst) memory pairs a load, store or move may use.
+        alignment: on-chip buffer address alignment.
+        recommended_inner_bytes: innermost tile dimension below this many bytes wastes DDR bandwidth.
+    """
+
+    backend: BackendType
+    platform: str
+    capacity: dict[M, int]
+    physical: dict[M, int]
+    num_aic: int
+    num_aiv: int
+    allowed_moves: frozenset[tuple[M, M]]
+    alignment: int = 32
+    recommended_inner_bytes: int = 512
+    ddr_access_granularity: int = 512
+    num_dies: int = 1
+    l0_fractal_rows: int = 16
+    extra: dict[str, int] = field(default_factory=dict)
+
+    def capacity_of(self, space: M) -> int:
+        """Usable bytes of `space` per core. Raises KeyError for DDR (not an on-chip space)."""
+        return self.capacity[space]
+
+
+_MOVES_910B = frozenset({
+    (M.DDR, M.Vec), (M.DDR, M.Mat), (M.Vec, M.DDR), (M.Mat, M.Left), (M.Mat, M.Right),
+    (M.Mat, M.Bias), (M.Acc, M.Mat), (M.Acc, M.DDR),
+})
+_MOVES_950 = _MOVES_910B | {(M.Vec, M.Mat), (M.Acc, M.Vec)}
+
+_SOCS = {
+    BackendType.Ascend910B: SoCModel(
+        backend=BackendType.Ascend910B, platform="a2a3",
+        capacity={M.Vec: 184 * KIB, M.Mat: 512 * KIB, M.Left: 64 * KIB, M.Right: 64 * KIB,
+                  M.Acc: 128 * KIB, M.Bias: 1 * KIB},
+        physical={M.Vec: 192 * KIB, M.Mat: 512 * KIB, M.Left: 64 * KIB, M.Right: 64 * KIB,
+                  M.Acc: 128 * KIB, M.Bias: 1 * KIB},
+        num_aic=24, num_aiv=48, allowed_moves=_MOVES_910B,
+        recommended_inner_bytes=512, ddr_access_granularity=512),
+    BackendType.Ascend950: SoCModel(
+        backend=BackendType.Ascend950, platform="a5",
+        capacity={M.Vec: 240 * KIB, M.Mat: 512 * KIB, M.Left: 64 * KIB, M.Right: 64 * KIB,
+                  M.Acc: 256 * KIB, M.Bias: 4 * KIB},
+        physical={M.Vec: 248 * KIB, M.Mat: 512 * KIB, M.Left: 64 * KIB, M.Right: 64 * KIB,
+                  M.Acc: 256 * KIB, M.Bias: 4 * KIB},
+        num_aic=36, num_aiv=72, allowed_moves=_MOVES_950, num_dies=2,
+        recommended_inner_bytes=128, ddr_access_granularity=128),
+}
+
+
+def get_soc(backend: BackendType) -> SoCModel:
+    """The SoC model of `backend`."""
+    return _SOCS[backend]

@@ -1,0 +1,72 @@
+"""DSL helpers recognised by the parser: loops, yields, scopes, directives (SPEC §2.3).
+
+These objects are markers. Inside a `@pl.function` body the parser sees the call
+(`pl.range(...)`, `pl.yield_(...)`, `with pl.at(...)`) and builds IR; calling them as ordinary
+Python raises a RuntimeError, because kernel bodies are parsed, never executed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.enums import SplitMode
+
+__all__ = [
+    "DSLBuiltin", "range", "parallel", "unroll", "pipeline", "while_", "cond", "yield_", "at",
+    "scope", "static_print", "static_assert", "const", "min", "max", "split", "cross_core_slot",
+    "Optimization",
+]
+
+
+class DSLBuiltin:
+    """A DSL construct handled by the parser; `name` selects its handler."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"pl.{self.name}(...) can only be used inside a @pl.function / @pl.jit body; "
+                           f"kernel bodies are parsed into IR, not executed by Python")
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+
+range = DSLBuiltin("range", "pl.range(stop | start, stop[, step], init_values=(...)): sequential loop.")
+parallel = DSLBuiltin("parallel", "pl.parallel(...): loop whose iterations are independent.")
+unroll = DSLBuiltin("unroll", "pl.unroll(...): loop unrolled at compile time.")
+pipeline = DSLBuiltin("pipeline", "pl.pipeline(...): software-pipelined loop.")
+while_ = DSLBuiltin("while_", "pl.while_(init_values=(...)): loop while the first-statement pl.cond holds.")
+cond = DSLBuiltin("cond", "pl.cond(expr): the condition of the enclosing pl.while_ loop.")
+yield_ = DSLBuiltin("yield_", "pl.yield_(*values): carry values out of a loop iteration or if branch.")
+at = DSLBuiltin("at", "with pl.at(level=..., optimizations=[...]): an InCore region.")
+scope = DSLBuiltin("scope", "with pl.scope(): a manual runtime scope (auto_scope=False).")
+static_print = DSLBuiltin("static_print", "pl.static_print(x): print x's IR type at parse time.")
+static_assert = DSLBuiltin("static_assert", "pl.static_assert(cond, msg): check a compile-time condition.")
+const = DSLBuiltin("const", "pl.const(value, dtype): a typed scalar constant.")
+min = DSLBuiltin("min", "pl.min(a, b): scalar minimum.")
+max = DSLBuiltin("max", "pl.max(a, b): scalar maximum.")
+
+
+@dataclass(frozen=True)
+class Optimization:
+    """One entry of `pl.at(optimizations=[...])`: a name and its parameters."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...]
+
+
+def split(mode: SplitMode) -> Optimization:
+    """`pl.split(pl.SplitMode.UP_DOWN)`: cross-core split hint for ExpandMixedKernel."""
+    if not isinstance(mode, SplitMode):
+        raise TypeError(f"pl.split expects a pl.SplitMode, got {mode!r}")
+    return Optimization("split", (("mode", mode),))
+
+
+def cross_core_slot(slot_num: int) -> Optimization:
+    """`pl.cross_core_slot(slot_num=N)`: ring depth of the automatic cross-core pipe."""
+    if not isinstance(slot_num, int) or isinstance(slot_num, bool) or slot_num <= 0:
+        raise ValueError(f"slot_num must be a positive int, got {slot_num!r}")
+    return Optimization("cross_core_slot", (("slot_num", slot_num),))

@@ -1,0 +1,220 @@
+"""The `@pl.jit` family (Language Guide "@pl.jit family"; SPEC §7).
+
+`@pl.jit` marks an Orchestration entry. Calling it with torch tensors specialises the source into
+an `ir.Program` (bare `pl.Tensor` parameters take the argument's shape and dtype), compiles it once
+per cache key, and runs it on the platform of `config` (default `a2a3sim`), writing Out/InOut
+tensors in place. Sub-functions decorated `@pl.jit.incore` / `.opaque` are discovered from the
+entry's body and specialised at their call sites; `@pl.jit.inline` bodies are spliced in.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..core.dtype import dtype_from_torch
+from ..core.enums import FunctionType, Level, Role
+from ..core.errors import ParserSyntaxError, ParserTypeError
+from ..ir.expr import GlobalVar
+from ..ir.function import Program
+from ..ir.types import TensorType, Type
+from .decorators import InlineFunction
+from .parser.entry import FunctionOptions, parse_function
+from .parser.function_parser import ProgramContext
+from .typing import DirectionAnnotation, Tensor, to_dim
+
+__all__ = ["JITFunction", "JITSubFunction", "jit"]
+
+
+def _source_hash(fn: Callable) -> str:
+    try:
+        src = inspect.getsource(fn)
+    except OSError:
+        src = fn.__qualname__
+    return hashlib.sha256(src.encode()).hexdigest()[:16]
+
+
+def _bare_params(fn: Callable) -> list[str]:
+    """Names of parameters annotated with bare `pl.Tensor` (possibly inside pl.Out / pl.InOut)."""
+    out = []
+    for name, p in inspect.signature(fn).parameters.items():
+        ann = p.annotation
+        if isinstance(ann, DirectionAnnotation):
+            ann = ann.inner
+        if ann is Tensor:
+            out.append(name)
+    return out
+
+
+def tensor_type_of(value: Any, param: str) -> TensorType:
+    """The TensorType of a torch tensor (or DeviceTensor) argument. Raises TypeError otherwise."""
+    import torch
+
+    t = getattr(value, "tensor", value)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"parameter '{param}' expects a torch.Tensor, got {type(value).__name__}")
+    return TensorType(tuple(to_dim(int(d)) for d in t.shape), dtype_from_torch(t.dtype))
+
+
+class JITSubFunction:
+    """`@pl.jit.incore` / `@pl.jit.opaque`: specialised at each call site by argument types."""
+
+    def __init__(self, fn: Callable, func_type: FunctionType, level: Level | None = None) -> None:
+        self.__pypto_pyfunc__ = fn
+        self.func_type = func_type
+        self.level = level
+        self.__name__ = fn.__name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"'{self.__name__}' is a @pl.jit sub-function; call it from a @pl.jit entry")
+
+    def __pypto_call__(self, parser: Any, node: ast.Call) -> Any:
+        ctx: ProgramContext | None = parser.program
+        if ctx is None:
+            raise ParserSyntaxError(f"'{self.__name__}' can only be called from a @pl.jit entry",
+                                    parser.span(node))
+        args = [parser.parse_expr(a) for a in node.args]
+        names = list(inspect.signature(self.__pypto_pyfunc__).parameters)
+        if len(args) != len(names):
+            raise ParserTypeError(f"'{self.__name__}' takes {len(names)} arguments, got {len(args)}",
+                                  parser.span(node))
+        bare = set(_bare_params(self.__pypto_pyfunc__))
+        overrides: dict[str, Type] = {n: a.type for n, a in zip(names, args) if n in bare}
+        name = self._specialised_name(ctx, overrides)
+        if name not in ctx.external:
+            opts = FunctionOptions(self.func_type, self.level)
+            ctx.external[name] = parse_function(self.__pypto_pyfunc__, opts, name=name,
+                                                overrides=overrides, program=ctx)
+        return parser.call_function(GlobalVar(name, span=parser.span(node)), node)
+
+    def _specialised_name(self, ctx: ProgramContext, overrides: dict[str, Type]) -> str:
+        from ..ir.structural import structural_equal
+
+        base = self.__name__
+        k = 0
+        while True:
+            name = base if k == 0 else f"{base}_{k}"
+            f = ctx.external.get(name)
+            if f is None:
+                return name
+            same = all(structural_equal(p.type, overrides[p.name]) for p in f.params if p.name in overrides)
+            if same:
+                return name
+            k += 1
+
+
+class JITFunction:
+    """A `@pl.jit` entry: call it on torch tensors, or `.compile(*sample_args)` ahead of time."""
+
+    def __init__(self, fn: Callable, func_type: FunctionType = FunctionType.Orchestration,
+                 level: Level | None = None, role: Role | None = None, auto_scope: bool = True) -> None:
+        self.__pypto_pyfunc__ = fn
+        self.func_type, self.level, self.role, self.auto_scope = func_type, level, role, auto_scope
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._cache: dict[tuple, Any] = {}
+        self._src_hash = _source_hash(fn)
+
+    # ---- specialisation ------------------------------------------------------------------
+    def _overrides(self, args: tuple[Any, ...]) -> dict[str, Type]:
+        params = list(inspect.signature(self.__pypto_pyfunc__).parameters)
+        if len(args) != len(params):
+            raise TypeError(f"{self.__name__}() takes {len(params)} arguments ({', '.join(params)}), "
+                            f"got {len(args)}")
+        bare = set(_bare_params(self.__pypto_pyfunc__))
+        return {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
+
+    def specialize(self, *args: Any) -> Program:
+        """The `ir.Program` this entry becomes for arguments like `args` (no compilation)."""
+        ctx = ProgramContext(self.__name__)
+        opts = FunctionOptions(self.func_type, self.level, self.role, auto_scope=self.auto_scope)
+        entry = parse_function(self.__pypto_pyfunc__, opts, overrides=self._overrides(args), program=ctx)
+        return Program(self.__name__, (entry, *ctx.external.values()), span=entry.span)
+
+    def cache_key(self, args: tuple[Any, ...], config: Any) -> tuple:
+        """SPEC §7: source, shapes, dtypes, scalar values, platform, strategy."""
+        parts: list[Any] = [self._src_hash]
+        for a in args:
+            t = getattr(a, "tensor", a)
+            if hasattr(t, "shape") and hasattr(t, "dtype"):
+                parts.append(("T", tuple(t.shape), str(t.dtype)))
+            else:
+                parts.append(("S", type(a).__name__, a))
+        parts += [config.platform, repr(config.strategy), repr(config.resolved_backend())]
+        return tuple(parts)
+
+    def compile(self, *args: Any, config: Any = None) -> Any:
+        """Compile (or fetch from the cache) the CompiledProgram for `args`; nothing is run."""
+        from ..passes.compile import compile as ir_compile
+        from ..runtime.config import RunConfig
+
+        config = config or RunConfig()
+        key = self.cache_key(args, config)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        program = self.specialize(*args)
+        kwargs: dict[str, Any] = dict(dump_passes=config.dump_passes,
+                                      backend_type=config.resolved_backend(), platform=config.platform)
+        if config.strategy is not None:
+            kwargs["strategy"] = config.strategy
+        compiled = ir_compile(program, **kwargs)
+        self._cache[key] = compiled
+        return compiled
+
+    def __call__(self, *args: Any, config: Any = None) -> Any:
+        compiled = self.compile(*args, config=config)
+        return compiled(*args, config=config)
+
+
+class _JitDecorator:
+    """`pl.jit` and its variants `.host`, `.incore`, `.inline`, `.opaque`."""
+
+    def __call__(self, fn: Callable | None = None, *, auto_scope: bool = True) -> Any:
+        def wrap(f: Callable) -> JITFunction:
+            return JITFunction(f, FunctionType.Orchestration, auto_scope=auto_scope)
+        return wrap(fn) if fn is not None else wrap
+
+    def host(self, fn: Callable | None = None, *, auto_scope: bool = True, **kw: Any) -> Any:
+        if "level" in kw:
+            raise TypeError("@pl.jit.host does not take level= (HOST is implicit)")
+        if kw:
+            raise TypeError(f"@pl.jit.host got unexpected arguments {sorted(kw)}")
+
+        def wrap(f: Callable) -> JITFunction:
+            return JITFunction(f, FunctionType.Orchestration, Level.HOST, Role.Orchestrator, auto_scope)
+        return wrap(fn) if fn is not None else wrap
+
+    def incore(self, fn: Callable | None = None, *, level: Level | None = None, **kw: Any) -> Any:
+        _reject_auto_scope("incore", kw)
+
+        def wrap(f: Callable) -> JITSubFunction:
+            return JITSubFunction(f, FunctionType.InCore, level)
+        return wrap(fn) if fn is not None else wrap
+
+    def opaque(self, fn: Callable | None = None, **kw: Any) -> Any:
+        _reject_auto_scope("opaque", kw)
+
+        def wrap(f: Callable) -> JITSubFunction:
+            return JITSubFunction(f, FunctionType.Opaque)
+        return wrap(fn) if fn is not None else wrap
+
+    def inline(self, fn: Callable | None = None, *, auto_scope: bool = True) -> Any:
+        def wrap(f: Callable) -> InlineFunction:
+            return InlineFunction(f, infer_types=True, auto_scope=auto_scope)
+        return wrap(fn) if fn is not None else wrap
+
+
+def _reject_auto_scope(kind: str, kw: dict[str, Any]) -> None:
+    if "auto_scope" in kw:
+        raise TypeError(f"@pl.jit.{kind} does not accept auto_scope=: it outlines into a separate kernel; "
+                        f"auto_scope=False is accepted on @pl.jit, @pl.jit.host and @pl.jit.inline")
+    if kw:
+        raise TypeError(f"@pl.jit.{kind} got unexpected arguments {sorted(kw)}")
+
+
+jit = _JitDecorator()
+

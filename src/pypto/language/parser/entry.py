@@ -1,0 +1,256 @@
+"""Parser entry points: functions, `@pl.program` classes, inline splicing, and `pl.parse` text.
+
+- `parse_function(pyfunc, ...)` → `ir.Function`
+- `parse_program(cls)` → `ir.Program` (methods decorated with `@pl.function`, `self` stripped)
+- `parse_text(code)` → the Program or Function that printed DSL text describes
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+from ...core.enums import FunctionType, Level, Role
+from ...core.errors import ParserSyntaxError, ParserTypeError
+from ...ir.expr import Expr, GlobalVar, MakeTuple
+from ...ir.function import Function, Program
+from ...ir.stmt import ReturnStmt
+from ...ir.types import Type
+from .function_parser import FunctionParser, ProgramContext, parse_header
+from .source import Namespace, SourceInfo, source_of, source_of_text
+from .stmts import type_compatible, type_text
+
+__all__ = ["FunctionOptions", "parse_function", "parse_program", "parse_text", "inline_call",
+           "call_external", "find_def"]
+
+
+class FunctionOptions:
+    """Decorator options of `@pl.function(...)`."""
+
+    __slots__ = ("func_type", "level", "role", "strict_ssa", "auto_scope")
+
+    def __init__(self, type: FunctionType = FunctionType.Opaque, level: Level | None = None,
+                 role: Role | None = None, strict_ssa: bool = False, auto_scope: bool = True) -> None:
+        if not isinstance(type, FunctionType):
+            raise TypeError(f"@pl.function(type=...) expects a pl.FunctionType, got {type!r}")
+        self.func_type, self.level, self.role = type, level, role
+        self.strict_ssa, self.auto_scope = strict_ssa, auto_scope
+
+    def kwargs(self) -> dict[str, Any]:
+        return dict(func_type=self.func_type, level=self.level, role=self.role,
+                    strict_ssa=self.strict_ssa, auto_scope=self.auto_scope)
+
+
+def find_def(info: SourceInfo, name: str | None = None) -> ast.FunctionDef | ast.ClassDef:
+    for node in info.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and (name is None or node.name == name):
+            return node
+    raise ParserSyntaxError(f"no definition of {name or 'a function'} found in source",
+                            info.span(info.tree.body[0]) if info.tree.body else None)
+
+
+def parse_function(fn: Callable, opts: FunctionOptions, *, name: str | None = None,
+                   overrides: dict[str, Type] | None = None,
+                   program: ProgramContext | None = None) -> Function:
+    """Parse a standalone Python function into an `ir.Function`."""
+    info = source_of(fn)
+    fdef = find_def(info)
+    if not isinstance(fdef, ast.FunctionDef):
+        raise ParserSyntaxError("expected a function definition", info.span(fdef))
+    ns = Namespace.of_function(fn)
+    header = parse_header(fdef, info, ns, is_method=False, overrides=overrides)
+    if name:
+        fdef.name = name
+        header.name = name
+    fp = FunctionParser(fdef, header, info, ns, program=program, **opts.kwargs())
+    return fp.parse()
+
+
+def _decorator_options(dec: ast.expr, ns: Namespace, info: SourceInfo) -> tuple[str, FunctionOptions] | None:
+    """Recognise `@pl.function`, `@pl.function(...)` and `@pl.inline` on a method."""
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    try:
+        obj = ns.eval(target, info)
+    except Exception:
+        return None
+    from .. import decorators
+
+    if obj is decorators.function:
+        if isinstance(dec, ast.Call):
+            kw = {k.arg: ns.eval(k.value, info) for k in dec.keywords}
+            try:
+                return "function", FunctionOptions(**kw)
+            except TypeError as e:
+                raise ParserTypeError(str(e), info.span(dec)) from None
+        return "function", FunctionOptions()
+    return None
+
+
+def parse_program(cls: type | None, *, info: SourceInfo | None = None, ns: Namespace | None = None,
+                  cdef: ast.ClassDef | None = None) -> Program:
+    """Parse a `@pl.program` class: every `@pl.function` method becomes a Function."""
+    if info is None:
+        info = source_of(cls)  # type: ignore[arg-type]
+        cdef = find_def(info, cls.__name__)  # type: ignore[union-attr]
+        ns = _class_namespace(cls)  # type: ignore[arg-type]
+    assert cdef is not None and ns is not None
+    ctx = ProgramContext(cdef.name)
+    methods: list[tuple[ast.FunctionDef, FunctionOptions]] = []
+    for node in cdef.body:
+        if isinstance(node, ast.FunctionDef):
+            opts = None
+            for dec in node.decorator_list:
+                r = _decorator_options(dec, ns, info)
+                if r is not None:
+                    opts = r[1]
+            if opts is None:
+                raise ParserSyntaxError(f"method '{node.name}' of a @pl.program class must be decorated "
+                                        f"with @pl.function", info.span(node))
+            methods.append((node, opts))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # docstring
+        elif not isinstance(node, ast.Pass):
+            raise ParserSyntaxError("a @pl.program class may only contain @pl.function methods",
+                                    info.span(node))
+    headers = {}
+    for fdef, _ in methods:
+        headers[fdef.name] = parse_header(fdef, info, ns, is_method=True)
+    ctx.headers = headers
+    funcs: dict[str, Function] = {}
+
+    def build(fdef: ast.FunctionDef, opts: FunctionOptions) -> Function:
+        if fdef.name not in funcs:
+            fp = FunctionParser(fdef, headers[fdef.name], info, ns, program=ctx, **opts.kwargs())
+            funcs[fdef.name] = fp.parse()
+        return funcs[fdef.name]
+
+    # Callees whose return types are not declared are parsed first (on demand).
+    pending = {fdef.name: (fdef, opts) for fdef, opts in methods}
+    original = ctx.signature
+
+    def signature(name: str):  # type: ignore[no-untyped-def]
+        h = headers.get(name)
+        if h is not None and h.return_types is None:
+            build(*pending[name])
+        return original(name)
+
+    ctx.signature = signature  # type: ignore[method-assign]
+    for fdef, opts in methods:
+        build(fdef, opts)
+    ordered = [funcs[f.name] for f, _ in methods] + list(ctx.external.values())
+    return Program(cdef.name, tuple(ordered), span=info.span(cdef))
+
+
+def _class_namespace(cls: type) -> Namespace:
+    import sys
+
+    mod = sys.modules.get(cls.__module__)
+    g = dict(vars(mod)) if mod is not None else {}
+    closure: dict[str, Any] = {}
+    for attr in vars(cls).values():  # closure cells of methods (class defined inside a function)
+        fn = getattr(attr, "__pypto_pyfunc__", attr)
+        if callable(fn) and getattr(fn, "__closure__", None):
+            closure.update(Namespace.of_function(fn).closure)
+    return Namespace(g, closure)
+
+
+def parse_text(code: str, filename: str | None = None) -> Program | Function:
+    """Parse printed DSL text (SPEC §4): a module with one `@pl.program` class or `@pl.function`."""
+    import pypto.language as pl
+
+    info = source_of_text(code, filename)
+    g: dict[str, Any] = {"pl": pl}
+    defs = []
+    for node in info.tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:  # module-level constants and pl.dynamic(...) dims
+                g[node.targets[0].id] = eval(compile(ast.Expression(node.value), info.filename, "eval"), g)  # noqa: S307
+            except Exception as e:
+                raise ParserSyntaxError(f"cannot evaluate module-level assignment: {e}", info.span(node)) from None
+            continue
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            defs.append(node)
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        raise ParserSyntaxError("expected a @pl.program class or @pl.function definition", info.span(node))
+    if len(defs) != 1:
+        raise ParserSyntaxError(f"expected exactly one @pl.program class or @pl.function, found {len(defs)}",
+                                info.span(defs[1]) if len(defs) > 1 else None)
+    ns = Namespace(g)
+    node = defs[0]
+    if isinstance(node, ast.ClassDef):
+        return parse_program(None, info=info, ns=ns, cdef=node)
+    opts = FunctionOptions()
+    for dec in node.decorator_list:
+        r = _decorator_options(dec, ns, info)
+        if r is not None:
+            opts = r[1]
+    header = parse_header(node, info, ns, is_method=False)
+    return FunctionParser(node, header, info, ns, **opts.kwargs()).parse()
+
+
+# ---- calls from inside a body ------------------------------------------------------------------
+
+def call_external(parser: FunctionParser, fn: Function, node: ast.Call) -> Expr:
+    """`f(...)` of a standalone `@pl.function` inside a program: add it, call it by GlobalVar."""
+    if parser.program is None:
+        raise ParserSyntaxError(f"calling function '{fn.name}' needs an enclosing @pl.program or @pl.jit",
+                                parser.span(node))
+    existing = parser.program.external.get(fn.name)
+    if existing is None and fn.name in parser.program.headers:
+        raise ParserSyntaxError(f"external function '{fn.name}' clashes with a method of the program",
+                                parser.span(node))
+    parser.program.external[fn.name] = fn
+    return parser.call_function(GlobalVar(fn.name, span=parser.span(node)), node)
+
+
+def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
+                overrides_from_args: bool = False) -> Expr:
+    """Splice the body of an inline function at the call site; returns the value it returns.
+
+    Names in the inline body resolve in the inline function's own module/closure, so an inline
+    helper may call another inline helper (SPEC §9).
+    """
+    info = source_of(pyfunc)
+    fdef = find_def(info)
+    ns = Namespace.of_function(pyfunc)
+    args = [parser.parse_expr(a) for a in node.args]
+    if node.keywords:
+        raise ParserSyntaxError("keyword arguments are not supported in inline calls", parser.span(node))
+    overrides = None
+    if overrides_from_args:
+        names = [a.arg for a in fdef.args.args]
+        overrides = {n: a.type for n, a in zip(names, args)}
+    header = parse_header(fdef, info, ns, is_method=False, overrides=overrides)
+    if len(args) != len(header.params):
+        raise ParserTypeError(f"inline function '{fdef.name}' takes {len(header.params)} arguments, got "
+                              f"{len(args)}", parser.span(node))
+    for p, a in zip(header.params, args):
+        if not type_compatible(p.type, a.type):
+            raise ParserTypeError(f"argument '{p.name}' of inline function '{fdef.name}' expects "
+                                  f"{type_text(p.type)}, got {type_text(a.type)}", parser.span(node))
+    saved = (parser.info, parser.ns, parser.env, parser.returns)
+    parser.info, parser.ns = info, ns
+    parser.env = {p.name: a for p, a in zip(header.params, args)}
+    parser.returns = []
+    start = len(parser.block)
+    try:
+        for st in fdef.body:
+            parser.parse_stmt(st)
+        rets = parser.returns
+    finally:
+        parser.info, parser.ns, parser.env, parser.returns = saved
+    tail = parser.block[start:]
+    if not rets:
+        return MakeTuple(())
+    if len(rets) != 1 or not tail or not isinstance(tail[-1], ReturnStmt):
+        raise ParserSyntaxError(f"inline function '{fdef.name}' must have a single return at its end",
+                                info.span(fdef))
+    parser.block.pop()  # the inline's return becomes the call's value
+    vals = rets[0]
+    return vals[0] if len(vals) == 1 else MakeTuple(tuple(vals), span=parser.span(node))
+

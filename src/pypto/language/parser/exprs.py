@@ -1,0 +1,418 @@
+"""Expression handlers of the parser: one method per Python AST expression kind (STYLE rule 8).
+
+Values produced while parsing are either IR `Expr`s or compile-time Python objects (op references,
+DSL builtins, enums, dtypes, plain numbers from globals). `to_expr` turns the latter into IR
+constants where an IR value is needed.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ... import ops as _ops
+from ...core.dtype import BOOL, FP32, INDEX, DataType, promote
+from ...core.errors import (
+    InvalidOperationError,
+    ParserSyntaxError,
+    ParserTypeError,
+    UndefinedVariableError,
+)
+from ...core.span import Span
+from ...ir.expr import (
+    COMPARE_OPS,
+    BinaryExpr,
+    Call,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
+    Expr,
+    GlobalVar,
+    MakeTuple,
+    TupleGetItem,
+    UnaryExpr,
+)
+from ...ir.types import ScalarType, TensorType, TileType, TupleType
+from .. import dsl
+from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
+from ..typing import DynVar
+from .source import MISSING
+
+__all__ = ["ExprParser", "make_op_call"]
+
+_BINOP_NAMES = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
+                ast.FloorDiv: "floordiv", ast.Mod: "floormod", ast.Pow: "pow", ast.BitAnd: "bit_and",
+                ast.BitOr: "bit_or", ast.BitXor: "bit_xor", ast.LShift: "shl", ast.RShift: "shr"}
+_CMP_NAMES = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+# Python operator on tensors/tiles -> unified op name (Language Guide "Python Operators").
+_SHAPED_BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div"}
+
+
+def make_op_call(op_name: str, args: list[Expr], attrs: dict[str, Any], span: Span) -> Call:
+    """Build a `Call` of a registered op, running its type rule.
+
+    Raises:
+        ParserTypeError: when the rule rejects the arguments ("<op>: <reason>").
+    """
+    spec = _ops.get_op(op_name)
+    full_attrs = dict(spec.attrs)
+    full_attrs.update(attrs)
+    try:
+        rt = spec.infer(args, full_attrs)
+    except _ops.OpTypeError as e:
+        raise ParserTypeError(f"{op_name}: {e}", span) from None
+    return Call(op_name, tuple(args), tuple(full_attrs.items()), rt, span=span)
+
+
+def _is_literal_const(e: Expr) -> bool:
+    return (isinstance(e, ConstInt) and e.dtype is INDEX) or (isinstance(e, ConstFloat) and e.dtype is FP32)
+
+
+def scalar_binary(op: str, lhs: Expr, rhs: Expr, span: Span) -> Expr:
+    """A scalar BinaryExpr with the result dtype rule of the DSL.
+
+    Comparisons and and/or give BOOL; a literal adopts the other operand's dtype when both are of
+    the same class (int/float); `/` on integers gives FP32; otherwise dtypes promote.
+    """
+    lt, rt = lhs.type, rhs.type
+    if not (isinstance(lt, ScalarType) and isinstance(rt, ScalarType)):
+        raise ParserTypeError(f"operator '{op}' needs scalar operands", span)
+    if op in COMPARE_OPS or op in ("and", "or"):
+        return BinaryExpr(op, lhs, rhs, BOOL, span=span)
+    a, b = lt.dtype, rt.dtype
+    if _is_literal_const(rhs) and not _is_literal_const(lhs) and a.is_float() == b.is_float():
+        dt = a
+    elif _is_literal_const(lhs) and not _is_literal_const(rhs) and a.is_float() == b.is_float():
+        dt = b
+    else:
+        dt = promote(a, b)
+    if op == "truediv" and not dt.is_float():
+        dt = FP32
+    return BinaryExpr(op, lhs, rhs, dt, span=span)
+
+
+class ExprParser:
+    """Mixin: expression parsing. Needs `self.info`, `self.ns`, `self.env`, `self.error(...)`."""
+
+    # ---- entry points --------------------------------------------------------------------
+    def parse_value(self, node: ast.expr) -> Any:
+        """Parse to an IR Expr or a compile-time Python object."""
+        handler = getattr(self, f"expr_{type(node).__name__}", None)
+        if handler is None:
+            raise ParserSyntaxError(f"unsupported expression '{type(node).__name__}' in a kernel body",
+                                    self.span(node))
+        return handler(node)
+
+    def parse_expr(self, node: ast.expr) -> Expr:
+        return self.to_expr(self.parse_value(node), node)
+
+    def to_expr(self, v: Any, node: ast.AST) -> Expr:
+        if isinstance(v, Expr):
+            return v
+        span = self.span(node)
+        if isinstance(v, bool):
+            return ConstBool(v, span=span)
+        if isinstance(v, int):
+            return ConstInt(v, INDEX, span=span)
+        if isinstance(v, float):
+            return ConstFloat(v, FP32, span=span)
+        if isinstance(v, DynVar):
+            return v.var
+        if isinstance(v, (list, tuple)):
+            return MakeTuple(tuple(self.to_expr(x, node) for x in v), span=span)
+        raise ParserTypeError(f"expected a value, got {_describe(v)}", span)
+
+    # ---- leaves --------------------------------------------------------------------------
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        if isinstance(node.value, (bool, int, float, str)) or node.value is None:
+            return node.value
+        raise ParserSyntaxError(f"unsupported constant {node.value!r}", self.span(node))
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        if node.id in self.env:
+            return self.env[node.id]
+        v = self.ns.lookup(node.id)
+        if v is MISSING:
+            raise UndefinedVariableError(f"Undefined variable '{node.id}'", self.span(node))
+        return v
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in self.env \
+                and self.program is not None:
+            if not self.program.has_function(node.attr):
+                raise UndefinedVariableError(f"Undefined function 'self.{node.attr}' in program "
+                                             f"'{self.program.name}'", self.span(node))
+            return GlobalVar(node.attr, span=self.span(node))
+        base = self.parse_value(node.value)
+        if isinstance(base, Expr):
+            raise ParserSyntaxError(f"attribute access '.{node.attr}' on an IR value is not supported",
+                                    self.span(node))
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise UndefinedVariableError(f"Undefined name '{ast.unparse(node)}'", self.span(node)) from None
+
+    def expr_List(self, node: ast.List) -> list:
+        return [self.parse_value(e) for e in node.elts]
+
+    def expr_Tuple(self, node: ast.Tuple) -> tuple:
+        return tuple(self.parse_value(e) for e in node.elts)
+
+    # ---- operators -----------------------------------------------------------------------
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        op = _BINOP_NAMES.get(type(node.op))
+        if op is None:
+            raise ParserSyntaxError(f"unsupported operator {type(node.op).__name__}", self.span(node))
+        lhs, rhs = self.parse_value(node.left), self.parse_value(node.right)
+        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+            return _fold(op, lhs, rhs, self.span(node))  # compile-time arithmetic on constants
+        lhs, rhs = self.to_expr(lhs, node.left), self.to_expr(rhs, node.right)
+        if isinstance(lhs.type, (TensorType, TileType)):
+            if op not in _SHAPED_BINOPS:
+                raise ParserTypeError(f"operator '{type(node.op).__name__}' is not defined on "
+                                      f"tensors/tiles", self.span(node))
+            return self.call_unified(_SHAPED_BINOPS[op], [lhs, rhs], {}, node)
+        if isinstance(rhs.type, (TensorType, TileType)):
+            raise ParserTypeError("a tensor/tile operand must be on the left of an arithmetic operator",
+                                  self.span(node))
+        return scalar_binary(op, lhs, rhs, self.span(node))
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        if len(node.ops) != 1:
+            raise ParserSyntaxError("chained comparisons are not supported; combine with 'and'",
+                                    self.span(node))
+        op = _CMP_NAMES.get(type(node.ops[0]))
+        if op is None:
+            raise ParserSyntaxError(f"unsupported comparison {type(node.ops[0]).__name__}", self.span(node))
+        lhs, rhs = self.parse_value(node.left), self.parse_value(node.comparators[0])
+        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+            return _fold(op, lhs, rhs, self.span(node))
+        return scalar_binary(op, self.to_expr(lhs, node.left), self.to_expr(rhs, node.comparators[0]),
+                             self.span(node))
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        vals = [self.parse_expr(v) for v in node.values]
+        out = vals[0]
+        for v in vals[1:]:
+            out = scalar_binary(op, out, v, self.span(node))
+        return out
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        v = self.parse_value(node.operand)
+        if not isinstance(v, Expr):
+            if isinstance(node.op, ast.USub):
+                return -v
+            if isinstance(node.op, ast.Not):
+                return not v
+            if isinstance(node.op, ast.UAdd):
+                return v
+        e = self.to_expr(v, node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return e
+        if isinstance(e.type, (TensorType, TileType)) and isinstance(node.op, ast.USub):
+            return self.call_unified("neg", [e], {}, node)
+        if not isinstance(e.type, ScalarType):
+            raise ParserTypeError("unary operator needs a scalar operand", self.span(node))
+        name = {ast.USub: "neg", ast.Not: "not", ast.Invert: "bit_not"}[type(node.op)]
+        dt = BOOL if name == "not" else e.type.dtype
+        return UnaryExpr(name, e, dt, span=self.span(node))
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.parse_value(node.value)
+        if not isinstance(base, Expr):
+            try:
+                return base[self.parse_value(node.slice)]
+            except Exception as e:  # compile-time indexing of a Python object
+                raise ParserTypeError(f"cannot index {_describe(base)}: {e}", self.span(node)) from None
+        t = base.type
+        if isinstance(t, TupleType):
+            idx = self.parse_value(node.slice)
+            if not isinstance(idx, int) or not 0 <= idx < len(t.types):
+                raise ParserTypeError(f"tuple index must be a constant in [0, {len(t.types)})",
+                                      self.span(node))
+            return TupleGetItem(base, idx, span=self.span(node))
+        if isinstance(t, TensorType):
+            offsets, sizes, is_slice = self.subscript_region(base, node.slice)
+            if not is_slice:
+                raise ParserSyntaxError("element reads A[i, j] are not supported yet; use slices",
+                                        self.span(node))
+            return make_op_call("tensor.slice", [base, MakeTuple(sizes), MakeTuple(offsets)], {},
+                                self.span(node))
+        raise ParserTypeError(f"cannot subscript a value of type {type(t).__name__}", self.span(node))
+
+    def subscript_region(self, base: Expr, sl: ast.expr) -> tuple[tuple[Expr, ...], tuple[Expr, ...], bool]:
+        """Offsets and sizes of `base[<sl>]`; `is_slice` is False for pure element indexing."""
+        shape = base.type.shape  # type: ignore[attr-defined]
+        items = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        if len(items) > len(shape):
+            raise ParserTypeError(f"too many indices: {len(items)} for a {len(shape)}-D value", self.span(sl))
+        items += [ast.Slice(None, None, None)] * (len(shape) - len(items))
+        offsets, sizes, any_slice = [], [], False
+        for it, dim in zip(items, shape):
+            if isinstance(it, ast.Slice):
+                any_slice = True
+                if it.step is not None:
+                    raise ParserSyntaxError("slice steps are not supported", self.span(it))
+                lo = self.parse_expr(it.lower) if it.lower is not None else ConstInt(0, INDEX)
+                hi = self.parse_expr(it.upper) if it.upper is not None else dim
+                offsets.append(lo)
+                sizes.append(_const_sub(hi, lo, self.span(it)))
+            else:
+                offsets.append(self.parse_expr(it))
+                sizes.append(ConstInt(1, INDEX))
+        return tuple(offsets), tuple(sizes), any_slice
+
+    # ---- calls ---------------------------------------------------------------------------
+    def expr_Call(self, node: ast.Call) -> Any:
+        callee = self.parse_value(node.func)
+        if isinstance(callee, (OpRef, UnifiedOp)):
+            args = [self.parse_value(a) for a in node.args]
+            kwargs = {k.arg: self.parse_value(k.value) for k in node.keywords}
+            if isinstance(callee, OpRef):
+                return self.call_op(callee.name, args, kwargs, node)
+            return self.call_unified(callee.name, args, kwargs, node)
+        if isinstance(callee, dsl.DSLBuiltin):
+            return self.call_builtin(callee, node)
+        if isinstance(callee, GlobalVar):
+            return self.call_function(callee, node)
+        from ...ir.function import Function
+
+        if isinstance(callee, Function):
+            from .entry import call_external
+
+            return call_external(self, callee, node)
+        hook = getattr(callee, "__pypto_call__", None)
+        if hook is not None:  # @pl.function / @pl.inline / @pl.jit.* objects
+            return hook(self, node)
+        if callable(callee) and not isinstance(callee, Expr):
+            return self.call_python(callee, node)
+        raise ParserTypeError(f"'{ast.unparse(node.func)}' is not callable in a kernel body", self.span(node))
+
+    def call_python(self, fn: Any, node: ast.Call) -> Any:
+        """Compile-time call of a plain Python function on constant arguments (e.g. `len`, `min`)."""
+        args = [self.parse_value(a) for a in node.args]
+        kwargs = {k.arg: self.parse_value(k.value) for k in node.keywords}
+        if any(isinstance(a, Expr) for a in [*args, *kwargs.values()]):
+            raise ParserTypeError(f"'{ast.unparse(node.func)}' is a Python function, not a PyPTO op or "
+                                  f"kernel; it cannot take IR values", self.span(node))
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            raise ParserTypeError(f"compile-time call '{ast.unparse(node.func)}' failed: {e}",
+                                  self.span(node)) from None
+
+    def op_args(self, op_name: str, args: list[Any], kwargs: dict[str, Any],
+                node: ast.AST) -> tuple[list[Expr], dict[str, Any]]:
+        """Split call arguments into IR operands (the op's params) and attributes."""
+        spec = _ops.get_op(op_name)
+        n = len(spec.params)
+        attr_names = list(spec.attrs)
+        operands: list[Any] = list(args[:n])
+        extra = args[n:]
+        if len(extra) > len(attr_names):
+            raise ParserTypeError(f"{op_name}: takes at most {n + len(attr_names)} positional arguments, "
+                                  f"got {len(args)}", self.span(node))
+        attrs = dict(zip(attr_names, extra))
+        for k, v in kwargs.items():
+            if k in spec.params:
+                i = spec.params.index(k)
+                while len(operands) <= i:
+                    operands.append(MISSING)
+                operands[i] = v
+            elif k in spec.attrs:
+                attrs[k] = v
+            else:
+                raise ParserTypeError(f"{op_name}: unexpected keyword argument '{k}'", self.span(node))
+        if len(operands) < n or any(o is MISSING for o in operands):
+            missing = [p for i, p in enumerate(spec.params) if i >= len(operands) or operands[i] is MISSING]
+            raise ParserTypeError(f"{op_name}: missing argument '{missing[0]}'", self.span(node))
+        for k, v in attrs.items():
+            if isinstance(v, Expr):
+                raise ParserTypeError(f"{op_name}: attribute '{k}' must be a compile-time constant",
+                                      self.span(node))
+            if isinstance(v, list):
+                attrs[k] = tuple(v)
+        return [self.to_expr(o, node) for o in operands], attrs
+
+    def call_op(self, op_name: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Call:
+        operands, attrs = self.op_args(op_name, args, kwargs, node)
+        self.check_op_placement(op_name, node)
+        return make_op_call(op_name, operands, attrs, self.span(node))
+
+    def call_unified(self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Call:
+        first_args = [self.to_expr(a, node) if not isinstance(a, (DataType, str)) else None
+                      for a in args[:2]]
+        types = [a.type if a is not None else None for a in first_args]
+        try:
+            op_name = resolve_unified(name, types)  # type: ignore[arg-type]
+        except ValueError as e:
+            raise ParserTypeError(str(e), self.span(node)) from None
+        return self.call_op(op_name, args, kwargs, node)
+
+    def check_op_placement(self, op_name: str, node: ast.AST) -> None:
+        """Orchestration functions may only create/view tensors and dispatch; compute needs pl.at."""
+        from ...core.enums import FunctionType
+
+        if self.func_type is FunctionType.Orchestration and self.incore_depth == 0:
+            spec = _ops.get_op(op_name)
+            if not spec.has_trait("orchestration"):
+                raise InvalidOperationError(
+                    f"Misplaced {spec.namespace} op '{op_name}' in Orchestration function "
+                    f"(should be inside InCore block)", self.span(node))
+
+    def call_builtin(self, b: dsl.DSLBuiltin, node: ast.Call) -> Any:
+        span = self.span(node)
+        if b.name == "const":
+            if len(node.args) != 2:
+                raise ParserTypeError("pl.const takes (value, dtype)", span)
+            value, dt = self.parse_value(node.args[0]), self.parse_value(node.args[1])
+            if not isinstance(dt, DataType):
+                raise ParserTypeError("pl.const: second argument must be a data type", span)
+            if dt.is_float():
+                return ConstFloat(float(value), dt, span=span)
+            if dt is BOOL:
+                return ConstBool(bool(value), span=span)
+            return ConstInt(int(value), dt, span=span)
+        if b.name in ("min", "max"):
+            a, c = (self.parse_expr(x) for x in node.args)
+            return scalar_binary(b.name, a, c, span)
+        raise ParserSyntaxError(f"pl.{b.name}(...) cannot be used as a value here", span)
+
+    def call_function(self, gv: GlobalVar, node: ast.Call) -> Call:
+        params, _dirs, rets = self.program.signature(gv.name)
+        args = [self.parse_expr(a) for a in node.args]
+        if node.keywords:
+            raise ParserSyntaxError("keyword arguments are not supported in function calls", self.span(node))
+        if len(args) != len(params):
+            raise ParserTypeError(f"function '{gv.name}' takes {len(params)} arguments, got {len(args)}",
+                                  self.span(node))
+        rt = rets[0] if len(rets) == 1 else TupleType(tuple(rets))
+        return Call(gv, tuple(args), (), rt, span=self.span(node))
+
+
+def _const_sub(hi: Expr, lo: Expr, span: Span) -> Expr:
+    if isinstance(hi, ConstInt) and isinstance(lo, ConstInt):
+        return ConstInt(hi.value - lo.value, INDEX)
+    if isinstance(hi, BinaryExpr) and hi.op == "add" and hi.lhs is lo and isinstance(hi.rhs, ConstInt):
+        return ConstInt(hi.rhs.value, INDEX)  # A[i:i+16] has static size 16
+    raise ParserTypeError("slice bounds must give a static size (write A[i:i+16])", span)
+
+
+def _fold(op: str, a: Any, b: Any, span: Span) -> Any:
+    import operator
+
+    fns = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+           "floordiv": operator.floordiv, "floormod": operator.mod, "pow": operator.pow,
+           "bit_and": operator.and_, "bit_or": operator.or_, "bit_xor": operator.xor,
+           "shl": operator.lshift, "shr": operator.rshift, "eq": operator.eq, "ne": operator.ne,
+           "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+    try:
+        return fns[op](a, b)
+    except Exception as e:
+        raise ParserTypeError(f"compile-time expression failed: {e}", span) from None
+
+
+def _describe(v: Any) -> str:
+    return f"{type(v).__name__} {v!r}"[:80]
+

@@ -1,0 +1,185 @@
+"""Parse one Python function definition into an `ir.Function` (SPEC §2.3, §2.4).
+
+Every exception raised while parsing is a ParserError at the user's file:line:col; anything else
+escaping a handler is converted into a ParserError located at the statement being parsed, so users
+never see an internal traceback for a bad kernel (TVMScript's rule).
+"""
+
+from __future__ import annotations
+
+import ast
+import types as pytypes
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.enums import FunctionType, Level, ParamDirection, Role
+from ...core.errors import InternalError, ParserError, ParserSyntaxError, ParserTypeError
+from ...core.span import Span
+from ...ir.expr import Expr, Var
+from ...ir.function import Function
+from ...ir.types import TupleType, Type
+from ..typing import AnnotationError, DirectionAnnotation, to_ir_type
+from .exprs import ExprParser
+from .source import Namespace, SourceInfo
+from .stmts import PendingYield, StmtParser
+
+__all__ = ["FunctionParser", "ProgramContext", "FunctionHeader", "parse_header"]
+
+
+@dataclass
+class FunctionHeader:
+    """A function's signature, parsed before any body so calls between functions type-check."""
+
+    name: str
+    params: list[Var]
+    directions: list[ParamDirection]
+    return_types: list[Type] | None  # None: infer from the return statement
+
+
+@dataclass
+class ProgramContext:
+    """The program being built: headers by name (for `self.f(...)`), plus external functions."""
+
+    name: str
+    headers: dict[str, FunctionHeader] = field(default_factory=dict)
+    external: dict[str, Function] = field(default_factory=dict)
+
+    def has_function(self, name: str) -> bool:
+        return name in self.headers or name in self.external
+
+    def signature(self, name: str) -> tuple[list[Var], list[ParamDirection], list[Type]]:
+        if name in self.external:
+            f = self.external[name]
+            return list(f.params), list(f.param_directions), list(f.return_types)
+        h = self.headers[name]
+        if h.return_types is None:
+            raise InternalError(f"return types of {name} unknown")
+        return h.params, h.directions, h.return_types
+
+
+def eval_annotation(ns: Namespace, info: SourceInfo, node: ast.expr) -> Any:
+    try:
+        return ns.eval(node, info)
+    except NameError as e:
+        from ...core.errors import UndefinedVariableError
+
+        raise UndefinedVariableError(f"Undefined name in annotation: {e}", info.span(node)) from None
+    except AnnotationError as e:
+        raise ParserTypeError(str(e), info.span(node)) from None
+    except Exception as e:
+        raise ParserTypeError(f"invalid type annotation '{ast.unparse(node)}': {e}", info.span(node)) from None
+
+
+def annotation_to_type(ann: Any, info: SourceInfo, node: ast.AST) -> Type:
+    try:
+        if isinstance(ann, pytypes.GenericAlias) and ann.__origin__ is tuple:
+            return TupleType(tuple(to_ir_type(a) for a in ann.__args__))
+        return to_ir_type(ann)
+    except AnnotationError as e:
+        raise ParserTypeError(str(e), info.span(node)) from None
+
+
+def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_method: bool,
+                 overrides: dict[str, Type] | None = None) -> FunctionHeader:
+    """Parameters (with directions) and declared return types of `fdef`.
+
+    `overrides` supplies types for parameters (used by `@pl.jit` for bare `pl.Tensor`).
+    Raises ParserSyntaxError for a missing annotation ("Parameter 'a' missing type annotation").
+    """
+    args = fdef.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise ParserSyntaxError("kernel functions take plain positional parameters only", info.span(fdef))
+    params = list(args.args)
+    if is_method:
+        if not params or params[0].arg != "self":
+            raise ParserSyntaxError(f"method '{fdef.name}' of a @pl.program class must take 'self' first",
+                                    info.span(fdef))
+        params = params[1:]
+    overrides = overrides or {}
+    vars_, dirs = [], []
+    for p in params:
+        if p.annotation is None:
+            raise ParserSyntaxError(f"Parameter '{p.arg}' missing type annotation", info.span(p))
+        ann = eval_annotation(ns, info, p.annotation)
+        direction = ParamDirection.In
+        if isinstance(ann, DirectionAnnotation):
+            direction, ann = ann.direction, ann.inner
+        ty = overrides.get(p.arg) or annotation_to_type(ann, info, p.annotation)
+        vars_.append(Var(p.arg, ty, span=info.span(p)))
+        dirs.append(direction)
+    rets: list[Type] | None = None
+    if fdef.returns is not None:
+        ann = eval_annotation(ns, info, fdef.returns)
+        if ann is None:
+            rets = []
+        else:
+            t = annotation_to_type(ann, info, fdef.returns)
+            rets = list(t.types) if isinstance(t, TupleType) else [t]
+            if overrides and any(_is_bare(a) for a in _ann_parts(ann)):
+                rets = None  # bare pl.Tensor in a jit return annotation: infer
+    return FunctionHeader(fdef.name, vars_, dirs, rets)
+
+
+def _ann_parts(ann: Any) -> list[Any]:
+    if isinstance(ann, pytypes.GenericAlias):
+        return list(ann.__args__)
+    return [ann]
+
+
+def _is_bare(a: Any) -> bool:
+    from ..typing import Tensor
+
+    return a is Tensor
+
+
+class FunctionParser(ExprParser, StmtParser):
+    """Parses the body of one function. Create one per function; call `parse()` once."""
+
+    def __init__(self, fdef: ast.FunctionDef, header: FunctionHeader, info: SourceInfo, ns: Namespace, *,
+                 func_type: FunctionType, level: Level | None = None, role: Role | None = None,
+                 strict_ssa: bool = False, auto_scope: bool = True,
+                 program: ProgramContext | None = None) -> None:
+        self.fdef, self.header, self.info, self.ns = fdef, header, info, ns
+        self.func_type, self.level, self.role = func_type, level, role
+        self.strict_ssa, self.auto_scope = strict_ssa, auto_scope
+        self.program = program
+        self.env: dict[str, Expr] = {v.name: v for v in header.params}
+        self.block: list = []
+        self.pending_yield: PendingYield | None = None
+        self.construct_depth = 0
+        self.incore_depth = 1 if func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV) else 0
+        self.loop_stack: list = []
+        self.loop_vars: set[Var] = set()
+        self.returns: list[tuple[Expr, ...]] = []
+
+    def span(self, node: ast.AST) -> Span:
+        return self.info.span(node)
+
+    def eval_type(self, node: ast.expr) -> Type:
+        return annotation_to_type(eval_annotation(self.ns, self.info, node), self.info, node)
+
+    def parse_stmt(self, node: ast.stmt) -> None:
+        try:
+            StmtParser.parse_stmt(self, node)
+        except ParserError:
+            raise
+        except RecursionError:
+            raise ParserSyntaxError("statement nesting too deep", self.span(node)) from None
+        except Exception as e:  # never leak an internal traceback for a user's statement
+            raise ParserError(f"cannot parse statement: {type(e).__name__}: {e}", self.span(node)) from e
+
+    def parse(self) -> Function:
+        body, py = self.parse_block(self.fdef.body)
+        if py is not None:
+            raise ParserSyntaxError("pl.yield_ outside a loop or if body", py.span)
+        rets = self.header.return_types
+        if rets is None:
+            rets = [v.type for v in self.returns[-1]] if self.returns else []
+            self.header.return_types = rets
+        for vals in self.returns:
+            if len(vals) != len(rets):
+                raise ParserTypeError(f"function '{self.fdef.name}' declares {len(rets)} return values "
+                                      f"but returns {len(vals)}", self.span(self.fdef))
+        return Function(self.fdef.name, self.func_type, tuple(self.header.params),
+                        tuple(self.header.directions), tuple(rets), body, self.level, self.role,
+                        self.strict_ssa, self.auto_scope, span=self.span(self.fdef))

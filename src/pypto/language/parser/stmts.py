@@ -1,0 +1,540 @@
+"""Statement handlers of the parser: one method per Python AST statement kind (STYLE rule 8).
+
+Non-SSA source is accepted: re-assigning a name re-binds the same Var when the type is unchanged,
+and loops/ifs may rebind outer names without `init_values`/`pl.yield_`; ConvertToSSA turns that
+into SSA form. `strict_ssa=True` rejects any re-assignment with SSAViolationError.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ...core.dtype import BOOL, INDEX
+from ...core.enums import ForKind, Level, ScopeKind
+from ...core.errors import (
+    ParserError,
+    ParserSyntaxError,
+    ParserTypeError,
+    SSAViolationError,
+)
+from ...core.span import Span
+from ...ir.expr import Call, ConstBool, Expr, IterArg, MakeTuple, TupleGetItem, Var
+from ...ir.stmt import (
+    AssignStmt,
+    BreakStmt,
+    ContinueStmt,
+    EvalStmt,
+    ForStmt,
+    IfStmt,
+    ReturnStmt,
+    ScopeStmt,
+    SeqStmts,
+    Stmt,
+    WhileStmt,
+    YieldStmt,
+)
+from ...ir.structural import structural_equal
+from ...ir.types import ScalarType, TensorType, TileType, TupleType, Type
+from .. import dsl
+from .exprs import make_op_call
+
+__all__ = ["StmtParser", "PendingYield"]
+
+_LOOP_KINDS = {"range": ForKind.Sequential, "parallel": ForKind.Parallel, "unroll": ForKind.Unroll,
+               "pipeline": ForKind.Pipeline}
+
+
+@dataclass
+class PendingYield:
+    """Targets of the `pl.yield_` that ended the block just parsed."""
+
+    names: list[str]
+    types: list[Type | None]
+    values: tuple[Expr, ...]
+    span: Span
+
+
+def _shape_eq(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> bool:
+    from ...ops.typing_rules import dims_equal
+
+    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
+
+
+def type_compatible(declared: Type, inferred: Type) -> bool:
+    """Can a value of `inferred` type be bound to a variable annotated `declared`?
+
+    Shapes and dtypes must agree; memory space, MemRef and views come from the annotation.
+    """
+    if isinstance(declared, TensorType) and isinstance(inferred, TensorType):
+        return declared.dtype is inferred.dtype and _shape_eq(declared.shape, inferred.shape)
+    if isinstance(declared, TileType) and isinstance(inferred, TileType):
+        space_ok = (declared.memory_space is None or inferred.memory_space is None
+                    or declared.memory_space is inferred.memory_space)
+        return declared.dtype is inferred.dtype and _shape_eq(declared.shape, inferred.shape) and space_ok
+    if isinstance(declared, ScalarType) and isinstance(inferred, ScalarType):
+        return True
+    if isinstance(declared, TupleType) and isinstance(inferred, TupleType):
+        return len(declared.types) == len(inferred.types) and all(
+            type_compatible(a, b) for a, b in zip(declared.types, inferred.types))
+    return False
+
+
+def type_text(t: Type | None) -> str:
+    from ...ir.printer import python_print
+
+    return "unknown" if t is None else python_print(t)
+
+
+class StmtParser:
+    """Mixin: statement parsing into `self.block` (a list of IR statements)."""
+
+    # ---- blocks --------------------------------------------------------------------------
+    def parse_block(self, body: list[ast.stmt]) -> tuple[SeqStmts, PendingYield | None]:
+        saved_block, saved_yield = self.block, self.pending_yield
+        self.block, self.pending_yield = [], None
+        try:
+            for i, st in enumerate(body):
+                if self.pending_yield is not None:
+                    raise ParserSyntaxError("pl.yield_ must be the last statement of its block",
+                                            self.span(st))
+                self.parse_stmt(st)
+            seq = SeqStmts(tuple(self.block), span=self.span(body[0]) if body else Span.unknown())
+            return seq, self.pending_yield
+        finally:
+            self.block, self.pending_yield = saved_block, saved_yield
+
+    def parse_stmt(self, node: ast.stmt) -> None:
+        handler = getattr(self, f"stmt_{type(node).__name__}", None)
+        if handler is None:
+            raise ParserSyntaxError(f"unsupported statement '{type(node).__name__}' in a kernel body",
+                                    self.span(node))
+        handler(node)
+
+    def emit(self, s: Stmt) -> None:
+        self.block.append(s)
+
+    # ---- bindings ------------------------------------------------------------------------
+    def bind(self, name: str, value: Expr, declared: Type | None, node: ast.AST) -> Var:
+        span = self.span(node)
+        if declared is not None and not type_compatible(declared, value.type):
+            raise ParserTypeError(f"'{name}' is annotated {type_text(declared)} but the value has type "
+                                  f"{type_text(value.type)}", span)
+        ty = declared if declared is not None else value.type
+        var = self.new_binding(name, ty, span)
+        self.emit(AssignStmt(var, value, span=span))
+        return var
+
+    def new_binding(self, name: str, ty: Type, span: Span) -> Var:
+        """The Var a (re)assignment of `name` binds: reused in non-SSA code when the type matches."""
+        old = self.env.get(name)
+        if old is not None and self.strict_ssa:
+            raise SSAViolationError(f"SSA violation: variable '{name}' is assigned more than once "
+                                    f"(strict_ssa=True)", span)
+        if isinstance(old, Var) and not isinstance(old, IterArg) and old not in self.loop_vars \
+                and structural_equal(old.type, ty):
+            return old
+        var = Var(name, ty, span=span)
+        self.env[name] = var
+        return var
+
+    def annotation_type(self, node: ast.expr) -> Type:
+        return self.eval_type(node)
+
+    # ---- assignments ---------------------------------------------------------------------
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            raise ParserSyntaxError("chained assignment a = b = ... is not supported", self.span(node))
+        self.assign(node.targets[0], node.value, None, node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise ParserSyntaxError("a declaration needs a value", self.span(node))
+        self.assign(node.target, node.value, self.annotation_type(node.annotation), node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise ParserSyntaxError("augmented assignment needs a plain name", self.span(node))
+        load = ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target)
+        self.assign(node.target, ast.copy_location(ast.BinOp(load, node.op, node.value), node), None, node)
+
+    def assign(self, target: ast.expr, value_node: ast.expr, declared: Type | None, node: ast.stmt) -> None:
+        if self.is_builtin_call(value_node, "yield_"):
+            self.yield_stmt(value_node, target, declared, node)
+            return
+        if isinstance(target, ast.Subscript):
+            self.assign_subscript(target, value_node, node)
+            return
+        value = self.parse_expr(value_node)
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value, declared, node)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            names = self.target_names(target)
+            vt = value.type
+            if not isinstance(vt, TupleType) or len(vt.types) != len(names):
+                raise ParserTypeError(f"cannot unpack a value of type {type_text(vt)} into {len(names)} "
+                                      f"names", self.span(node))
+            tup = value if isinstance(value, Var) else self.bind("_".join(names) + "_tuple", value, None, node)
+            for i, n in enumerate(names):
+                self.bind(n, TupleGetItem(tup, i, span=self.span(node)), None, node)
+        else:
+            raise ParserSyntaxError("unsupported assignment target", self.span(target))
+
+    def target_names(self, target: ast.expr) -> list[str]:
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        names = []
+        for e in elts:
+            if not isinstance(e, ast.Name):
+                raise ParserSyntaxError("expected a plain name", self.span(e))
+            names.append(e.id)
+        return names
+
+    def assign_subscript(self, target: ast.Subscript, value_node: ast.expr, node: ast.stmt) -> None:
+        """`dst[<slices>] = src` → `dst = pl.assemble(dst, src, offsets)` (Language Guide)."""
+        if self.strict_ssa:
+            raise SSAViolationError("subscript assignment rebinds its target and is not allowed under "
+                                    "strict_ssa=True; use pl.assemble(target, src, offsets)", self.span(node))
+        if not isinstance(target.value, ast.Name):
+            raise ParserSyntaxError("subscript assignment needs a plain tensor name", self.span(target))
+        base = self.parse_expr(target.value)
+        if not isinstance(base.type, TensorType):
+            raise ParserTypeError("subscript assignment needs a Tensor target", self.span(target))
+        offsets, sizes, _ = self.subscript_region(base, target.slice)
+        src = self.parse_expr(value_node)
+        st = src.type
+        if isinstance(st, (TensorType, TileType)) and not _shape_eq(tuple(st.shape), sizes):
+            from ...ops.typing_rules import shape_str
+
+            raise ParserTypeError(f"assigned value has shape {shape_str(tuple(st.shape))} but the target "
+                                  f"region has shape {shape_str(sizes)}", self.span(node))
+        self.check_op_placement("tensor.assemble", node)
+        call = make_op_call("tensor.assemble", [base, src, MakeTuple(offsets)], {}, self.span(node))
+        self.bind(target.value.id, call, None, node)
+
+    # ---- yield ---------------------------------------------------------------------------
+    def is_builtin_call(self, node: ast.AST, name: str) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        try:
+            f = self.parse_value(node.func)
+        except ParserError:
+            return False
+        return isinstance(f, dsl.DSLBuiltin) and f.name == name
+
+    def yield_stmt(self, call: ast.Call, target: ast.expr | None, declared: Type | None,
+                   node: ast.stmt) -> None:
+        if self.construct_depth == 0:
+            raise ParserSyntaxError("pl.yield_ is only allowed inside a loop or if body", self.span(node))
+        values = tuple(self.parse_expr(a) for a in call.args)
+        names = self.target_names(target) if target is not None else []
+        if names and len(names) != len(values):
+            raise ParserTypeError(f"pl.yield_ gives {len(values)} values but {len(names)} names receive "
+                                  f"them", self.span(node))
+        types: list[Type | None] = [None] * len(names)
+        if declared is not None and len(names) == 1:
+            types = [declared]
+        self.emit(YieldStmt(values, span=self.span(node)))
+        self.pending_yield = PendingYield(names, types, values, self.span(node))
+
+    def make_return_vars(self, py: PendingYield | None, node: ast.AST) -> tuple[Var, ...]:
+        if py is None:
+            return ()
+        out = []
+        for i, n in enumerate(py.names):
+            t = py.types[i] or py.values[i].type
+            out.append(Var(n, t, span=py.span))
+        return tuple(out)
+
+    def bind_results(self, rvs: tuple[Var, ...]) -> None:
+        for v in rvs:
+            if v.name in self.env and self.strict_ssa:
+                raise SSAViolationError(f"SSA violation: variable '{v.name}' is assigned more than once "
+                                        f"(strict_ssa=True)", v.span)
+            self.env[v.name] = v
+
+    # ---- loops ---------------------------------------------------------------------------
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise ParserSyntaxError("for ... else is not supported", self.span(node))
+        it = node.iter
+        helper = self.parse_value(it.func) if isinstance(it, ast.Call) else None
+        if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in (*_LOOP_KINDS, "while_"):
+            raise ParserSyntaxError("a kernel loop must iterate over pl.range(...), pl.parallel(...), "
+                                    "pl.unroll(...) or pl.while_(...)", self.span(it))
+        if helper.name == "while_":
+            self.while_loop(node, it)
+        else:
+            self.for_loop(node, it, _LOOP_KINDS[helper.name])
+
+    def loop_inits(self, call: ast.Call) -> list[Expr] | None:
+        for k in call.keywords:
+            if k.arg == "init_values":
+                if not isinstance(k.value, (ast.Tuple, ast.List)):
+                    raise ParserSyntaxError("init_values must be a tuple, e.g. init_values=(acc,)",
+                                            self.span(k.value))
+                return [self.parse_expr(e) for e in k.value.elts]
+            raise ParserSyntaxError(f"unexpected keyword '{k.arg}'", self.span(k.value))
+        return None
+
+    def make_iter_args(self, names: list[str], inits: list[Expr], node: ast.AST) -> list[IterArg]:
+        if len(names) != len(inits):
+            raise ParserTypeError(f"{len(names)} loop-carried names but {len(inits)} init_values",
+                                  self.span(node))
+        return [IterArg(n, v.type, init=v, span=self.span(node)) for n, v in zip(names, inits)]
+
+    def for_loop(self, node: ast.For, call: ast.Call, kind: ForKind) -> None:
+        bounds = [self.parse_expr(a) for a in call.args]
+        if not 1 <= len(bounds) <= 3:
+            raise ParserTypeError("pl.range takes 1 to 3 positional arguments (stop | start, stop[, step])",
+                                  self.span(call))
+        for b, a in zip(bounds, call.args):
+            if not (isinstance(b.type, ScalarType) and b.type.dtype.is_int()):
+                raise ParserTypeError("loop bounds must be integer scalars", self.span(a))
+        from ...ir.expr import ConstInt
+
+        start = bounds[0] if len(bounds) > 1 else ConstInt(0, INDEX)
+        stop = bounds[1] if len(bounds) > 1 else bounds[0]
+        step = bounds[2] if len(bounds) > 2 else ConstInt(1, INDEX)
+        if isinstance(step, ConstInt) and step.value == 0:
+            raise ParserTypeError("loop step must not be zero", self.span(call))
+        inits = self.loop_inits(call)
+        tgt = node.target
+        if inits is None:
+            if not isinstance(tgt, ast.Name):
+                raise ParserSyntaxError("loop target must be a name (use init_values=(...) to carry values)",
+                                        self.span(tgt))
+            lv_name, ia_names = tgt.id, []
+        else:
+            if not (isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 and isinstance(tgt.elts[0], ast.Name)
+                    and isinstance(tgt.elts[1], (ast.Tuple, ast.List))):
+                raise ParserSyntaxError("with init_values the loop target is 'i, (acc, ...)'", self.span(tgt))
+            lv_name, ia_names = tgt.elts[0].id, self.target_names(tgt.elts[1])
+        loop_var = Var(lv_name, ScalarType(INDEX), span=self.span(tgt))
+        iter_args = self.make_iter_args(ia_names, inits or [], node)
+        body, py = self.loop_body(node, [(lv_name, loop_var)] + [(ia.name, ia) for ia in iter_args], kind)
+        rvs = self.check_loop_yield(py, iter_args, node)
+        self.emit(ForStmt(loop_var, start, stop, step, tuple(iter_args), body, rvs, kind,
+                          span=self.span(node)))
+        self.bind_results(rvs)
+
+    def loop_body(self, node: ast.For, bindings: list[tuple[str, Var]], kind: ForKind
+                  ) -> tuple[SeqStmts, PendingYield | None]:
+        saved = {n: self.env.get(n) for n, _ in bindings}
+        for n, v in bindings:
+            self.env[n] = v
+            self.loop_vars.add(v)
+        self.loop_stack.append(kind)
+        self.construct_depth += 1
+        try:
+            return self.parse_block(node.body)
+        finally:
+            self.construct_depth -= 1
+            self.loop_stack.pop()
+            for n, v in bindings:
+                self.loop_vars.discard(v)
+                if self.env.get(n) is v:
+                    if saved[n] is None:
+                        del self.env[n]
+                    else:
+                        self.env[n] = saved[n]
+
+    def check_loop_yield(self, py: PendingYield | None, iter_args: list[IterArg], node: ast.AST
+                         ) -> tuple[Var, ...]:
+        if not iter_args:
+            if py is not None and py.values:
+                raise ParserSyntaxError("pl.yield_ in a loop without init_values", py.span)
+            return ()
+        if py is None:
+            raise ParserSyntaxError("a loop with init_values must end with pl.yield_(...) of the next "
+                                    "values", self.span(node))
+        if len(py.values) != len(iter_args):
+            raise ParserTypeError(f"pl.yield_ gives {len(py.values)} values for {len(iter_args)} "
+                                  f"loop-carried values", py.span)
+        for ia, v in zip(iter_args, py.values):
+            if not type_compatible(ia.type, v.type):
+                raise ParserTypeError(f"loop-carried '{ia.name}' has type {type_text(ia.type)} but "
+                                      f"pl.yield_ gives {type_text(v.type)}", py.span)
+        if not py.names:
+            raise ParserSyntaxError("assign the results of the loop's pl.yield_ to names, e.g. "
+                                    "out = pl.yield_(acc)", py.span)
+        return self.make_return_vars(py, node)
+
+    def while_loop(self, node: ast.For, call: ast.Call) -> None:
+        inits = self.loop_inits(call)
+        if inits is None:
+            raise ParserSyntaxError("pl.while_ requires init_values=(...)", self.span(call))
+        names = self.target_names(node.target)
+        iter_args = self.make_iter_args(names, inits, node)
+        if not node.body or not self.is_builtin_call(getattr(node.body[0], "value", None), "cond"):
+            raise ParserSyntaxError("the first statement of a pl.while_ loop must be pl.cond(<condition>)",
+                                    self.span(node))
+        cond_call = node.body[0].value  # type: ignore[attr-defined]
+        saved = {n: self.env.get(n) for n in names}
+        for ia in iter_args:
+            self.env[ia.name] = ia
+        try:
+            cond = self.parse_expr(cond_call.args[0])
+        finally:
+            for n in names:
+                if saved[n] is None:
+                    self.env.pop(n, None)
+                else:
+                    self.env[n] = saved[n]
+        self.check_bool(cond, cond_call, "while condition")
+        fake = ast.For(target=node.target, iter=call, body=node.body[1:] or [ast.Pass()], orelse=[])
+        ast.copy_location(fake, node)
+        body, py = self.loop_body(fake, [(ia.name, ia) for ia in iter_args], ForKind.Sequential)
+        rvs = self.check_loop_yield(py, iter_args, node)
+        self.emit(WhileStmt(cond, tuple(iter_args), body, rvs, span=self.span(node)))
+        self.bind_results(rvs)
+
+    def stmt_Break(self, node: ast.Break) -> None:
+        self.loop_control(node, BreakStmt, "break")
+
+    def stmt_Continue(self, node: ast.Continue) -> None:
+        self.loop_control(node, ContinueStmt, "continue")
+
+    def loop_control(self, node: ast.stmt, cls: type, word: str) -> None:
+        if not self.loop_stack:
+            raise ParserSyntaxError(f"'{word}' outside a loop", self.span(node))
+        if self.loop_stack[-1] is ForKind.Parallel:
+            raise ParserSyntaxError(f"'{word}' is not allowed inside a parallel loop (pl.parallel)",
+                                    self.span(node))
+        self.emit(cls(span=self.span(node)))
+
+    # ---- if ------------------------------------------------------------------------------
+    def check_bool(self, cond: Expr, node: ast.AST, what: str) -> None:
+        if not (isinstance(cond.type, ScalarType) and cond.type.dtype is BOOL):
+            raise ParserTypeError(f"{what} must be a Bool-typed scalar", self.span(node))
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond_v = self.parse_value(node.test)
+        if isinstance(cond_v, (bool, int)) and not isinstance(cond_v, Expr):
+            # Compile-time condition (closure/global constant): only the taken branch exists.
+            for st in (node.body if cond_v else node.orelse):
+                self.parse_stmt(st)
+            return
+        cond = self.to_expr(cond_v, node.test)
+        if isinstance(cond, ConstBool):
+            cond = ConstBool(cond.value, span=cond.span)
+        self.check_bool(cond, node.test, "if condition")
+        self.construct_depth += 1
+        try:
+            then, py_then = self.parse_block(node.body)
+            els, py_else = self.parse_block(node.orelse) if node.orelse else (None, None)
+        finally:
+            self.construct_depth -= 1
+        rvs = self.check_if_yields(py_then, py_else, node)
+        self.emit(IfStmt(cond, then, els, rvs, span=self.span(node)))
+        self.bind_results(rvs)
+
+    def check_if_yields(self, a: PendingYield | None, b: PendingYield | None, node: ast.If
+                        ) -> tuple[Var, ...]:
+        if a is None and b is None:
+            return ()
+        if a is None or b is None:
+            where = a or b
+            raise ParserSyntaxError("if one branch yields, the other must too (add an else branch ending "
+                                    "with pl.yield_)", where.span)  # type: ignore[union-attr]
+        if len(a.values) != len(b.values):
+            raise ParserTypeError(f"if branches yield different numbers of values: then-branch yields "
+                                  f"{len(a.values)} (line {a.span.begin_line}), else-branch yields "
+                                  f"{len(b.values)} (line {b.span.begin_line})", b.span)
+        for i, (x, y) in enumerate(zip(a.values, b.values)):
+            if not type_compatible(x.type, y.type):
+                raise ParserTypeError(f"if branches yield different types for value {i}: then-branch "
+                                      f"{type_text(x.type)} (line {a.span.begin_line}), else-branch "
+                                      f"{type_text(y.type)} (line {b.span.begin_line})", b.span)
+        if a.names != b.names and b.names:
+            raise ParserSyntaxError(f"if branches yield into different names: {a.names} and {b.names}",
+                                    b.span)
+        return self.make_return_vars(a, node)
+
+    # ---- scopes --------------------------------------------------------------------------
+    def stmt_With(self, node: ast.With) -> None:
+        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            raise ParserSyntaxError("use 'with pl.at(...):' or 'with pl.scope():'", self.span(node))
+        call = node.items[0].context_expr
+        helper = self.parse_value(call.func) if isinstance(call, ast.Call) else None
+        if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in ("at", "scope"):
+            raise ParserSyntaxError("only 'with pl.at(...)' and 'with pl.scope()' are supported",
+                                    self.span(node))
+        kw = {k.arg: self.parse_value(k.value) for k in call.keywords}
+        if helper.name == "scope":
+            if call.args or kw:
+                raise ParserTypeError("pl.scope() takes no arguments", self.span(call))
+            kind, level, opts = ScopeKind.Runtime, None, ()
+        else:
+            if call.args or set(kw) - {"level", "optimizations"}:
+                raise ParserTypeError("pl.at takes keyword arguments level= and optimizations=",
+                                      self.span(call))
+            level = kw.get("level", Level.CORE_GROUP)
+            if not isinstance(level, Level):
+                raise ParserTypeError(f"pl.at level must be a pl.Level, got {level!r}", self.span(call))
+            raw = kw.get("optimizations", [])
+            if not isinstance(raw, (list, tuple)) or not all(isinstance(o, dsl.Optimization) for o in raw):
+                raise ParserTypeError("optimizations must be a list of pl.split(...) / "
+                                      "pl.cross_core_slot(...)", self.span(call))
+            kind, opts = ScopeKind.InCore, tuple((o.name, o.params) for o in raw)
+        self.incore_depth += kind is ScopeKind.InCore
+        try:
+            body, py = self.parse_block(node.body)
+        finally:
+            self.incore_depth -= kind is ScopeKind.InCore
+        if py is not None:  # a yield inside a scope belongs to the enclosing construct
+            self.pending_yield = py
+        self.emit(ScopeStmt(kind, body, level, opts, span=self.span(node)))
+
+    # ---- simple statements ---------------------------------------------------------------
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if node.value is None:
+            vals: tuple[Expr, ...] = ()
+        elif isinstance(node.value, ast.Tuple):
+            vals = tuple(self.parse_expr(e) for e in node.value.elts)
+        else:
+            vals = (self.parse_expr(node.value),)
+        self.returns.append(vals)
+        self.emit(ReturnStmt(vals, span=self.span(node)))
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        v = node.value
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return  # docstring
+        if isinstance(v, ast.Call):
+            f = self.parse_value(v.func)
+            if isinstance(f, dsl.DSLBuiltin):
+                self.builtin_stmt(f, v, node)
+                return
+        e = self.parse_value(v)
+        if not isinstance(e, Call):
+            raise ParserSyntaxError("expression statement has no effect", self.span(node))
+        self.emit(EvalStmt(e, span=self.span(node)))
+
+    def builtin_stmt(self, f: dsl.DSLBuiltin, call: ast.Call, node: ast.stmt) -> None:
+        if f.name == "yield_":
+            self.yield_stmt(call, None, None, node)
+        elif f.name == "static_print":
+            for a in call.args:
+                val = self.parse_value(a)
+                desc = type_text(val.type) if isinstance(val, Expr) else repr(val)
+                print(f"{self.span(a)}: static_print: {ast.unparse(a)}: {desc}")
+        elif f.name == "static_assert":
+            if not call.args:
+                raise ParserTypeError("pl.static_assert(cond, msg) needs a condition", self.span(call))
+            cond = self.parse_value(call.args[0])
+            msg = self.parse_value(call.args[1]) if len(call.args) > 1 else ast.unparse(call.args[0])
+            if isinstance(cond, Expr):
+                if not isinstance(cond, ConstBool):
+                    raise ParserTypeError("pl.static_assert needs a compile-time condition", self.span(call))
+                cond = cond.value
+            if not cond:
+                raise ParserError(f"static_assert failed: {msg}", self.span(call))
+        elif f.name == "cond":
+            raise ParserSyntaxError("pl.cond(...) must be the first statement of a pl.while_ loop",
+                                    self.span(node))
+        else:
+            raise ParserSyntaxError(f"pl.{f.name}(...) cannot be used as a statement", self.span(node))
+

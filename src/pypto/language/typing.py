@@ -1,0 +1,249 @@
+"""Type annotations of the DSL (SPEC §2.2; Language Guide "Type System").
+
+`pl.Tensor[[64, 128], pl.FP32]`, `pl.Tile[[64, 64], pl.FP32, pl.Mem.Vec]`, `pl.Scalar[pl.INDEX]`,
+`pl.Out[...]` / `pl.InOut[...]` are evaluated by Python when a decorated function is defined, so
+they are real objects: `Annotation`s that `to_ir_type()` turns into IR types. Bare `pl.Tensor`
+(no subscript) is allowed under `@pl.jit`, where the shape and dtype come from the call's
+arguments.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.dtype import INDEX, DataType
+from ..core.enums import MemorySpace, PadValue, ParamDirection, TensorLayout
+from ..ir.expr import ConstInt, Expr, Var
+from ..ir.types import MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
+
+__all__ = [
+    "Tensor", "Tile", "Scalar", "Out", "InOut", "DynVar", "dynamic", "TensorAnnotation",
+    "TileAnnotation", "ScalarAnnotation", "DirectionAnnotation", "TensorViewSpec", "TileViewSpec",
+    "MemRefSpec", "AnnotationError", "to_ir_type", "to_dim",
+]
+
+
+class AnnotationError(Exception):
+    """A malformed annotation; the parser re-raises it as ParserTypeError at the annotation."""
+
+
+class DynVar:
+    """A symbolic dimension from `pl.dynamic("M")`; the same object gives the same IR Var."""
+
+    __slots__ = ("name", "var")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.var = Var(name, ScalarType(INDEX))
+
+    def __repr__(self) -> str:
+        return f'pl.dynamic("{self.name}")'
+
+
+def dynamic(name: str) -> DynVar:
+    """A dynamic dimension named `name` (Language Guide "Dynamic Shapes")."""
+    return DynVar(name)
+
+
+def to_dim(d: Any) -> Expr:
+    if isinstance(d, bool):
+        raise AnnotationError(f"invalid dimension {d!r}")
+    if isinstance(d, int):
+        if d <= 0:
+            raise AnnotationError(f"dimension must be positive, got {d}")
+        return ConstInt(d, INDEX)
+    if isinstance(d, DynVar):
+        return d.var
+    if isinstance(d, Expr):
+        return d
+    raise AnnotationError(f"invalid dimension {d!r}: expected an int or pl.dynamic(...)")
+
+
+def _shape(s: Any) -> tuple[Expr, ...]:
+    if not isinstance(s, (list, tuple)):
+        raise AnnotationError(f"shape must be a list like [64, 128], got {s!r}")
+    return tuple(to_dim(d) for d in s)
+
+
+@dataclass(frozen=True)
+class TensorViewSpec:
+    """`pl.TensorView(stride=[...], layout=pl.TensorLayout.DN, valid_shape=None, pad=...)`."""
+
+    stride: Any = None
+    layout: TensorLayout = TensorLayout.ND
+    valid_shape: Any = None
+    pad: PadValue = PadValue.null
+
+    def to_ir(self) -> TensorView:
+        return TensorView(_shape(self.stride) if self.stride is not None else None, self.layout,
+                          _shape(self.valid_shape) if self.valid_shape is not None else None, self.pad)
+
+
+@dataclass(frozen=True)
+class TileViewSpec:
+    """`pl.TileView(valid_shape=[...], layout=..., pad=...)`."""
+
+    valid_shape: Any = None
+    layout: TensorLayout = TensorLayout.ND
+    pad: PadValue = PadValue.null
+
+    def to_ir(self) -> TileView:
+        return TileView(_shape(self.valid_shape) if self.valid_shape is not None else None,
+                        self.layout, self.pad)
+
+
+@dataclass(frozen=True)
+class MemRefSpec:
+    """`pl.MemRef(pl.Mem.Vec, id=0, size=16384, addr=0)` in printed IR after memory planning."""
+
+    memory_space: MemorySpace
+    id: int
+    size: int
+    addr: int = -1
+
+    def to_ir(self) -> MemRef:
+        return MemRef(self.memory_space, self.id, self.size, self.addr)
+
+
+class Annotation:
+    """Base of annotation objects."""
+
+
+@dataclass(frozen=True)
+class TensorAnnotation(Annotation):
+    shape: Any = None  # None for bare `pl.Tensor`
+    dtype: DataType | None = None
+    extra: tuple = ()
+
+    def to_ir(self) -> TensorType:
+        if self.shape is None or self.dtype is None:
+            raise AnnotationError("bare pl.Tensor needs a shape and dtype: write "
+                                  "pl.Tensor[[shape], dtype] (bare pl.Tensor is only allowed under @pl.jit)")
+        view = None
+        for e in self.extra:
+            if e is TensorLayout.NZ:
+                raise AnnotationError("pl.NZ is a tile-only layout; it cannot annotate a Tensor "
+                                      "(use pl.Tile[..., pl.NZ])")
+            if e is TensorLayout.DN:
+                warnings.warn("pl.Tensor[..., pl.DN] is deprecated: write the runtime row-major shape "
+                              "without a layout marker and pass b_trans=True / a_trans=True to "
+                              "pl.matmul, or use pl.TensorView(stride=[...], layout=pl.TensorLayout.DN)",
+                              DeprecationWarning, stacklevel=2)
+                view = TensorView(None, TensorLayout.DN)
+            elif e is TensorLayout.ND:
+                view = None
+            elif isinstance(e, TensorViewSpec):
+                view = e.to_ir()
+            else:
+                raise AnnotationError(f"unexpected tensor annotation element {e!r}")
+        return TensorType(_shape(self.shape), self.dtype, view)
+
+
+@dataclass(frozen=True)
+class TileAnnotation(Annotation):
+    shape: Any
+    dtype: DataType
+    extra: tuple = ()
+
+    def to_ir(self) -> TileType:
+        space = memref = view = None
+        for e in self.extra:
+            if isinstance(e, MemorySpace):
+                space = e
+            elif isinstance(e, MemRefSpec):
+                memref = e.to_ir()
+                space = memref.memory_space
+            elif isinstance(e, TileViewSpec):
+                view = e.to_ir()
+            elif isinstance(e, TensorLayout):
+                view = TileView(None, e)
+            else:
+                raise AnnotationError(f"unexpected tile annotation element {e!r}")
+        return TileType(_shape(self.shape), self.dtype, space, memref, view)
+
+
+@dataclass(frozen=True)
+class ScalarAnnotation(Annotation):
+    dtype: DataType
+
+    def to_ir(self) -> ScalarType:
+        return ScalarType(self.dtype)
+
+
+@dataclass(frozen=True)
+class DirectionAnnotation(Annotation):
+    direction: ParamDirection
+    inner: Any
+
+
+def _dtype(x: Any) -> DataType:
+    if not isinstance(x, DataType):
+        raise AnnotationError(f"expected a data type such as pl.FP32, got {x!r}")
+    return x
+
+
+class _TensorMeta(type):
+    def __getitem__(cls, item: Any) -> TensorAnnotation:
+        if not isinstance(item, tuple) or len(item) < 2:
+            raise AnnotationError("pl.Tensor takes [shape, dtype] and an optional layout/view")
+        return TensorAnnotation(item[0], _dtype(item[1]), tuple(item[2:]))
+
+
+class Tensor(metaclass=_TensorMeta):
+    """`pl.Tensor[[shape], dtype]`: a DDR tensor (bare `pl.Tensor` under `@pl.jit`)."""
+
+
+class _TileMeta(type):
+    def __getitem__(cls, item: Any) -> TileAnnotation:
+        if not isinstance(item, tuple) or len(item) < 2:
+            raise AnnotationError("pl.Tile takes [shape, dtype] and optional memory space/layout/view")
+        return TileAnnotation(item[0], _dtype(item[1]), tuple(item[2:]))
+
+
+class Tile(metaclass=_TileMeta):
+    """`pl.Tile[[shape], dtype, ...]`: an on-chip buffer."""
+
+
+class _ScalarMeta(type):
+    def __getitem__(cls, item: Any) -> ScalarAnnotation:
+        return ScalarAnnotation(_dtype(item))
+
+
+class Scalar(metaclass=_ScalarMeta):
+    """`pl.Scalar[dtype]`: one value."""
+
+
+class _DirMeta(type):
+    _direction: ParamDirection
+
+    def __getitem__(cls, item: Any) -> DirectionAnnotation:
+        return DirectionAnnotation(cls._direction, item)
+
+
+class Out(metaclass=_DirMeta):
+    """`pl.Out[T]`: a write-only output parameter."""
+
+    _direction = ParamDirection.Out
+
+
+class InOut(metaclass=_DirMeta):
+    """`pl.InOut[T]`: a read-write parameter."""
+
+    _direction = ParamDirection.InOut
+
+
+def to_ir_type(ann: Any) -> Type:
+    """Convert an evaluated annotation to an IR type. Raises AnnotationError."""
+    if ann is Tensor:
+        ann = TensorAnnotation()
+    if isinstance(ann, (TensorAnnotation, TileAnnotation, ScalarAnnotation)):
+        return ann.to_ir()
+    if isinstance(ann, DataType):
+        return ScalarType(ann)
+    if isinstance(ann, tuple):
+        return TupleType(tuple(to_ir_type(a) for a in ann))
+    if isinstance(ann, DirectionAnnotation):
+        raise AnnotationError("pl.Out / pl.InOut may only annotate function parameters")
+    raise AnnotationError(f"unsupported type annotation {ann!r}")

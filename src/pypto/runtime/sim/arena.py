@@ -1,0 +1,126 @@
+"""Per-core on-chip memory of the simulated chip (DESIGN idea 5: tiles live at planned addresses).
+
+A `CoreArena` holds one `torch.uint8` buffer per on-chip memory space (Vec, Mat, Left, Right, Acc,
+Bias), each `soc.physical[space]` bytes, zero-filled and allocated lazily on first use. Every tile of
+a lowered kernel is a typed view into these bytes at its MemRef's address, so two tiles whose
+address ranges overlap see each other's writes, exactly as on the hardware: a wrong address or a
+wrong buffer reuse by the compiler produces wrong numbers here too.
+
+For simplicity every simulated core owns every on-chip space; which spaces a kernel may use is the
+compiler's business (see `KernelExecutor.core_type`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...backend.soc import SoCModel
+from ...core.dtype import DataType
+from ...core.enums import MemorySpace
+from ...core.errors import RuntimeSimError
+from ...core.span import Span
+from ...ir.types import MemRef
+
+__all__ = ["CoreArena", "tile_nbytes", "view_shape"]
+
+
+def _torch_dtype(dtype: DataType) -> Any:
+    tdt = dtype.to_torch(strict=False)
+    if tdt is None:
+        raise RuntimeSimError(f"tiles of type {dtype.name} cannot be simulated: torch has no such dtype")
+    return tdt
+
+
+def _packs_two(dtype: DataType, tdt: Any) -> bool:
+    """True for 4-bit types that torch stores two to a byte (FP4 as float4_e2m1fn_x2)."""
+    return dtype.bits == 4 and tdt.itemsize == 1
+
+
+def view_shape(dtype: DataType, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Shape of the torch view holding a tile of `dtype` and logical `shape`.
+
+    Equal to `shape` except for packed 4-bit types (FP4), whose innermost dimension is halved.
+
+    Raises:
+        RuntimeSimError: if the dtype has no torch equivalent, or a packed type has an odd
+            innermost dimension.
+    """
+    tdt = _torch_dtype(dtype)
+    if not _packs_two(dtype, tdt):
+        return shape
+    if not shape or shape[-1] % 2:
+        raise RuntimeSimError(f"a {dtype.name} tile needs an even innermost dimension, got {list(shape)}")
+    return shape[:-1] + (shape[-1] // 2,)
+
+
+def tile_nbytes(dtype: DataType, shape: tuple[int, ...]) -> int:
+    """Bytes occupied by a dense tile of `dtype` and logical `shape` (4-bit types: 2 per byte)."""
+    n = 1
+    for d in shape:
+        n *= d
+    return (n * dtype.bits + 7) // 8 if dtype.bits == 4 else n * dtype.get_byte()
+
+
+class CoreArena:
+    """The on-chip memories of one simulated AI core.
+
+    Args:
+        soc: SoC model giving `physical[space]` (bytes) and the address `alignment` (bytes).
+        core_type: "AIC" or "AIV" (informational).
+        index: core index within its type.
+    """
+
+    def __init__(self, soc: SoCModel, core_type: str, index: int) -> None:
+        self.soc = soc
+        self.core_type = core_type
+        self.index = index
+        self._buffers: dict[MemorySpace, torch.Tensor] = {}
+
+    def __repr__(self) -> str:
+        return f"CoreArena({self.core_type}{self.index})"
+
+    def buffer(self, space: MemorySpace) -> torch.Tensor:
+        """The raw `uint8` bytes of `space` (allocated zero-filled on first use).
+
+        Raises:
+            RuntimeSimError: for DDR or a space the SoC has no such memory for.
+        """
+        buf = self._buffers.get(space)
+        if buf is None:
+            size = self.soc.physical.get(space)
+            if size is None:
+                raise RuntimeSimError(f"memory space {space.name} is not an on-chip memory of "
+                                      f"{self.soc.backend.name}")
+            buf = torch.zeros(size, dtype=torch.uint8)
+            self._buffers[space] = buf
+        return buf
+
+    def view(self, memref: MemRef, dtype: DataType, shape: tuple[int, ...], what: str = "tile",
+             span: Span | None = None) -> torch.Tensor:
+        """A typed view of `shape`/`dtype` at `memref.addr` inside `memref.memory_space`.
+
+        Writes through the view change the arena bytes (and every other view over them).
+
+        Raises:
+            RuntimeSimError: naming `what` if the address is unset (-1), misaligned, the tile does
+                not fit its MemRef's `size`, or it extends past the end of the physical memory.
+        """
+        space, addr = memref.memory_space, memref.addr
+        nbytes = tile_nbytes(dtype, shape)
+        if addr < 0:
+            raise RuntimeSimError(f"{what} has no address in {space.name} (memory planning did not "
+                                  f"run: AllocateMemoryAddr assigns one)", span)
+        if addr % self.soc.alignment:
+            raise RuntimeSimError(f"{what} address {addr} in {space.name} is not "
+                                  f"{self.soc.alignment}-byte aligned", span)
+        if nbytes > memref.size:
+            raise RuntimeSimError(f"{what} needs {nbytes} bytes but its MemRef (id {memref.id}) has "
+                                  f"only {memref.size}", span)
+        buf = self.buffer(space)
+        if addr + nbytes > buf.numel():
+            raise RuntimeSimError(f"{what} at [{addr}, {addr + nbytes}) exceeds the {buf.numel()} "
+                                  f"bytes of {space.name} on {self.soc.backend.name}", span)
+        tdt = _torch_dtype(dtype)
+        return buf[addr:addr + nbytes].view(tdt).view(view_shape(dtype, shape))

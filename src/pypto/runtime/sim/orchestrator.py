@@ -1,0 +1,112 @@
+"""Orchestration interpreter: runs the control plane of a lowered program (SPEC §1).
+
+An Orchestration function allocates DDR tensors (`tensor.create`, zero-filled), takes views
+(`tensor.slice`), computes scalars, runs control flow and submits tasks: every Call whose `op` is a
+`GlobalVar` naming an InCore/AIC/AIV function becomes `SimDevice.submit(kernel, args)`. The call's
+value is the Out/InOut argument (one) or the tuple of them (several), in parameter order, so later
+statements can name a kernel's outputs; None when the kernel has none. A call of any other function
+(Orchestration, Opaque, Group, ...) runs that function's body as a nested orchestration and yields
+its return value(s).
+
+Registered ops run on the host only when they do not compute on data: ops with the
+"orchestration", "view" or "creation" trait, or a scalar result (shape queries). Anything else —
+every `tile.*` op and tensor compute ops — is rejected, because in a correctly lowered program it
+lives inside a kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...core.enums import ParamDirection
+from ...core.errors import RuntimeSimError
+from ...ir.expr import Call, GlobalVar
+from ...ir.function import Function, Program
+from ...ir.types import ScalarType
+from .interp import Env, ExprFn, FunctionCompiler
+from .kernel import KERNEL_TYPES
+
+if TYPE_CHECKING:
+    from .device import SimDevice
+
+__all__ = ["Orchestrator", "HOST_TRAITS"]
+
+HOST_TRAITS = frozenset({"orchestration", "view", "creation"})
+_OUT = (ParamDirection.Out, ParamDirection.InOut)
+
+
+def _pick(values: Sequence[Any] | None) -> Any:
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+class _OrchCompiler(FunctionCompiler):
+    kind = "orchestration function"
+
+    def __init__(self, func: Function, program: Program, device: SimDevice) -> None:
+        self.program, self.device = program, device
+        super().__init__(func)
+
+    def compile_call(self, call: Call) -> ExprFn:
+        if isinstance(call.op, GlobalVar):
+            return self._call_function(call)
+        spec = self.lookup_op(call)
+        host_ok = spec.namespace != "tile" and (
+            spec.traits & HOST_TRAITS or isinstance(call.result_type, ScalarType))
+        if not host_ok:
+            raise RuntimeSimError(f"op '{spec.name}' computes on data and cannot run in orchestration "
+                                  f"function '{self.func.name}' (it belongs inside an InCore kernel)",
+                                  call.span)
+        return self.op_closure(call, spec)
+
+    def _call_function(self, call: Call) -> ExprFn:
+        name = call.op.name  # type: ignore[union-attr]
+        callee = self.program.get_function(name)
+        if callee is None:
+            raise RuntimeSimError(f"call of unknown function '{name}' (program '{self.program.name}' "
+                                  f"has {', '.join(self.program.function_names)})", call.span)
+        if len(call.args) != len(callee.params):
+            raise RuntimeSimError(f"'{name}' takes {len(callee.params)} arguments, got {len(call.args)}",
+                                  call.span)
+        arg_fns = [self.compile_expr(a) for a in call.args]
+        device, program = self.device, self.program
+        if callee.func_type in KERNEL_TYPES:
+            outs = tuple(i for i, d in enumerate(callee.param_directions) if d in _OUT)
+
+            def submit(env: Env) -> Any:
+                args = tuple([f(env) for f in arg_fns])
+                device.submit(callee, args)
+                return _pick([args[i] for i in outs])
+            return submit
+
+        def nested(env: Env) -> Any:
+            args = [f(env) for f in arg_fns]
+            return _pick(device.orchestrator(program, callee).run(args))
+        return nested
+
+
+class Orchestrator:
+    """A compiled orchestration function, bound to a program and a device.
+
+    `run(args)` binds the parameters (DDR tensors as torch tensors, scalars as numbers), runs the
+    body (submitting tasks to the device) and returns the ReturnStmt values as a tuple (None when
+    the function has no return).
+    """
+
+    def __init__(self, func: Function, program: Program, device: SimDevice) -> None:
+        self.func = func
+        self._c = _OrchCompiler(func, program, device)
+
+    def run(self, args: Sequence[Any]) -> tuple | None:
+        c = self._c
+        if len(args) != len(c.param_slots):
+            raise RuntimeSimError(f"'{self.func.name}' takes {len(c.param_slots)} arguments, got "
+                                  f"{len(args)}")
+        env: Env = [None] * c.num_slots
+        for slot, a in zip(c.param_slots, args):
+            env[slot] = a
+        c.bind_dims(env, args)
+        c.body(env)
+        return env[0]
