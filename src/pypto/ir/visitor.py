@@ -383,3 +383,7 @@ class IRMutator:
         return s if body is s.body else replace(s, body=body)
 
 
+
+
+IRVisitor._table = _dispatch_table(IRVisitor)
+IRMutator._table = _dispatch_table(IRMutator)

@@ -94,7 +94,7 @@ class StmtParser:
         saved_block, saved_yield = self.block, self.pending_yield
         self.block, self.pending_yield = [], None
         try:
-            for i, st in enumerate(body):
+            for st in body:
                 if self.pending_yield is not None:
                     raise ParserSyntaxError("pl.yield_ must be the last statement of its block",
                                             self.span(st))

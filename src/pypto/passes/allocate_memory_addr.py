@@ -1,0 +1,84 @@
+"""AllocateMemoryAddr: place every buffer of a kernel at a concrete address (SPEC §5, §6).
+
+Buffers (distinct MemRef ids) of each memory space are laid out one after another from address 0,
+each aligned to the SoC's 32-byte alignment. The total per space is checked against the usable
+capacity of that space on one core of the target; exceeding it raises MemoryCapacityError naming
+the function, the memory space, the bytes needed and the bytes available. Peak bytes per space per
+kernel are recorded in `ctx.records["memory"]` for the compile report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..core.enums import FunctionType, MemorySpace
+from ..core.errors import MemoryCapacityError
+from ..ir.expr import Var
+from ..ir.function import Function, Program
+from ..ir.types import MemRef, TileType
+from ..ir.visitor import IRMutator, IRVisitor
+from .base import FunctionPass, PassContext
+from .init_memref import align_up
+
+__all__ = ["AllocateMemoryAddr"]
+
+
+class _Collect(IRVisitor):
+    def __init__(self) -> None:
+        self.memrefs: dict[tuple[MemorySpace, int], MemRef] = {}
+
+    def visit_Var(self, e: Var) -> None:
+        t = e.type
+        if isinstance(t, TileType) and t.memref is not None:
+            self.memrefs.setdefault((t.memref.memory_space, t.memref.id), t.memref)
+
+    visit_IterArg = visit_Var
+
+
+class _Place(IRMutator):
+    def __init__(self, addrs: dict[tuple[MemorySpace, int], int]) -> None:
+        super().__init__()
+        self.addrs = addrs
+
+    def visit_binding(self, v: Var) -> Var:
+        if v in self.var_map:
+            return self.var_map[v]  # type: ignore[return-value]
+        t = v.type
+        if isinstance(t, TileType) and t.memref is not None:
+            m = t.memref
+            addr = self.addrs[(m.memory_space, m.id)]
+            if addr != m.addr:
+                nv = replace(v, var_type=replace(t, memref=replace(m, addr=addr)))
+                self.var_map[v] = nv
+                return nv
+        return super().visit_binding(v)
+
+
+class AllocateMemoryAddr(FunctionPass):
+    name = "AllocateMemoryAddr"
+
+    def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
+        if func.func_type is FunctionType.Orchestration:
+            return func
+        c = _Collect()
+        c.visit_function(func)
+        if not c.memrefs:
+            return func
+        soc = ctx.soc
+        addrs: dict[tuple[MemorySpace, int], int] = {}
+        used: dict[MemorySpace, int] = {}
+        for (space, mid), m in sorted(c.memrefs.items(), key=lambda kv: (kv[0][0].name, kv[0][1])):
+            if m.addr >= 0 and (space, mid) in addrs:
+                continue
+            base = align_up(used.get(space, 0), soc.alignment)
+            addrs[(space, mid)] = base
+            used[space] = base + m.size
+        for space, total in used.items():
+            cap = soc.capacity_of(space)
+            if total > cap:
+                raise MemoryCapacityError(
+                    f"function '{func.name}': live tiles need {total} bytes of {space.name} memory but "
+                    f"{soc.backend.name} has only {cap} bytes of {space.name} per core; use smaller tiles "
+                    f"or loop over blocks", func.span)
+        ctx.records.setdefault("memory", {})[func.name] = {s.name: b for s, b in used.items()}
+        return _Place(addrs).visit_function(func)

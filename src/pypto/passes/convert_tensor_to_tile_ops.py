@@ -1,0 +1,197 @@
+"""ConvertTensorToTileOps: tensor-level code inside InCore functions becomes tile code (SPEC §5).
+
+Inside an InCore function a tensor value is either in DDR (a parameter, a slice of one, or the
+result of storing into one) or has been computed on chip. The pass keeps a map from tensor Vars
+to tiles and rewrites, in order:
+- `tensor.slice(ddr, shape, offset)` → nothing yet: a *region* of DDR, loaded when first used;
+- a compute op with a `tile_op` (`tensor.add` → `tile.add`, ...) → its operands are loaded
+  (`tile.load` to Vec, or to Mat for cube ops) and the tile op is applied; scratch operands
+  (reduction `tmp_tile`) are allocated with `tile.create`;
+- `tensor.create` → `tile.create` (an on-chip buffer);
+- `tensor.assemble(ddr, value, offset)` → `tile.store(value_tile, offset, ddr)`.
+Loop-carried tensors whose initial value lives on chip become loop-carried tiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..core.enums import FunctionType, MemorySpace
+from ..core.errors import CompileError
+from ..ir.expr import Call, Expr, IterArg, MakeTuple, Var
+from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
+from ..ir.types import TensorType, TileType
+from ..ir.visitor import IRMutator
+from ..ops import get_op
+from .base import FunctionPass, PassContext
+from .op_builder import build_call, zeros_like_offsets
+
+__all__ = ["ConvertTensorToTileOps"]
+
+_INCORE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+
+
+@dataclass(frozen=True)
+class _Region:
+    """A DDR region not yet loaded: `tensor[offset : offset + shape]`."""
+
+    tensor: Expr
+    offsets: tuple[Expr, ...]
+    shape: tuple[Expr, ...]
+
+
+class _Converter:
+    def __init__(self) -> None:
+        self.tiles: dict[Var, Expr] = {}  # tensor var -> tile expr
+        self.regions: dict[Var, _Region] = {}
+        self.out: list[Stmt] = []
+        self.counter = 0
+
+    def sub(self, e: Expr) -> Expr:
+        """Rewrite uses of remapped tensor vars that are still tensors (scalars/DDR)."""
+        return IRMutator({k: v for k, v in self.tiles.items() if isinstance(v.type, TensorType)}).visit_expr(e)
+
+    def emit_assign(self, name: str, call: Call, span) -> Var:  # type: ignore[no-untyped-def]
+        v = Var(name, call.type, span=span)
+        self.out.append(AssignStmt(v, call, span=span))
+        return v
+
+    def as_tile(self, e: Expr, span, space: MemorySpace = MemorySpace.Vec) -> Expr:  # type: ignore[no-untyped-def]
+        """The tile holding tensor value `e`, loading it from DDR if needed."""
+        if isinstance(e.type, TileType):
+            return e
+        if isinstance(e, Var) and e in self.tiles:
+            return self.tiles[e]
+        region = self.regions.get(e) if isinstance(e, Var) else None
+        if region is None:
+            if not isinstance(e.type, TensorType):
+                return e
+            region = _Region(e, zeros_like_offsets(e.type), tuple(e.type.shape))
+        call = build_call("tile.load", [region.tensor, MakeTuple(region.offsets), MakeTuple(region.shape)],
+                          {"target_memory": space}, span)
+        name = f"{e.name}_tile" if isinstance(e, Var) else "t"
+        t = self.emit_assign(name, call, span)
+        if isinstance(e, Var):
+            self.tiles[e] = t
+        return t
+
+    def block(self, s: SeqStmts) -> SeqStmts:
+        saved = self.out
+        self.out = []
+        for st in s.stmts:
+            self.stmt(st)
+        res = SeqStmts(tuple(self.out), span=s.span)
+        self.out = saved
+        return res
+
+    def stmt(self, s: Stmt) -> None:
+        if isinstance(s, AssignStmt) and isinstance(s.value, Call) and isinstance(s.value.op, str) \
+                and s.value.op.startswith("tensor."):
+            self.tensor_op(s.var, s.value, s)
+        elif isinstance(s, (ReturnStmt, YieldStmt)):
+            self.out.append(replace(s, values=tuple(self.value_out(v, s) for v in s.values)))
+        elif isinstance(s, ForStmt | WhileStmt):
+            self.loop(s)
+        elif isinstance(s, IfStmt):
+            rvs = tuple(self.retype(v) for v in s.return_vars)
+            self.out.append(replace(s, cond=self.sub(s.cond), then_body=self.block(s.then_body),
+                                    else_body=self.block(s.else_body) if s.else_body else None,
+                                    return_vars=rvs))
+        else:
+            self.out.append(IRMutator(dict(self.tiles)).visit_stmt(s))
+
+    def value_out(self, v: Expr, s: Stmt) -> Expr:
+        """A value leaving a loop body / if branch / function."""
+        if isinstance(v, Var) and v in self.tiles:
+            if isinstance(s, ReturnStmt) and isinstance(v.type, TensorType):
+                raise CompileError(f"InCore function returns tensor '{v.name}' computed on chip without "
+                                   f"storing it; write it into an Out tensor with pl.store / pl.assemble",
+                                   s.span)
+            return self.tiles[v]
+        return self.sub(v)
+
+    def retype(self, v: Var) -> Var:
+        return v
+
+    def loop(self, s: ForStmt | WhileStmt) -> None:
+        new_ias: list[IterArg] = []
+        rv_map: list[tuple[Var, Var | None]] = []
+        for ia, rv in zip(s.iter_args, s.return_vars):
+            init = ia.init
+            if isinstance(init, Var) and init in self.tiles:
+                t = self.tiles[init]
+                nia = IterArg(ia.name, t.type, init=t, span=ia.span)
+                self.tiles[ia] = nia
+                nrv = Var(rv.name, t.type, span=rv.span)
+                self.tiles[rv] = nrv
+                rv_map.append((rv, nrv))
+            else:
+                nia = replace(ia, init=self.sub(init) if init is not None else None)
+                self.tiles[ia] = nia
+                rv_map.append((rv, None))
+            new_ias.append(nia)
+        body = self.block(s.body)
+        rvs = tuple(n if n is not None else o for o, n in rv_map)
+        if isinstance(s, ForStmt):
+            self.out.append(replace(s, start=self.sub(s.start), stop=self.sub(s.stop), step=self.sub(s.step),
+                                    iter_args=tuple(new_ias), body=body, return_vars=rvs))
+        else:
+            cond = IRMutator(dict(self.tiles)).visit_expr(s.cond)
+            self.out.append(replace(s, cond=cond, iter_args=tuple(new_ias), body=body, return_vars=rvs))
+
+    def tensor_op(self, var: Var, call: Call, s: AssignStmt) -> None:
+        spec = get_op(call.op)  # type: ignore[arg-type]
+        span = s.span
+        args = list(call.args)
+        if call.op == "tensor.slice":
+            src = args[0]
+            if isinstance(src, Var) and src in self.regions:
+                raise CompileError("slicing a slice inside an InCore function is not supported yet", span)
+            if isinstance(src, Var) and src in self.tiles:
+                raise CompileError("slicing an on-chip value inside an InCore function is not supported; "
+                                   "load the region you need with pl.load", span)
+            self.regions[var] = _Region(self.sub(src), tuple(args[2].elements), tuple(args[1].elements))  # type: ignore[attr-defined]
+            return
+        if call.op == "tensor.assemble":
+            target, value, offsets = args
+            if isinstance(target, Var) and target in self.tiles:
+                raise CompileError("assembling into an on-chip tensor inside an InCore function is not "
+                                   "supported; assemble into a DDR (parameter) tensor", span)
+            tile = self.as_tile(value, span)
+            stored = build_call("tile.store", [tile, offsets, self.sub(target)], {}, span)
+            self.out.append(AssignStmt(var, stored, span=span))
+            return
+        if spec.tile_op is None:
+            raise CompileError(f"op '{call.op}' has no tile-level form and cannot run inside an InCore "
+                               f"function", span)
+        tile_spec = get_op(spec.tile_op)
+        space = MemorySpace.Mat if tile_spec.has_trait("cube") else MemorySpace.Vec
+        operands: list[Expr] = []
+        for a in args:
+            if isinstance(a.type, TensorType) or (isinstance(a, Var) and (a in self.tiles or a in self.regions)):
+                operands.append(self.as_tile(a, span, space))
+            else:
+                operands.append(self.sub(a))
+        attrs = dict(call.kwargs)
+        if call.op == "tensor.create":
+            attrs["target_memory"] = MemorySpace.Vec
+        for i in tile_spec.scratch:
+            t0 = operands[0].type
+            tmp = build_call("tile.create", [MakeTuple(tuple(t0.shape))],  # type: ignore[attr-defined]
+                             {"dtype": t0.dtype, "target_memory": t0.memory_space or MemorySpace.Vec}, span)  # type: ignore[attr-defined]
+            operands.insert(i, self.emit_assign(f"{var.name}_tmp", tmp, span))
+        tile_attrs = {k: v for k, v in attrs.items() if k in tile_spec.attrs}
+        tcall = build_call(spec.tile_op, operands, tile_attrs, span)
+        self.tiles[var] = self.emit_assign(f"{var.name}_tile", tcall, span)
+
+
+class ConvertTensorToTileOps(FunctionPass):
+    name = "ConvertTensorToTileOps"
+
+    def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
+        if func.func_type not in _INCORE:
+            return func
+        conv = _Converter()
+        body = conv.block(func.body)
+        return replace(func, body=body)

@@ -1,0 +1,69 @@
+"""PassManager: runs a pass list with instruments — IR dumps and verification (SPEC §5).
+
+With a dump directory it writes `00_frontend.py` before the first pass and `NN_after_<Pass>.py`
+after each pass: printed IR that `pl.loads` re-parses.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import time
+from pathlib import Path
+
+from ..ir.function import Program
+from ..ir.printer import python_print
+from .base import Pass, PassContext
+from .verifier import verify_basic, verify_roundtrip
+
+__all__ = ["PassManager", "VerificationLevel"]
+
+
+class VerificationLevel(enum.Enum):
+    """How much checking runs after every pass: NONE, BASIC (default) or ROUNDTRIP."""
+
+    NONE = 0
+    BASIC = 1
+    ROUNDTRIP = 2
+
+    @staticmethod
+    def from_env(default: VerificationLevel | None = None) -> VerificationLevel:
+        """`$PYPTO_VERIFY_LEVEL` (none/basic/roundtrip, any case) or `default` (BASIC)."""
+        raw = os.environ.get("PYPTO_VERIFY_LEVEL")
+        if raw:
+            try:
+                return VerificationLevel[raw.strip().upper()]
+            except KeyError:
+                raise ValueError(f"PYPTO_VERIFY_LEVEL={raw!r} is not one of none, basic, roundtrip") from None
+        return default or VerificationLevel.BASIC
+
+
+class PassManager:
+    """Runs `passes` in order. `timings` holds (pass name, milliseconds) of the last run."""
+
+    def __init__(self, passes: list[Pass], verification: VerificationLevel = VerificationLevel.BASIC,
+                 dump_dir: str | Path | None = None) -> None:
+        self.passes = passes
+        self.verification = verification
+        self.dump_dir = Path(dump_dir) if dump_dir is not None else None
+        self.timings: list[tuple[str, float]] = []
+
+    def _dump(self, name: str, program: Program) -> None:
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            (self.dump_dir / name).write_text(python_print(program), encoding="utf-8")
+
+    def run(self, program: Program, ctx: PassContext | None = None) -> Program:
+        ctx = ctx or PassContext()
+        self.timings = []
+        self._dump("00_frontend.py", program)
+        for i, p in enumerate(self.passes, start=1):
+            t0 = time.perf_counter()
+            program = p.run(program, ctx)
+            self.timings.append((p.name, (time.perf_counter() - t0) * 1e3))
+            if self.verification is not VerificationLevel.NONE:
+                verify_basic(program, p.name)
+            if self.verification is VerificationLevel.ROUNDTRIP:
+                verify_roundtrip(program, p.name)
+            self._dump(f"{i:02d}_after_{p.name}.py", program)
+        return program

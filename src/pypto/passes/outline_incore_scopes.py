@@ -1,0 +1,225 @@
+"""OutlineIncoreScopes: each `with pl.at(...)` body becomes an InCore function (SPEC §5).
+
+For a scope in function `f`, the k-th outlined function is `f_incore_<k>`:
+- its parameters are the values the body reads from outside (tensors and scalars), in first-use
+  order, with the Orchestration function's directions where the value is one of its parameters;
+- a tensor the body writes with `tensor.assemble` (e.g. `out[:] = ...`) is passed in and becomes an
+  Out parameter (InOut if the body also reads it otherwise); the function returns its new value;
+- a tensor computed inside and used after the scope gets a fresh Out parameter: the caller creates
+  it with `tensor.create` and the body assembles the value into it.
+The scope is replaced by the call; values used afterwards are bound to the call's results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..core.dtype import INDEX
+from ..core.enums import FunctionType, ParamDirection, ScopeKind
+from ..core.errors import CompileError
+from ..ir.expr import Call, ConstInt, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
+from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt, ReturnStmt, ScopeStmt, SeqStmts, Stmt
+from ..ir.types import ScalarType, TensorType, TupleType
+from ..ir.visitor import IRMutator, IRVisitor, stmt_children
+from ..ops import get_op
+from .analysis import defined_vars, used_vars
+from .base import Pass, PassContext
+
+__all__ = ["OutlineIncoreScopes"]
+
+_OUTLINED_FROM = (FunctionType.Orchestration, FunctionType.Opaque)
+
+
+class _AssembleTargets(IRVisitor):
+    """Maps each assemble result var to the root outer tensor it writes into."""
+
+    def __init__(self) -> None:
+        self.root: dict[Var, Var] = {}
+        self.other_reads: set[Var] = set()
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        v = s.value
+        if isinstance(v, Call) and isinstance(v.op, str) and get_op(v.op).writes:
+            (w,) = get_op(v.op).writes[:1]
+            tgt = v.args[w]
+            if isinstance(tgt, Var):
+                self.root[s.var] = self.root.get(tgt, tgt)
+            for i, a in enumerate(v.args):
+                if i != w:
+                    self.visit_expr(a)
+            return
+        super().visit_AssignStmt(s)
+
+    def visit_Var(self, e: Var) -> None:
+        self.other_reads.add(self.root.get(e, e))
+
+    visit_IterArg = visit_Var
+
+
+class _Outliner:
+    def __init__(self, func: Function, taken: set[str]) -> None:
+        self.func = func
+        self.taken = taken
+        self.count = 0
+        self.new_funcs: list[Function] = []
+        self.param_dirs = dict(zip(func.params, func.param_directions))
+
+    def fresh_name(self) -> str:
+        while True:
+            name = f"{self.func.name}_incore_{self.count}"
+            self.count += 1
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+    def rewrite(self, body: SeqStmts) -> SeqStmts:
+        self.outside_uses = used_vars(self.func.body)  # refined per scope below
+        return self.block(body, self.func.body)
+
+    def block(self, s: SeqStmts, root: Stmt) -> SeqStmts:
+        out: list[Stmt] = []
+        for st in s.stmts:
+            if isinstance(st, ScopeStmt) and st.kind is ScopeKind.InCore:
+                out.extend(self.outline(st))
+            else:
+                out.append(_rebuild_children(st, lambda b: self.block(b, root)))
+        return replace(s, stmts=tuple(out))
+
+    def outline(self, scope: ScopeStmt) -> list[Stmt]:
+        inner_defs = defined_vars(scope.body)
+        inside_uses = used_vars(scope.body)
+        used_after = _uses_outside(self.func.body, scope)
+        inputs = [v for v in inside_uses if v not in inner_defs and not _is_dyn_dim(v, self.func)]
+        targets = _AssembleTargets()
+        targets.visit_stmt(scope.body)
+        outputs = [v for v in inner_defs if v in used_after]
+        for o in outputs:
+            if not isinstance(o.type, TensorType):
+                raise CompileError(f"value '{o.name}' computed inside pl.at is used after it, but only "
+                                   f"tensors can leave an InCore scope", o.span)
+        pre: list[Stmt] = []
+        params: list[Var] = []
+        dirs: list[ParamDirection] = []
+        args: list[Expr] = []
+        body_stmts = list(scope.body.stmts)
+        ret_values: list[Expr] = []
+        param_of: dict[Var, Var] = {}
+        for v in inputs:
+            p = Var(v.name, v.type, span=v.span)
+            param_of[v] = p
+            params.append(p)
+            written = any(targets.root.get(o) is v for o in outputs) or any(r is v for r in targets.root.values())
+            if written:
+                d = ParamDirection.InOut if v in targets.other_reads else ParamDirection.Out
+                if self.param_dirs.get(v) is ParamDirection.InOut:
+                    d = ParamDirection.InOut
+            else:
+                d = ParamDirection.In
+            dirs.append(d)
+            args.append(v)
+        for o in outputs:
+            root = targets.root.get(o)
+            if root is not None and root in param_of:
+                ret_values.append(o)
+                continue
+            # A new tensor: the caller allocates it, the body assembles the value into it.
+            t = o.type
+            buf = Var(f"{o.name}_buf", t, span=o.span)
+            pre.append(AssignStmt(buf, _create(t, o.span), span=o.span))
+            p = Var(f"{o.name}_out", t, span=o.span)
+            params.append(p)
+            dirs.append(ParamDirection.Out)
+            args.append(buf)
+            stored = Var(f"{o.name}_stored", t, span=o.span)
+            zeros = MakeTuple(tuple(ConstInt(0, INDEX) for _ in t.shape))
+            asm = get_op("tensor.assemble")
+            body_stmts.append(AssignStmt(stored, Call("tensor.assemble", (p, o, zeros), (),
+                                                      asm.infer([p, o, zeros], {})), span=o.span))
+            ret_values.append(stored)
+        name = self.fresh_name()
+        ret_types = tuple(v.type for v in ret_values)
+        body = SeqStmts(tuple(body_stmts) + (ReturnStmt(tuple(ret_values), span=scope.span),), span=scope.span)
+        body = IRMutator(dict(param_of)).visit_seq(body)
+        self.new_funcs.append(Function(name, FunctionType.InCore, tuple(params), tuple(dirs), ret_types,
+                                       body, scope.level, span=scope.span))
+        rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
+        call = Call(GlobalVar(name), tuple(args), (), rt, span=scope.span)
+        if not outputs:
+            from ..ir.stmt import EvalStmt
+
+            return pre + [EvalStmt(call, span=scope.span)]
+        if len(outputs) == 1:
+            return pre + [AssignStmt(outputs[0], call, span=scope.span)]
+        tup = Var(f"{name}_results", rt, span=scope.span)
+        stmts = pre + [AssignStmt(tup, call, span=scope.span)]
+        for i, o in enumerate(outputs):
+            stmts.append(AssignStmt(o, TupleGetItem(tup, i), span=scope.span))
+        return stmts
+
+
+def _create(t: TensorType, span) -> Call:  # type: ignore[no-untyped-def]
+    shape = MakeTuple(tuple(t.shape))
+    spec = get_op("tensor.create")
+    attrs = {"dtype": t.dtype}
+    return Call("tensor.create", (shape,), tuple(attrs.items()), spec.infer([shape], attrs), span=span)
+
+
+def _is_dyn_dim(v: Var, func: Function) -> bool:
+    return isinstance(v.type, ScalarType) and v.type.dtype is INDEX and v not in func.params and \
+        v not in defined_vars(func.body)
+
+
+def _uses_outside(body: SeqStmts, scope: ScopeStmt) -> set[Var]:
+    """Vars used anywhere in the function except inside `scope`."""
+    class _V(IRVisitor):
+        def __init__(self) -> None:
+            self.uses: set[Var] = set()
+
+        def visit_Var(self, e: Var) -> None:
+            self.uses.add(e)
+
+        visit_IterArg = visit_Var
+
+        def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+            if s is not scope:
+                super().visit_ScopeStmt(s)
+
+    v = _V()
+    v.visit_stmt(body)
+    return v.uses
+
+
+def _rebuild_children(s: Stmt, fn) -> Stmt:  # type: ignore[no-untyped-def]
+    from ..ir.stmt import ForStmt, IfStmt, WhileStmt
+
+    if not stmt_children(s):
+        return s
+    if isinstance(s, IfStmt):
+        return replace(s, then_body=fn(s.then_body),
+                       else_body=fn(s.else_body) if s.else_body is not None else None)
+    if isinstance(s, (ForStmt, WhileStmt, ScopeStmt)):
+        return replace(s, body=fn(s.body))
+    return s
+
+
+class OutlineIncoreScopes(Pass):
+    name = "OutlineIncoreScopes"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        taken = set(program.function_names)
+        funcs: list[Function] = []
+        changed = False
+        for f in program.functions:
+            if f.func_type not in _OUTLINED_FROM:
+                funcs.append(f)
+                continue
+            o = _Outliner(f, taken)
+            body = o.rewrite(f.body)
+            if o.new_funcs:
+                changed = True
+                funcs.extend(o.new_funcs)
+                funcs.append(replace(f, body=body))
+            else:
+                funcs.append(f)
+        return replace(program, functions=tuple(funcs)) if changed else program

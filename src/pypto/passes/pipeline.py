@@ -1,0 +1,46 @@
+"""The pass lists of each optimization strategy, built from the pass classes (STYLE rule 5)."""
+
+from __future__ import annotations
+
+import enum
+
+from .allocate_memory_addr import AllocateMemoryAddr
+from .base import Pass
+from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
+from .convert_to_ssa import ConvertToSSA
+from .infer_tile_memory_space import InferTileMemorySpace
+from .init_memref import InitMemRef
+from .outline_incore_scopes import OutlineIncoreScopes
+
+__all__ = ["OptimizationStrategy", "DEFAULT_PIPELINE", "DEBUG_TILE_PIPELINE", "passes_for"]
+
+
+class OptimizationStrategy(enum.Enum):
+    """`Default`: the full tensor-oriented pipeline. `DebugTileOptimization`: tile-level programs
+    only, without the tensor-only passes (User Manual "Compilation")."""
+
+    Default = "Default"
+    DebugTileOptimization = "DebugTileOptimization"
+
+
+# Order follows SPEC §5; passes of later issues slot in at their positions.
+DEFAULT_PIPELINE: list[type[Pass]] = [
+    ConvertToSSA,
+    OutlineIncoreScopes,
+    ConvertTensorToTileOps,
+    InferTileMemorySpace,
+    InitMemRef,
+    AllocateMemoryAddr,
+]
+DEBUG_TILE_PIPELINE: list[type[Pass]] = [ConvertToSSA, InferTileMemorySpace, InitMemRef, AllocateMemoryAddr]
+
+_BY_STRATEGY = {OptimizationStrategy.Default: DEFAULT_PIPELINE,
+                OptimizationStrategy.DebugTileOptimization: DEBUG_TILE_PIPELINE}
+
+
+def passes_for(strategy: object) -> list[Pass]:
+    """Fresh pass instances for `strategy`. Raises ValueError for an unknown strategy."""
+    if not isinstance(strategy, OptimizationStrategy):
+        raise ValueError(f"unknown optimization strategy {strategy!r}; expected one of "
+                         f"{', '.join('ir.OptimizationStrategy.' + s.name for s in OptimizationStrategy)}")
+    return [cls() for cls in _BY_STRATEGY[strategy]]

@@ -1,0 +1,129 @@
+"""IR verification run between passes (SPEC §5 "Verification levels").
+
+BASIC checks well-formedness that every pass must keep: each Var read is defined before (a
+parameter, an earlier assignment, a loop var, iter arg or return var in scope) and each call to a
+program function names an existing function with the right number of arguments.
+ROUNDTRIP additionally prints the program, parses the text and requires structural equality.
+"""
+
+from __future__ import annotations
+
+from ..core.errors import VerificationError
+from ..ir.expr import Call, GlobalVar, Var
+from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, WhileStmt
+from ..ir.visitor import IRVisitor
+
+__all__ = ["verify_basic", "verify_roundtrip"]
+
+
+class _Scoped(IRVisitor):
+    def __init__(self, program: Program, func: Function, pass_name: str) -> None:
+        self.program, self.func, self.pass_name = program, func, pass_name
+        self.scopes: list[set[Var]] = [set(func.params) | _dims_of(func)]
+
+    def defined(self, v: Var) -> bool:
+        return any(v in s for s in self.scopes)
+
+    def fail(self, msg: str, span=None) -> None:  # type: ignore[no-untyped-def]
+        raise VerificationError(f"after pass {self.pass_name}, function '{self.func.name}': {msg}",
+                                span or self.func.span)
+
+    def visit_Var(self, e: Var) -> None:
+        if not self.defined(e):
+            self.fail(f"variable '{e.name}' is used but not defined", e.span)
+
+    visit_IterArg = visit_Var
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar):
+            callee = self.program.get_function(e.op.name)
+            if callee is None:
+                self.fail(f"call to unknown function '{e.op.name}'", e.span)
+            elif len(callee.params) != len(e.args):  # type: ignore[union-attr]
+                self.fail(f"call to '{e.op.name}' passes {len(e.args)} arguments, it takes "
+                          f"{len(callee.params)}", e.span)  # type: ignore[union-attr]
+        super().visit_Call(e)
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        self.visit_expr(s.value)
+        self.scopes[-1].add(s.var)
+
+    def visit_SeqStmts(self, s: SeqStmts) -> None:
+        for x in s.stmts:
+            self.visit_stmt(x)
+
+    def visit_ForStmt(self, s: ForStmt) -> None:
+        for e in (s.start, s.stop, s.step):
+            self.visit_expr(e)
+        for ia in s.iter_args:
+            if ia.init is not None:
+                self.visit_expr(ia.init)
+        self.scopes.append({s.loop_var, *s.iter_args})
+        self.visit_stmt(s.body)
+        self.scopes.pop()
+        self.scopes[-1].update(s.return_vars)
+
+    def visit_WhileStmt(self, s: WhileStmt) -> None:
+        for ia in s.iter_args:
+            if ia.init is not None:
+                self.visit_expr(ia.init)
+        self.scopes.append(set(s.iter_args))
+        self.visit_expr(s.cond)
+        self.visit_stmt(s.body)
+        self.scopes.pop()
+        self.scopes[-1].update(s.return_vars)
+
+    def visit_IfStmt(self, s: IfStmt) -> None:
+        self.visit_expr(s.cond)
+        self.scopes.append(set())
+        self.visit_stmt(s.then_body)
+        self.scopes.pop()
+        if s.else_body is not None:
+            self.scopes.append(set())
+            self.visit_stmt(s.else_body)
+            self.scopes.pop()
+        self.scopes[-1].update(s.return_vars)
+
+
+def _dims_of(func: Function) -> set[Var]:
+    """Dynamic-dimension Vars: those appearing in the shapes of parameter and return types."""
+    from ..ir.types import TensorType, TileType, TupleType
+
+    dims: set[Var] = set()
+
+    def walk(t) -> None:  # type: ignore[no-untyped-def]
+        if isinstance(t, (TensorType, TileType)):
+            dims.update(d for d in t.shape if isinstance(d, Var))
+        elif isinstance(t, TupleType):
+            for x in t.types:
+                walk(x)
+
+    for p in func.params:
+        walk(p.type)
+    for t in func.return_types:
+        walk(t)
+    return dims
+
+
+def verify_basic(program: Program, pass_name: str) -> None:
+    """Raise VerificationError if a Var is used undefined or a function call is malformed."""
+    for f in program.functions:
+        _Scoped(program, f, pass_name).visit_stmt(f.body)
+
+
+def verify_roundtrip(program: Program, pass_name: str) -> None:
+    """Raise VerificationError if print → parse does not give a structurally equal program."""
+    from ..ir.printer import python_print
+    from ..ir.structural import assert_structural_equal
+    from ..language.parser.entry import parse_text
+
+    text = python_print(program)
+    try:
+        again = parse_text(text, filename=f"<roundtrip after {pass_name}>")
+        assert_structural_equal(program, again)
+    except AssertionError as e:
+        raise VerificationError(f"after pass {pass_name}: printed IR does not re-parse to the same "
+                                f"program: {e}") from None
+    except Exception as e:
+        raise VerificationError(f"after pass {pass_name}: printed IR does not re-parse: {e}") from None
