@@ -143,7 +143,7 @@ class JITFunction:
                 parts.append(("T", tuple(t.shape), str(t.dtype)))
             else:
                 parts.append(("S", type(a).__name__, a))
-        parts += [config.platform, repr(config.strategy), repr(config.resolved_backend())]
+        parts += [config.platform, repr(config.strategy), repr(config.backend_type)]
         return tuple(parts)
 
     def compile(self, *args: Any, config: Any = None) -> Any:
@@ -158,7 +158,7 @@ class JITFunction:
             return hit
         program = self.specialize(*args)
         kwargs: dict[str, Any] = dict(dump_passes=config.dump_passes,
-                                      backend_type=config.resolved_backend(), platform=config.platform)
+                                      backend_type=config.backend_type, platform=config.platform)
         if config.strategy is not None:
             kwargs["strategy"] = config.strategy
         compiled = ir_compile(program, **kwargs)

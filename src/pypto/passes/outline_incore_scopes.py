@@ -91,6 +91,8 @@ class _Outliner:
         inside_uses = used_vars(scope.body)
         used_after = _uses_outside(self.func.body, scope)
         inputs = [v for v in inside_uses if v not in inner_defs and not _is_dyn_dim(v, self.func)]
+        order = {p: i for i, p in enumerate(self.func.params)}
+        inputs.sort(key=lambda v: order.get(v, len(order)))  # stable: non-params keep first-use order
         targets = _AssembleTargets()
         targets.visit_stmt(scope.body)
         outputs = [v for v in inner_defs if v in used_after]
@@ -109,8 +111,7 @@ class _Outliner:
             p = Var(v.name, v.type, span=v.span)
             param_of[v] = p
             params.append(p)
-            written = any(targets.root.get(o) is v for o in outputs) or any(r is v for r in targets.root.values())
-            if written:
+            if v in set(targets.root.values()):
                 d = ParamDirection.InOut if v in targets.other_reads else ParamDirection.Out
                 if self.param_dirs.get(v) is ParamDirection.InOut:
                     d = ParamDirection.InOut

@@ -8,6 +8,7 @@ from .allocate_memory_addr import AllocateMemoryAddr
 from .base import Pass
 from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
 from .convert_to_ssa import ConvertToSSA
+from .flatten_call_expr import FlattenCallExpr
 from .infer_tile_memory_space import InferTileMemorySpace
 from .init_memref import InitMemRef
 from .outline_incore_scopes import OutlineIncoreScopes
@@ -26,13 +27,14 @@ class OptimizationStrategy(enum.Enum):
 # Order follows SPEC §5; passes of later issues slot in at their positions.
 DEFAULT_PIPELINE: list[type[Pass]] = [
     ConvertToSSA,
+    FlattenCallExpr,
     OutlineIncoreScopes,
     ConvertTensorToTileOps,
     InferTileMemorySpace,
     InitMemRef,
     AllocateMemoryAddr,
 ]
-DEBUG_TILE_PIPELINE: list[type[Pass]] = [ConvertToSSA, InferTileMemorySpace, InitMemRef, AllocateMemoryAddr]
+DEBUG_TILE_PIPELINE: list[type[Pass]] = [ConvertToSSA, FlattenCallExpr, InferTileMemorySpace, InitMemRef, AllocateMemoryAddr]
 
 _BY_STRATEGY = {OptimizationStrategy.Default: DEFAULT_PIPELINE,
                 OptimizationStrategy.DebugTileOptimization: DEBUG_TILE_PIPELINE}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...backend.soc import BackendType, get_soc
+from ...core.enums import ParamDirection
 from ...ir.function import Function, Program
 from .arena import CoreArena
 from .kernel import KERNEL_TYPES, KernelExecutor
@@ -89,13 +90,15 @@ class SimDevice:
     def run(self, program: Program, entry: Function, args: Sequence[Any]) -> tuple | None:
         """Run `entry` with device-side `args`; returns its ReturnStmt values (tuple) or None.
 
-        A kernel entry runs as one task and returns None.
+        A kernel entry runs as one task and returns its Out/InOut arguments (like a kernel call in
+        an orchestration function).
         """
         self.tasks = []
         self.scheduler.reset()
         if entry.func_type in KERNEL_TYPES:
             self.submit(entry, args)
-            result = None
+            result = tuple(a for a, d in zip(args, entry.param_directions)
+                           if d in (ParamDirection.Out, ParamDirection.InOut)) or None
         else:
             result = self.orchestrator(program, entry).run(args)
         self.scheduler.drain()

@@ -33,6 +33,13 @@ class Task:
     core_index: int | None = None
     executor: Any = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        def brief(a: Any) -> str:
+            shape = getattr(a, "shape", None)
+            return f"{str(a.dtype).replace('torch.', '')}{list(shape)}" if shape is not None else repr(a)
+        args = ", ".join(f"{d.name}:{brief(a)}" for a, d in zip(self.args, self.directions))
+        return f"Task({self.task_id}, {self.kernel}, {self.core or self.core_type}, ({args}))"
+
     @property
     def core(self) -> str:
         """The core as one name, e.g. `AIV3` (empty before scheduling)."""
