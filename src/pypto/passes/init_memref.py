@@ -1,24 +1,33 @@
 """InitMemRef: give every on-chip tile value a buffer descriptor (MemRef) (SPEC §5).
 
-Each tile-typed Var defined in an InCore function (assignment targets, loop iter args and return
-vars, if return vars) gets `MemRef(space, id, size)`: a distinct buffer id, its memory space and
-its size in bytes (elements × dtype bytes, rounded up to the 32-byte alignment). A loop's return
-var shares the buffer of its iter arg (the value after the loop *is* the last carried value);
-addresses are assigned later by AllocateMemoryAddr. Parameters are DDR tensors and get none.
+Each tile-typed Var defined in a kernel gets `MemRef(space, id, size)`: a buffer id, its memory
+space and its size in bytes (elements × dtype bits / 8, rounded up to the 32-byte alignment).
+Addresses are assigned later by AllocateMemoryAddr.
+
+Structured control flow shares buffers so that carried values need no copies and the rule can be
+read back from printed IR (the parser types results the same way):
+- a loop's iter arg and its return var live in the buffer of the iter arg's *init* value;
+- an if's return var lives in the buffer of the value its then-branch yields.
+A buffer can only be donated by a value that has no other use; otherwise the pass first copies the
+value (`tile.move` within the same memory) and donates the copy, so a value still read after the
+loop is never overwritten by the loop (SPEC §9, "buffer reused while a value still lives in it").
+Yielded values are copied into the shared buffer at run time when their buffers differ.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from ..core.enums import FunctionType, MemorySpace
-from ..core.errors import InternalError
-from ..ir.expr import Var
+from ..ir.expr import Expr, Var
 from ..ir.function import Function, Program
-from ..ir.stmt import ForStmt, Stmt, WhileStmt
+from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import MemRef, TileType, num_elements
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
+from .analysis import defined_vars
 from .base import FunctionPass, PassContext
+from .op_builder import build_call
 
 __all__ = ["InitMemRef", "tile_bytes", "align_up"]
 
@@ -32,12 +41,109 @@ def tile_bytes(t: TileType) -> int:
     return (num_elements(t) * t.dtype.get_bit() + 7) // 8
 
 
+class _UseCount(IRVisitor):
+    def __init__(self) -> None:
+        self.count: Counter[Var] = Counter()
+
+    def visit_Var(self, e: Var) -> None:
+        self.count[e] += 1
+
+    visit_IterArg = visit_Var
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        self.visit_expr(s.value)
+
+    def visit_ForStmt(self, s: ForStmt) -> None:
+        for e in (s.start, s.stop, s.step):
+            self.visit_expr(e)
+        for ia in s.iter_args:
+            if ia.init is not None:
+                self.visit_expr(ia.init)
+        self.visit_stmt(s.body)
+
+    def visit_WhileStmt(self, s: WhileStmt) -> None:
+        for ia in s.iter_args:
+            if ia.init is not None:
+                self.visit_expr(ia.init)
+        self.visit_expr(s.cond)
+        self.visit_stmt(s.body)
+
+    def visit_IfStmt(self, s: IfStmt) -> None:
+        self.visit_expr(s.cond)
+        self.visit_stmt(s.then_body)
+        if s.else_body is not None:
+            self.visit_stmt(s.else_body)
+
+
+def _copy(v: Expr, span) -> tuple[Var, AssignStmt]:  # type: ignore[no-untyped-def]
+    t = v.type
+    call = build_call("tile.move", [v], {"target_memory": t.memory_space or MemorySpace.Vec}, span)  # type: ignore[attr-defined]
+    nv = Var(f"{getattr(v, 'name', 't')}_copy", call.type, span=span)
+    return nv, AssignStmt(nv, call, span=span)
+
+
+class _Donate(IRMutator):
+    """Insert copies so that every donated buffer belongs to a value with no other use."""
+
+    def __init__(self, uses: Counter[Var]) -> None:
+        super().__init__()
+        self.uses = uses
+
+    def visit_SeqStmts(self, s: SeqStmts) -> Stmt:
+        out: list[Stmt] = []
+        changed = False
+        for st in s.stmts:
+            y = self.visit_stmt(st)
+            if isinstance(y, (ForStmt, WhileStmt)):
+                y, pre = self.donate_inits(y)
+                out.extend(pre)
+                changed |= bool(pre)
+            elif isinstance(y, IfStmt):
+                y = self.donate_then(y)
+            changed |= y is not st
+            out.append(y)
+        return replace(s, stmts=tuple(out)) if changed else s
+
+    def donate_inits(self, s: ForStmt | WhileStmt) -> tuple[Stmt, list[Stmt]]:
+        pre: list[Stmt] = []
+        ias = list(s.iter_args)
+        for i, ia in enumerate(ias):
+            init = ia.init
+            if isinstance(ia.type, TileType) and init is not None and \
+                    (not isinstance(init, Var) or self.uses[init] != 1):
+                nv, st = _copy(init, s.span)
+                pre.append(st)
+                ias[i] = replace(ia, init=nv)
+        return (replace(s, iter_args=tuple(ias)) if pre else s), pre
+
+    def donate_then(self, s: IfStmt) -> IfStmt:
+        if not s.return_vars or not s.then_body.stmts or not isinstance(s.then_body.stmts[-1], YieldStmt):
+            return s
+        y = s.then_body.stmts[-1]
+        local = defined_vars(s.then_body)
+        vals = list(y.values)
+        pre: list[Stmt] = []
+        seen: set[Var] = set()
+        for i, v in enumerate(vals):
+            if isinstance(v.type, TileType) and (not isinstance(v, Var) or v not in local
+                                                 or self.uses[v] != 1 or v in seen):
+                nv, st = _copy(v, y.span)
+                pre.append(st)
+                vals[i] = nv
+            if isinstance(v, Var):
+                seen.add(v)
+        if not pre:
+            return s
+        body = s.then_body.stmts[:-1] + tuple(pre) + (replace(y, values=tuple(vals)),)
+        return replace(s, then_body=replace(s.then_body, stmts=body))
+
+
 class _Assign(IRMutator):
     def __init__(self, alignment: int) -> None:
         super().__init__()
         self.alignment = alignment
         self.next_id = 0
-        self.shared: dict[Var, MemRef] = {}  # return var -> memref of its iter arg
+        self.shared: dict[Var, MemRef] = {}  # binding -> memref it must use
 
     def new_memref(self, t: TileType) -> MemRef:
         space = t.memory_space or MemorySpace.Vec
@@ -56,22 +162,34 @@ class _Assign(IRMutator):
         self.var_map[v] = nv
         return nv
 
+    def _share_loop(self, s: ForStmt | WhileStmt) -> None:
+        for ia, rv in zip(s.iter_args, s.return_vars):
+            init = self.visit_expr(ia.init) if ia.init is not None else None
+            m = getattr(init.type, "memref", None) if init is not None else None
+            if isinstance(ia.type, TileType) and m is not None:
+                self.shared[ia] = m
+                self.shared[rv] = m
+
     def visit_ForStmt(self, s: ForStmt) -> Stmt:
-        self.share(s)
+        self._share_loop(s)
         return super().visit_ForStmt(s)
 
     def visit_WhileStmt(self, s: WhileStmt) -> Stmt:
-        self.share(s)
+        self._share_loop(s)
         return super().visit_WhileStmt(s)
 
-    def share(self, s: ForStmt | WhileStmt) -> None:
-        for ia, rv in zip(s.iter_args, s.return_vars):
-            if isinstance(ia.type, TileType):
-                nia = self.visit_binding(ia)
-                m = nia.type.memref  # type: ignore[attr-defined]
-                if m is None:
-                    raise InternalError("iter arg without memref")
-                self.shared[rv] = m
+    def visit_IfStmt(self, s: IfStmt) -> Stmt:
+        cond = self.visit_expr(s.cond)
+        then = self.visit_seq(s.then_body)
+        els = self.visit_seq(s.else_body) if s.else_body is not None else None
+        last = then.stmts[-1] if then.stmts else None
+        if isinstance(last, YieldStmt):
+            for rv, v in zip(s.return_vars, last.values):
+                m = getattr(v.type, "memref", None)
+                if isinstance(rv.type, TileType) and m is not None:
+                    self.shared[rv] = m
+        rvs = tuple(self.visit_binding(v) for v in s.return_vars)
+        return replace(s, cond=cond, then_body=then, else_body=els, return_vars=rvs)
 
 
 class InitMemRef(FunctionPass):
@@ -80,4 +198,7 @@ class InitMemRef(FunctionPass):
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         if func.func_type is FunctionType.Orchestration:
             return func
+        uses = _UseCount()
+        uses.visit_stmt(func.body)
+        func = _Donate(uses.count).visit_function(func)
         return _Assign(ctx.soc.alignment).visit_function(func)

@@ -141,7 +141,7 @@ class _Outliner:
         name = self.fresh_name()
         ret_types = tuple(v.type for v in ret_values)
         body = SeqStmts(tuple(body_stmts) + (ReturnStmt(tuple(ret_values), span=scope.span),), span=scope.span)
-        body = IRMutator(dict(param_of)).visit_seq(body)
+        body = _FreshBindings(dict(param_of)).visit_seq(body)
         self.new_funcs.append(Function(name, FunctionType.InCore, tuple(params), tuple(dirs), ret_types,
                                        body, scope.level, span=scope.span))
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
@@ -157,6 +157,17 @@ class _Outliner:
         for i, o in enumerate(outputs):
             stmts.append(AssignStmt(o, TupleGetItem(tup, i), span=scope.span))
         return stmts
+
+
+class _FreshBindings(IRMutator):
+    """Copy of a body with a new Var for every binding: no Var is shared between two functions."""
+
+    def visit_binding(self, v: Var) -> Var:
+        if v in self.var_map:
+            return self.var_map[v]  # type: ignore[return-value]
+        nv = replace(v, var_type=self.visit_type(v.type))
+        self.var_map[v] = nv
+        return nv
 
 
 def _create(t: TensorType, span) -> Call:  # type: ignore[no-untyped-def]

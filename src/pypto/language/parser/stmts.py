@@ -236,12 +236,16 @@ class StmtParser:
         self.emit(YieldStmt(values, span=self.span(node)))
         self.pending_yield = PendingYield(names, types, values, self.span(node))
 
-    def make_return_vars(self, py: PendingYield | None, node: ast.AST) -> tuple[Var, ...]:
+    def make_return_vars(self, py: PendingYield | None, node: ast.AST,
+                         carried: list[IterArg] | None = None) -> tuple[Var, ...]:
+        """Result vars of a loop (typed like its iter args) or an if (typed like the then-values),
+        unless annotated. This is the buffer-sharing rule InitMemRef follows, so printed IR keeps
+        its MemRefs without annotating every result."""
         if py is None:
             return ()
         out = []
         for i, n in enumerate(py.names):
-            t = py.types[i] or py.values[i].type
+            t = py.types[i] or (carried[i].type if carried else py.values[i].type)
             out.append(Var(n, t, span=py.span))
         return tuple(out)
 
@@ -357,7 +361,7 @@ class StmtParser:
         if not py.names:
             raise ParserSyntaxError("assign the results of the loop's pl.yield_ to names, e.g. "
                                     "out = pl.yield_(acc)", py.span)
-        return self.make_return_vars(py, node)
+        return self.make_return_vars(py, node, iter_args)
 
     def while_loop(self, node: ast.For, call: ast.Call) -> None:
         inits = self.loop_inits(call)

@@ -28,7 +28,8 @@ from ...ir.function import Function
 from ...ir.stmt import AssignStmt
 from ...ir.types import MemRef, ScalarType, TensorType, TileType, static_shape
 from .arena import CoreArena, tile_nbytes
-from .interp import Env, ExprFn, Extent, FunctionCompiler, StmtFn
+from .exprs import Env, ExprFn, Extent
+from .interp import FunctionCompiler, StmtFn
 
 __all__ = ["KernelExecutor", "CUBE_SPACES", "KERNEL_TYPES"]
 
@@ -80,10 +81,11 @@ class _KernelCompiler(FunctionCompiler):
     def check_copy(self, dst: Var, src: Expr, span: Span) -> Extent:
         ext = super().check_copy(dst, src, span)
         d, s = dst.type, src.type
-        if d.dtype is not s.dtype or static_shape(d) != static_shape(s):  # type: ignore[union-attr]
-            raise RuntimeSimError(
-                f"tile '{src.name}' ({s.dtype.name} {_shape_str(static_shape(s))}) cannot be carried "  # type: ignore
-                f"into '{dst.name}' ({d.dtype.name} {_shape_str(static_shape(d))})", span)  # type: ignore
+        assert isinstance(d, TileType) and isinstance(s, TileType)
+        if d.dtype is not s.dtype or static_shape(d) != static_shape(s):
+            raise RuntimeSimError(f"tile '{src.name}' ({s.dtype.name} {_shape_str(static_shape(s))}) "
+                                  f"cannot be carried into '{dst.name}' ({d.dtype.name} "
+                                  f"{_shape_str(static_shape(d))})", span)
         return ext
 
     def compile_assign(self, s: AssignStmt) -> StmtFn:

@@ -1,0 +1,138 @@
+"""SPEC §2.4: user errors are ParserError subclasses located at the user's file and line."""
+
+from pathlib import Path
+
+import pytest
+
+import pypto.language as pl
+from pypto.core.errors import (
+    InvalidOperationError, ParserError, ParserSyntaxError, ParserTypeError, SSAViolationError,
+    UndefinedVariableError,
+)
+
+THIS = Path(__file__).resolve()
+SRC = THIS.read_text().splitlines()
+
+
+def line_of(marker: str) -> int:
+    """1-based line of the (unique) source line containing `marker`."""
+    hits = [i + 1 for i, line in enumerate(SRC) if marker in line and "line_of(" not in line and "assert_located(" not in line]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def assert_located(err: ParserError, marker: str) -> None:
+    assert err.span is not None
+    assert Path(err.span.filename).resolve() == THIS
+    assert err.span.begin_line == line_of(marker)
+    rendered = str(err)
+    assert rendered.startswith(f"{err.span.filename}:{err.span.begin_line}:{err.span.begin_col}: error: ")
+    assert marker in rendered  # the source line is shown
+    assert "^" in rendered
+
+
+def test_missing_parameter_annotation():
+    with pytest.raises(ParserSyntaxError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32], b) -> pl.Tensor[[64], pl.FP32]:  # MARK-missing-ann
+            return a
+    assert ei.value.message == "Parameter 'b' missing type annotation"
+    assert_located(ei.value, "MARK-missing-ann")
+
+
+def test_undefined_variable():
+    with pytest.raises(UndefinedVariableError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            y: pl.Tensor[[64], pl.FP32] = pl.add(a, not_defined_anywhere)  # noqa: F821  MARK-undef
+            return y
+    assert ei.value.message == "Undefined variable 'not_defined_anywhere'"
+    assert_located(ei.value, "MARK-undef")
+    assert ei.value.span.begin_col == SRC[line_of("MARK-undef") - 1].index("not_defined_anywhere") + 1
+
+
+def test_tensor_op_outside_incore_in_orchestration():
+    with pytest.raises(InvalidOperationError) as ei:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def orch(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            y: pl.Tensor[[64], pl.FP32] = pl.add(a, a)  # MARK-misplaced
+            return y
+    assert ei.value.message == ("Misplaced tensor op 'tensor.add' in Orchestration function "
+                                "(should be inside InCore block)")
+    assert_located(ei.value, "MARK-misplaced")
+
+
+def test_tensor_op_outside_incore_in_jit_entry_is_rejected_on_call():
+    import torch
+
+    @pl.jit
+    def bad(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        c = pl.add(a, a)  # MARK-jit-misplaced
+        return c
+
+    with pytest.raises(InvalidOperationError) as ei:
+        bad(torch.ones(8, 8), torch.zeros(8, 8))
+    assert_located(ei.value, "MARK-jit-misplaced")
+
+
+def test_tensor_op_inside_pl_at_is_fine():
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y: pl.Tensor[[64], pl.FP32] = pl.add(a, a)
+        return y
+    assert orch.name == "orch"
+
+
+def test_strict_ssa_rejects_reassignment():
+    with pytest.raises(SSAViolationError) as ei:
+        @pl.function(strict_ssa=True)
+        def example(x: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            result: pl.Tensor[[64], pl.FP32] = pl.mul(x, 2.0)
+            result: pl.Tensor[[64], pl.FP32] = pl.add(result, 1.0)  # MARK-ssa
+            return result
+    assert_located(ei.value, "MARK-ssa")
+
+
+def test_op_type_error_names_op_and_argument():
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(a: pl.Tensor[[64, 64], pl.FP32]) -> pl.Tensor[[64, 64], pl.FP32]:
+            t = pl.tile.add(a, a)  # MARK-tile-on-tensor
+            return a
+    assert "tile.add: argument 'lhs' must be a Tile, got Tensor" in ei.value.message
+    assert_located(ei.value, "MARK-tile-on-tensor")
+
+
+def test_unsupported_statement_is_a_parser_error():
+    with pytest.raises(ParserSyntaxError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            try:  # MARK-try
+                pass
+            finally:
+                pass
+            return a
+    assert "unsupported statement 'Try'" in ei.value.message
+    assert_located(ei.value, "MARK-try")
+
+
+def test_if_condition_must_be_bool():
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32], n: pl.Scalar[pl.INDEX]) -> pl.Tensor[[64], pl.FP32]:
+            if n:  # MARK-ifcond
+                a = pl.mul(a, 2.0)
+            return a
+    assert ei.value.message == "if condition must be a Bool-typed scalar"
+    assert_located(ei.value, "MARK-ifcond")
+
+
+def test_static_assert():
+    with pytest.raises(ParserError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            pl.static_assert(1 > 2, "one is not bigger")  # MARK-sa
+            return a
+    assert ei.value.message == "static_assert failed: one is not bigger"
+    assert_located(ei.value, "MARK-sa")

@@ -1,0 +1,90 @@
+"""RunConfig, platforms and the real-NPU error (SPEC §7)."""
+
+import pytest
+import torch
+from rt_ir import add_program
+
+from pypto.backend import BackendType
+from pypto.runtime import CompiledProgram, RunConfig
+from pypto.runtime.toolchain import find_ptoas
+
+
+def test_defaults() -> None:
+    c = RunConfig()
+    assert c.platform == "a2a3sim" and c.device_id == 0
+    assert c.rtol == 1e-5 and c.atol == 1e-5
+    assert c.strategy is None and c.backend_type is BackendType.Ascend910B
+    assert not (c.dump_passes or c.save_kernels or c.codegen_only or c.enable_dep_gen
+                or c.enable_scope_stats or c.sanitize)
+    assert c.enable_chip_swimlane == 0 and c.enable_pmu == 0
+    assert c.is_simulator
+
+
+@pytest.mark.parametrize("platform, backend", [("a2a3sim", BackendType.Ascend910B),
+                                                ("a2a3", BackendType.Ascend910B),
+                                                ("a5sim", BackendType.Ascend950),
+                                                ("a5", BackendType.Ascend950)])
+def test_backend_derived_from_platform(platform: str, backend: BackendType) -> None:
+    assert RunConfig(platform=platform).backend_type is backend
+
+
+def test_unknown_platform_lists_valid_ones() -> None:
+    with pytest.raises(ValueError) as e:
+        RunConfig(platform="a3sim")
+    for p in ("a2a3sim", "a2a3", "a5sim", "a5"):
+        assert repr(p) in str(e.value)
+
+
+def test_backend_platform_mismatch() -> None:
+    with pytest.raises(ValueError, match="Ascend950"):
+        RunConfig(platform="a2a3sim", backend_type=BackendType.Ascend950)
+
+
+def test_bad_numbers() -> None:
+    with pytest.raises(ValueError, match="device_id"):
+        RunConfig(device_id=-1)
+    with pytest.raises(ValueError, match="rtol"):
+        RunConfig(rtol=-1.0)
+
+
+def _args():
+    return torch.ones(16, 32), torch.ones(16, 32), torch.zeros(16, 32)
+
+
+def test_real_npu_platform_fails_naming_the_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
+    cp = CompiledProgram(add_program(), "out", BackendType.Ascend910B)
+    a, b, c = _args()
+    with pytest.raises(RuntimeError) as e:
+        cp(a, b, c, config=RunConfig(platform="a2a3"))
+    msg = str(e.value)
+    assert "CANN" in msg and "ASCEND_HOME_PATH" in msg and "a2a3sim" in msg
+    assert torch.equal(c, torch.zeros(16, 32))
+    cp2 = CompiledProgram(add_program(), "out", None, platform="a2a3")
+    with pytest.raises(RuntimeError, match="NPU"):
+        cp2(a, b, c)
+
+
+def test_config_platform_must_match_program_backend() -> None:
+    cp = CompiledProgram(add_program(), "out", BackendType.Ascend910B)
+    with pytest.raises(ValueError, match="Ascend950"):
+        cp(*_args(), config=RunConfig(platform="a5sim"))
+
+
+def test_codegen_only_checks_args_but_does_not_run() -> None:
+    cp = CompiledProgram(add_program(), "out", None)
+    a, b, c = _args()
+    assert cp(a, b, c, config=RunConfig(codegen_only=True)) is None
+    assert torch.equal(c, torch.zeros(16, 32)) and cp.tasks == []
+
+
+def test_find_ptoas_absent(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("PTOAS_ROOT", raising=False)
+    assert find_ptoas() is None
+    exe = tmp_path / "bin" / "ptoas"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PTOAS_ROOT", str(tmp_path))
+    assert find_ptoas() == str(exe)
