@@ -6,7 +6,11 @@ import pytest
 
 import pypto.language as pl
 from pypto.core.errors import (
-    InvalidOperationError, ParserError, ParserSyntaxError, ParserTypeError, SSAViolationError,
+    InvalidOperationError,
+    ParserError,
+    ParserSyntaxError,
+    ParserTypeError,
+    SSAViolationError,
     UndefinedVariableError,
 )
 
