@@ -28,6 +28,7 @@ from .expr import (
 )
 from .function import Function, Program
 from .printer import python_print
+from .serialize import deserialize, serialize
 from .stmt import (
     AssignStmt,
     BreakStmt,
@@ -42,6 +43,7 @@ from .stmt import (
     WhileStmt,
     YieldStmt,
 )
+from .structural import assert_structural_equal, structural_equal, structural_hash
 from .types import (
     MemRef,
     ScalarType,
@@ -57,11 +59,6 @@ from .types import (
 from .visitor import IRMutator, IRVisitor
 
 _LAZY = {
-    "structural_equal": ("structural", "structural_equal"),
-    "structural_hash": ("structural", "structural_hash"),
-    "assert_structural_equal": ("structural", "assert_structural_equal"),
-    "serialize": ("serialize", "serialize"),
-    "deserialize": ("serialize", "deserialize"),
     "compile": ("..passes.compile", "compile"),
     "OptimizationStrategy": ("..passes.compile", "OptimizationStrategy"),
     "VerificationLevel": ("..passes.compile", "VerificationLevel"),
@@ -85,5 +82,6 @@ __all__ = [
     "Stmt", "AssignStmt", "EvalStmt", "ReturnStmt", "SeqStmts", "IfStmt", "ForStmt", "WhileStmt",
     "YieldStmt", "BreakStmt", "ContinueStmt", "ScopeStmt", "Function", "Program", "Type",
     "ScalarType", "TensorType", "TileType", "TupleType", "MemRef", "TensorView", "TileView",
-    "static_shape", "num_elements", "IRVisitor", "IRMutator", "python_print", *_LAZY,
+    "static_shape", "num_elements", "IRVisitor", "IRMutator", "python_print", "serialize", "deserialize", "structural_equal",
+    "structural_hash", "assert_structural_equal", *_LAZY,
 ]

@@ -143,15 +143,21 @@ def parse_program(cls: type | None, *, info: SourceInfo | None = None, ns: Names
 
 
 def _class_namespace(cls: type) -> Namespace:
+    """Globals of the module that defined `cls` (read from a method, which knows its real module
+    even under runpy or a profiler) plus closure cells of its methods."""
     import sys
 
-    mod = sys.modules.get(cls.__module__)
-    g = dict(vars(mod)) if mod is not None else {}
+    g: dict[str, Any] | None = None
     closure: dict[str, Any] = {}
-    for attr in vars(cls).values():  # closure cells of methods (class defined inside a function)
+    for attr in vars(cls).values():
         fn = getattr(attr, "__pypto_pyfunc__", attr)
-        if callable(fn) and getattr(fn, "__closure__", None):
-            closure.update(Namespace.of_function(fn).closure)
+        if callable(fn) and hasattr(fn, "__globals__"):
+            g = g if g is not None else fn.__globals__
+            if getattr(fn, "__closure__", None):
+                closure.update(Namespace.of_function(fn).closure)
+    if g is None:
+        mod = sys.modules.get(cls.__module__)
+        g = vars(mod) if mod is not None else {}
     return Namespace(g, closure)
 
 

@@ -45,8 +45,33 @@ class SourceInfo:
                     end_line + self.line_offset, end_col + 1 + self.col_offset)
 
 
+def _class_source(cls: type) -> SourceInfo | None:
+    """Locate a class through its methods' code objects (works under profilers and runpy, where
+    `inspect` cannot map `cls.__module__` back to a file)."""
+    import linecache
+
+    for attr in vars(cls).values():
+        fn = getattr(attr, "__pypto_pyfunc__", attr)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        lines = linecache.getlines(code.co_filename)
+        if not lines:
+            continue
+        tree = ast.parse("".join(lines), filename=code.co_filename)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name == cls.__name__ and \
+                    node.lineno <= code.co_firstlineno <= (node.end_lineno or node.lineno):
+                return SourceInfo(code.co_filename, ast.Module(body=[node], type_ignores=[]))
+    return None
+
+
 def source_of(obj: Callable | type) -> SourceInfo:
     """Parse the source of a Python function or class. Raises ParserSyntaxError if unavailable."""
+    if isinstance(obj, type):
+        info = _class_source(obj)
+        if info is not None:
+            return info
     try:
         lines, first = inspect.getsourcelines(obj)
         filename = inspect.getsourcefile(obj) or "<unknown>"
