@@ -246,7 +246,7 @@ def test_type_inference(params, body, expected):
      "tile.row_max: argument 'tmp_tile' must have the input's shape [16, 16], got [16, 8]"),
     ("a: pl.Tensor[[64, 64], pl.FP32]", "r = pl.tile.exp(a)", "tile.exp: argument 'x' must be a Tile, got Tensor"),
     ("a: pl.Tensor[[64, 64], pl.FP32]", "r = pl.load(a, [0, 60], [16, 16])",
-     "tile.load: load: region at offset 60 of size 16 exceeds dimension 64"),
+     "tile.load: region at offset 60 of size 16 exceeds dimension 64"),
 ])
 def test_type_errors_name_op_and_argument(params, body, message):
     with pytest.raises(ParserTypeError) as ei:

@@ -117,3 +117,21 @@ class RuntimeSimError(PyPTOError):
 
 class InternalError(Exception):
     """A broken compiler invariant: a bug in PyPTO, not in the user's program."""
+
+
+def user_facing(fn):  # type: ignore[no-untyped-def]
+    """Decorator for public entry points: a PyPTOError leaves without PyPTO's internal frames.
+
+    The error already names the user's file and line; the traceback then shows only the user's
+    own call chain. Other exceptions (bugs) keep their full traceback.
+    """
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return fn(*args, **kwargs)
+        except PyPTOError as e:
+            raise e.with_traceback(None) from None
+
+    return wrapper

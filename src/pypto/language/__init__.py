@@ -26,6 +26,7 @@ from ..core.enums import (
     TensorLayout,
 )
 from ..core.enums import ParamDirection as Direction
+from ..core.errors import user_facing
 from . import dsl as _dsl
 from .decorators import InlineFunction, function, inline, program
 from .dsl import (
@@ -62,6 +63,7 @@ for _d in _ALL_DTYPES:
 globals().update(unified_ops)
 
 
+@user_facing
 def parse(code: str, filename: str | None = None) -> Any:
     """Parse printed DSL text back into the `ir.Program` / `ir.Function` it describes (SPEC §4)."""
     from .parser.entry import parse_text
@@ -69,8 +71,14 @@ def parse(code: str, filename: str | None = None) -> Any:
     return parse_text(code, filename)
 
 
+@user_facing
 def loads(path: str) -> Any:
     """`pl.parse` of the text in file `path` (e.g. a `passes_dump/*.py` file)."""
+    import os
+
+    if not os.path.isfile(path):
+        hint = " (pl.loads reads a file; use pl.parse(text) for a string)" if "\n" in str(path) else ""
+        raise FileNotFoundError(f"no such file: {str(path)[:80]!r}{hint}")
     with open(path, encoding="utf-8") as f:
         return parse(f.read(), filename=str(path))
 

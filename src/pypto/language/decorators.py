@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.enums import FunctionType, Level, Role
+from ..core.errors import user_facing
 from ..ir.function import Function, Program
 from .parser.entry import FunctionOptions, inline_call, parse_function, parse_program
 
@@ -36,6 +37,7 @@ def _is_method(fn: Callable) -> bool:
         fn.__qualname__.split(".")[-2]
 
 
+@user_facing
 def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Opaque,
              level: Level | None = None, role: Role | None = None, strict_ssa: bool = False,
              auto_scope: bool = True) -> Any:
@@ -45,6 +47,7 @@ def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Op
     """
     opts = FunctionOptions(type, level, role, strict_ssa, auto_scope)
 
+    @user_facing
     def wrap(f: Callable) -> Function | MethodDef:
         if _is_method(f):
             return MethodDef(f, opts)
@@ -53,6 +56,7 @@ def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Op
     return wrap(fn) if fn is not None else wrap
 
 
+@user_facing
 def program(cls: type) -> Program:
     """Turn a class of `@pl.function` methods into an `ir.Program` named after the class."""
     return parse_program(cls)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.dtype import dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
-from ..core.errors import ParserSyntaxError, ParserTypeError
+from ..core.errors import ParserSyntaxError, ParserTypeError, user_facing
 from ..ir.expr import GlobalVar
 from ..ir.function import Program
 from ..ir.types import TensorType, Type
@@ -56,7 +56,12 @@ def tensor_type_of(value: Any, param: str) -> TensorType:
     t = getattr(value, "tensor", value)
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"parameter '{param}' expects a torch.Tensor, got {type(value).__name__}")
-    return TensorType(tuple(to_dim(int(d)) for d in t.shape), dtype_from_torch(t.dtype))
+    try:
+        dtype = dtype_from_torch(t.dtype)
+    except TypeError:
+        raise TypeError(f"parameter '{param}' has dtype {t.dtype}, which PyPTO does not support; "
+                        f"convert it (e.g. to torch.float32)") from None
+    return TensorType(tuple(to_dim(int(d)) for d in t.shape), dtype)
 
 
 class JITSubFunction:
@@ -127,6 +132,18 @@ class JITFunction:
         bare = set(_bare_params(self.__pypto_pyfunc__))
         return {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
 
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Positional argument tuple for a call with `args` / `kwargs` (Python binding rules)."""
+        if not kwargs:
+            return args
+        sig = inspect.signature(self.__pypto_pyfunc__)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        return tuple(bound.arguments[n] for n in sig.parameters)
+
+    @user_facing
     def specialize(self, *args: Any) -> Program:
         """The `ir.Program` this entry becomes for arguments like `args` (no compilation)."""
         ctx = ProgramContext(self.__name__)
@@ -146,8 +163,10 @@ class JITFunction:
         parts += [config.platform, repr(config.strategy), repr(config.backend_type)]
         return tuple(parts)
 
-    def compile(self, *args: Any, config: Any = None) -> Any:
+    @user_facing
+    def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
         """Compile (or fetch from the cache) the CompiledProgram for `args`; nothing is run."""
+        args = self.bind(args, kwargs)
         from ..passes.compile import compile as ir_compile
         from ..runtime.config import RunConfig
 
@@ -157,15 +176,17 @@ class JITFunction:
         if hit is not None:
             return hit
         program = self.specialize(*args)
-        kwargs: dict[str, Any] = dict(dump_passes=config.dump_passes,
-                                      backend_type=config.backend_type, platform=config.platform)
+        opts: dict[str, Any] = dict(dump_passes=config.dump_passes,
+                                    backend_type=config.backend_type, platform=config.platform)
         if config.strategy is not None:
-            kwargs["strategy"] = config.strategy
-        compiled = ir_compile(program, **kwargs)
+            opts["strategy"] = config.strategy
+        compiled = ir_compile(program, **opts)
         self._cache[key] = compiled
         return compiled
 
-    def __call__(self, *args: Any, config: Any = None) -> Any:
+    @user_facing
+    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        args = self.bind(args, kwargs)
         compiled = self.compile(*args, config=config)
         return compiled(*args, config=config)
 

@@ -36,15 +36,26 @@ def _region(offsets: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ..
     return tuple(slice(o, o + s) for o, s in zip(offsets, shape))
 
 
-def _check_in_bounds(what: str, shape: tuple[Expr, ...], offsets: tuple[Expr, ...],
-                     sizes: tuple[Expr, ...]) -> None:
+def _check_in_bounds(shape: tuple[Expr, ...], offsets: tuple[Expr, ...], sizes: tuple[Expr, ...]) -> None:
     if len(offsets) != len(shape) or len(sizes) != len(shape):
-        raise OpTypeError(f"{what}: offsets and shapes need {len(shape)} entries for a "
-                          f"{len(shape)}-D tensor, got {len(offsets)} and {len(sizes)}")
+        raise OpTypeError(f"offsets and shapes need {len(shape)} entries for a {len(shape)}-D tensor, "
+                          f"got {len(offsets)} and {len(sizes)}")
     for dim, off, size in zip(const_dims(shape), const_dims(offsets), const_dims(sizes)):
-        if dim is not None and size is not None and off is not None and off + size > dim:
-            raise OpTypeError(f"{what}: region at offset {off} of size {size} exceeds dimension {dim} "
+        if dim is not None and size is not None and off is not None and (off + size > dim or off < 0):
+            raise OpTypeError(f"region at offset {off} of size {size} exceeds dimension {dim} "
                               f"of tensor shape {shape_str(shape)}")
+
+
+def check_region(what: str, tensor_shape: tuple[int, ...], offsets: tuple, sizes: tuple) -> None:
+    """Run-time bounds check of a DDR region (offsets may come from loop variables).
+
+    Raises IndexError naming the region and the tensor shape.
+    """
+    for d, (dim, off, size) in enumerate(zip(tensor_shape, offsets, sizes)):
+        if off < 0 or off + size > dim:
+            region = ", ".join(f"{o}:{o + n}" for o, n in zip(offsets, sizes))
+            raise IndexError(f"{what} region [{region}] is out of bounds of the tensor of shape "
+                             f"{list(tensor_shape)} (dimension {d}: {off}:{off + size} not within 0:{dim})")
 
 
 def _space(attrs: dict[str, Any], allowed: tuple[MemorySpace, ...], what: str) -> MemorySpace:
@@ -72,7 +83,7 @@ def _load(args: list[Expr], attrs: dict[str, Any]) -> Type:
     offs, shapes = int_list(args, 1, "offsets"), int_list(args, 2, "shapes")
     if not all(isinstance(d, ConstInt) for d in shapes):
         raise OpTypeError("argument 'shapes' must be static (tiles have compile-time shapes)")
-    _check_in_bounds("load", t.shape, offs, shapes)
+    _check_in_bounds(t.shape, offs, shapes)
     return TileType(shapes, t.dtype, _space(attrs, _LOADABLE, "load"))
 
 
@@ -80,9 +91,9 @@ def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
     tile = expect_tile(args, 0, "tile", _STORABLE)
     offs = int_list(args, 1, "offsets")
     out = expect_tensor(args, 2, "output_tensor")
-    _check_in_bounds("store", out.shape, offs, tile.shape)
+    _check_in_bounds(out.shape, offs, tile.shape)
     if tile.dtype is not out.dtype:
-        raise OpTypeError(f"store: tile dtype {tile.dtype.name} differs from output tensor dtype "
+        raise OpTypeError(f"tile dtype {tile.dtype.name} differs from output tensor dtype "
                           f"{out.dtype.name}; cast the tile first")
     return TensorType(out.shape, out.dtype, out.view)
 
@@ -96,7 +107,7 @@ def _move(args: list[Expr], attrs: dict[str, Any]) -> Type:
 def _slice(args: list[Expr], attrs: dict[str, Any]) -> Type:
     t = expect_tensor(args, 0, "src")
     shape, offs = int_list(args, 1, "shape"), int_list(args, 2, "offset")
-    _check_in_bounds("slice", t.shape, offs, shape)
+    _check_in_bounds(t.shape, offs, shape)
     return TensorType(shape, t.dtype)
 
 
@@ -104,9 +115,9 @@ def _assemble(args: list[Expr], attrs: dict[str, Any]) -> Type:
     target = expect_tensor(args, 0, "target")
     src = expect_shaped(args, 1, "src")
     offs = int_list(args, 2, "offset")
-    _check_in_bounds("assemble", target.shape, offs, src.shape)
+    _check_in_bounds(target.shape, offs, src.shape)
     if src.dtype is not target.dtype:
-        raise OpTypeError(f"assemble: source dtype {src.dtype.name} differs from target dtype "
+        raise OpTypeError(f"source dtype {src.dtype.name} differs from target dtype "
                           f"{target.dtype.name}")
     return TensorType(target.shape, target.dtype, target.view)
 
@@ -118,19 +129,23 @@ def _zeros(shape: tuple[int, ...], dtype: DataType = None, **_: Any) -> Any:
 
 
 def _load_compute(t: Any, offsets: tuple, shapes: tuple, **_: Any) -> Any:
+    check_region("load", tuple(t.shape), offsets, shapes)
     return t[_region(offsets, shapes)].clone()
 
 
 def _store_compute(tile: Any, offsets: tuple, out: Any) -> Any:
+    check_region("store", tuple(out.shape), offsets, tuple(tile.shape))
     out[_region(offsets, tuple(tile.shape))].copy_(tile)
     return out
 
 
 def _slice_compute(t: Any, shape: tuple, offset: tuple) -> Any:
+    check_region("slice", tuple(t.shape), offset, shape)
     return t[_region(offset, shape)]
 
 
 def _assemble_compute(target: Any, src: Any, offset: tuple) -> Any:
+    check_region("assemble", tuple(target.shape), offset, tuple(src.shape))
     target[_region(offset, tuple(src.shape))].copy_(src)
     return target
 

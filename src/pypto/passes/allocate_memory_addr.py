@@ -26,11 +26,14 @@ __all__ = ["AllocateMemoryAddr"]
 class _Collect(IRVisitor):
     def __init__(self) -> None:
         self.memrefs: dict[tuple[MemorySpace, int], MemRef] = {}
+        self.owner: dict[tuple[MemorySpace, int], Var] = {}  # first var seen in each buffer
 
     def visit_Var(self, e: Var) -> None:
         t = e.type
         if isinstance(t, TileType) and t.memref is not None:
-            self.memrefs.setdefault((t.memref.memory_space, t.memref.id), t.memref)
+            key = (t.memref.memory_space, t.memref.id)
+            self.memrefs.setdefault(key, t.memref)
+            self.owner.setdefault(key, e)
 
     visit_IterArg = visit_Var
 
@@ -76,9 +79,12 @@ class AllocateMemoryAddr(FunctionPass):
         for space, total in used.items():
             cap = soc.capacity_of(space)
             if total > cap:
+                bufs = sorted(((m.size, c.owner[k]) for k, m in c.memrefs.items() if k[0] is space),
+                              key=lambda b: -b[0])[:3]
+                largest = ", ".join(f"'{v.name}' {size} B (line {v.span.begin_line})" for size, v in bufs)
                 raise MemoryCapacityError(
                     f"function '{func.name}': live tiles need {total} bytes of {space.name} memory but "
-                    f"{soc.backend.name} has only {cap} bytes of {space.name} per core; use smaller tiles "
-                    f"or loop over blocks", func.span)
+                    f"{soc.backend.name} has only {cap} bytes of {space.name} per core (largest: {largest}); "
+                    f"use smaller tiles or loop over blocks", func.span)
         ctx.records.setdefault("memory", {})[func.name] = {s.name: b for s, b in used.items()}
         return _Place(addrs).visit_function(func)

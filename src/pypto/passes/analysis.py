@@ -100,3 +100,83 @@ def used_vars(s: Stmt) -> dict[Var, None]:
     v = _Uses()
     v.visit_stmt(s)
     return v.uses
+
+
+class _Roots(IRVisitor):
+    """Alias analysis of DDR tensors: which parameter (root) each tensor value *is*.
+
+    In-place writers (`tile.store`, `tensor.assemble`) return the tensor they write; a call of a
+    program function returns its Out/InOut arguments; loop-carried values and loop/if results keep
+    the root of the values flowing into them.
+    """
+
+    def __init__(self, program) -> None:  # type: ignore[no-untyped-def]
+        self.program = program
+        self.root: dict[Var, Var] = {}
+        self.written: set[Var] = set()
+
+    def root_of(self, e) -> Var | None:  # type: ignore[no-untyped-def]
+        return self.root.get(e, e) if isinstance(e, Var) else None
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        from ..ir.expr import Call, GlobalVar, TupleGetItem
+        from ..ir.types import TensorType
+        from ..ops import get_op
+
+        v = s.value
+        if isinstance(v, Var):
+            r = self.root_of(v)
+            if r is not None:
+                self.root[s.var] = r
+        elif isinstance(v, TupleGetItem) and isinstance(v.tuple_value, Var) and v.tuple_value in self.root:
+            pass
+        elif isinstance(v, Call) and isinstance(v.op, str):
+            for w in get_op(v.op).writes:
+                if isinstance(v.args[w].type, TensorType):
+                    r = self.root_of(v.args[w])
+                    if r is not None:
+                        self.written.add(r)
+                        self.root[s.var] = r
+        elif isinstance(v, Call) and isinstance(v.op, GlobalVar):
+            callee = self.program.get_function(v.op.name) if self.program is not None else None
+            if callee is not None:
+                from ..core.enums import ParamDirection
+
+                outs = [self.root_of(a) for a, d in zip(v.args, callee.param_directions)
+                        if d is not ParamDirection.In]
+                self.written.update(r for r in outs if r is not None)
+                if len(outs) == 1 and outs[0] is not None:
+                    self.root[s.var] = outs[0]
+        super().visit_AssignStmt(s)
+
+    def visit_EvalStmt(self, s) -> None:  # type: ignore[no-untyped-def]
+        self.visit_AssignStmt(AssignStmt(Var("_", s.expr.type), s.expr))
+
+    def _carry(self, s) -> None:  # type: ignore[no-untyped-def]
+        for ia, rv in zip(s.iter_args, s.return_vars):
+            r = self.root_of(ia.init) if ia.init is not None else None
+            if r is not None:
+                self.root[ia] = r
+                self.root[rv] = r
+
+    def visit_ForStmt(self, s: ForStmt) -> None:
+        self._carry(s)
+        super().visit_ForStmt(s)
+
+    def visit_WhileStmt(self, s: WhileStmt) -> None:
+        self._carry(s)
+        super().visit_WhileStmt(s)
+
+
+def unwritten_outputs(program) -> list[tuple[object, Var]]:  # type: ignore[no-untyped-def]
+    """(function, parameter) pairs of Out/InOut parameters that no path ever writes."""
+    from ..core.enums import ParamDirection
+
+    out = []
+    for f in program.functions:
+        r = _Roots(program)
+        r.visit_stmt(f.body)
+        for p, d in zip(f.params, f.param_directions):
+            if d is ParamDirection.Out and p not in r.written:
+                out.append((f, p))
+    return out

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend import BackendType
-from ..core.enums import ParamDirection
+from ..core.errors import user_facing
 from ..ir.function import Program
 from ..ir.printer import python_print
 from .base import PassContext
@@ -51,10 +51,22 @@ def _meta(program: Program, backend: BackendType, platform: str) -> dict[str, An
             "params": [{"name": p.name, "type": python_print(p.type), "direction": d.name}
                        for p, d in zip(f.params, f.param_directions)],
         })
-    return {"program": program.name, "backend": backend.name, "platform": platform, "functions": funcs,
-            "out_directions": [d.name for d in (ParamDirection.Out, ParamDirection.InOut)]}
+    return {"program": program.name, "backend": backend.name, "platform": platform, "functions": funcs}
 
 
+def _warn_unwritten_outputs(program: Program) -> None:
+    import warnings
+
+    from .analysis import unwritten_outputs
+
+    for func, param in unwritten_outputs(program):
+        msg = (f"Out parameter '{param.name}' of '{func.name}' is never written: the caller's tensor "
+               f"keeps its old contents. Write it with {param.name}[...] = value, pl.assemble or "
+               f"pl.store; '{param.name} = value' only rebinds the name")
+        warnings.warn_explicit(msg, UserWarning, param.span.filename, param.span.begin_line)
+
+
+@user_facing
 def compile(program: Program, output_dir: str | os.PathLike | None = None,
             strategy: OptimizationStrategy = OptimizationStrategy.Default, dump_passes: bool = True,
             backend_type: BackendType = BackendType.Ascend910B, skip_ptoas: bool = False,
@@ -69,7 +81,11 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     from ..runtime.compiled import CompiledProgram
 
     if not isinstance(program, Program):
-        raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}")
+        hint = ""
+        if hasattr(program, "specialize"):
+            hint = (f"; a @pl.jit kernel compiles with {program.__name__}.compile(*sample_args), "
+                    f"or get its Program with {program.__name__}.specialize(*sample_args)")
+        raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}{hint}")
     passes = passes_for(strategy)
     level = verification_level if verification_level is not None else VerificationLevel.from_env()
     out = Path(output_dir) if output_dir is not None else default_output_dir(program.name)
@@ -89,6 +105,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
                                           encoding="utf-8")
         raise
     report.mkdir(parents=True, exist_ok=True)
+    _warn_unwritten_outputs(lowered)
     (report / "memory_usage.json").write_text(json.dumps(ctx.records.get("memory", {}), indent=2),
                                               encoding="utf-8")
     (report / "pass_timings.json").write_text(json.dumps(dict(pm.timings), indent=2), encoding="utf-8")

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..core.dtype import DataType
 from ..core.enums import FunctionType, MemorySpace
 from ..core.errors import CompileError
+from ..core.span import Span
 from ..ir.expr import Call, Expr, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
@@ -43,7 +45,8 @@ class _Region:
 
 class _Converter:
     def __init__(self) -> None:
-        self.tiles: dict[Var, Expr] = {}  # tensor var -> tile expr
+        self.tiles: dict[Var, Expr] = {}  # tensor value computed on chip -> its tile
+        self.loaded: dict[tuple[Var, MemorySpace], Expr] = {}  # DDR value -> tile loaded from it
         self.regions: dict[Var, _Region] = {}
         self.out: list[Stmt] = []
         self.counter = 0
@@ -63,6 +66,8 @@ class _Converter:
             return e
         if isinstance(e, Var) and e in self.tiles:
             return self.tiles[e]
+        if isinstance(e, Var) and (e, space) in self.loaded:
+            return self.loaded[(e, space)]  # type: ignore[index]
         region = self.regions.get(e) if isinstance(e, Var) else None
         if region is None:
             if not isinstance(e.type, TensorType):
@@ -73,8 +78,17 @@ class _Converter:
         name = f"{e.name}_tile" if isinstance(e, Var) else "t"
         t = self.emit_assign(name, call, span)
         if isinstance(e, Var):
-            self.tiles[e] = t
+            self.loaded[(e, space)] = t  # type: ignore[index]
         return t
+
+    def cast_to(self, e: Expr, dtype: DataType, span: Span) -> Expr:
+        """`e` converted to `dtype` when it is a tile of another dtype (tensor ops promote dtypes,
+        tile ops need equal ones)."""
+        t = e.type
+        if not isinstance(t, TileType) or t.dtype is dtype:
+            return e
+        call = build_call("tile.cast", [e], {"target_type": dtype}, span)
+        return self.emit_assign(f"{getattr(e, 'name', 't')}_{dtype}", call, span)
 
     def block(self, s: SeqStmts) -> SeqStmts:
         saved = self.out
@@ -181,6 +195,8 @@ class _Converter:
             tmp = build_call("tile.create", [MakeTuple(tuple(t0.shape))],  # type: ignore[attr-defined]
                              {"dtype": t0.dtype, "target_memory": t0.memory_space or MemorySpace.Vec}, span)  # type: ignore[attr-defined]
             operands.insert(i, self.emit_assign(f"{var.name}_tmp", tmp, span))
+        if spec.has_trait("elementwise") and isinstance(call.type, TensorType):
+            operands = [self.cast_to(o, call.type.dtype, span) for o in operands]
         tile_attrs = {k: v for k, v in attrs.items() if k in tile_spec.attrs}
         tcall = build_call(spec.tile_op, operands, tile_attrs, span)
         self.tiles[var] = self.emit_assign(f"{var.name}_tile", tcall, span)

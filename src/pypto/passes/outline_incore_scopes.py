@@ -19,7 +19,17 @@ from ..core.enums import FunctionType, ParamDirection, ScopeKind
 from ..core.errors import CompileError
 from ..ir.expr import Call, ConstInt, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
 from ..ir.function import Function, Program
-from ..ir.stmt import AssignStmt, ReturnStmt, ScopeStmt, SeqStmts, Stmt
+from ..ir.stmt import (
+    AssignStmt,
+    ForStmt,
+    IfStmt,
+    ReturnStmt,
+    ScopeStmt,
+    SeqStmts,
+    Stmt,
+    WhileStmt,
+    YieldStmt,
+)
 from ..ir.types import ScalarType, TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, stmt_children
 from ..ops import get_op
@@ -32,29 +42,83 @@ _OUTLINED_FROM = (FunctionType.Orchestration, FunctionType.Opaque)
 
 
 class _AssembleTargets(IRVisitor):
-    """Maps each assemble result var to the root outer tensor it writes into."""
+    """Maps each value that *is* an outer tensor after in-place writes to that tensor (its root).
+
+    An op that writes a DDR tensor argument in place (`tensor.assemble`, `tile.store`) returns that
+    tensor, so its result has the argument's root. Loop-carried values and loop/if results carry
+    the root of their initial / yielded values, so `y = pl.store(t, [i, 0], y)` inside a loop still
+    writes the parameter `y`.
+    """
 
     def __init__(self) -> None:
         self.root: dict[Var, Var] = {}
         self.other_reads: set[Var] = set()
 
+    def root_of(self, e: Expr) -> Var | None:
+        return self.root.get(e, e) if isinstance(e, Var) else None
+
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         v = s.value
-        if isinstance(v, Call) and isinstance(v.op, str) and get_op(v.op).writes:
-            (w,) = get_op(v.op).writes[:1]
-            tgt = v.args[w]
-            if isinstance(tgt, Var):
-                self.root[s.var] = self.root.get(tgt, tgt)
-            for i, a in enumerate(v.args):
-                if i != w:
-                    self.visit_expr(a)
+        if isinstance(v, Call) and isinstance(v.op, str):
+            writes = [w for w in get_op(v.op).writes if isinstance(v.args[w].type, TensorType)]
+            if writes:
+                w = writes[0]
+                r = self.root_of(v.args[w])
+                if r is not None:
+                    self.root[s.var] = r
+                for i, a in enumerate(v.args):
+                    if i != w:
+                        self.visit_expr(a)
+                return
+        if isinstance(v, Var) and isinstance(v.type, TensorType):
+            self.root[s.var] = self.root.get(v, v)
             return
         super().visit_AssignStmt(s)
+
+    def _carry(self, s: ForStmt | WhileStmt) -> None:
+        for ia, rv in zip(s.iter_args, s.return_vars):
+            r = self.root_of(ia.init) if ia.init is not None and isinstance(ia.type, TensorType) else None
+            if r is not None:
+                self.root[ia] = r
+                self.root[rv] = r
+
+    def visit_ForStmt(self, s: ForStmt) -> None:
+        self._carry(s)
+        for e in (s.start, s.stop, s.step):
+            self.visit_expr(e)
+        self.visit_stmt(s.body)
+
+    def visit_WhileStmt(self, s: WhileStmt) -> None:
+        self._carry(s)
+        self.visit_expr(s.cond)
+        self.visit_stmt(s.body)
+
+    def visit_YieldStmt(self, s: YieldStmt) -> None:
+        for v in s.values:
+            if not (isinstance(v, Var) and v in self.root):
+                self.visit_expr(v)
+
+    visit_ReturnStmt = visit_YieldStmt
+
+    def visit_IfStmt(self, s: IfStmt) -> None:
+        self.visit_expr(s.cond)
+        self.visit_stmt(s.then_body)
+        if s.else_body is not None:
+            self.visit_stmt(s.else_body)
+        for i, rv in enumerate(s.return_vars):
+            roots = {self.root_of(_yielded(b, i)) for b in (s.then_body, s.else_body) if b is not None}
+            if len(roots) == 1 and None not in roots:
+                self.root[rv] = roots.pop()  # type: ignore[assignment]
 
     def visit_Var(self, e: Var) -> None:
         self.other_reads.add(self.root.get(e, e))
 
     visit_IterArg = visit_Var
+
+
+def _yielded(body: SeqStmts, i: int) -> Expr | None:
+    last = body.stmts[-1] if body.stmts else None
+    return last.values[i] if isinstance(last, YieldStmt) and i < len(last.values) else None
 
 
 class _Outliner:
@@ -203,8 +267,6 @@ def _uses_outside(body: SeqStmts, scope: ScopeStmt) -> set[Var]:
 
 
 def _rebuild_children(s: Stmt, fn) -> Stmt:  # type: ignore[no-untyped-def]
-    from ..ir.stmt import ForStmt, IfStmt, WhileStmt
-
     if not stmt_children(s):
         return s
     if isinstance(s, IfStmt):

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..backend.soc import BackendType
 from ..core.enums import FunctionType, ParamDirection
+from ..core.errors import user_facing
 from ..ir.expr import Call, GlobalVar
 from ..ir.function import Function, Program
 from ..ir.visitor import IRVisitor
@@ -127,6 +128,7 @@ class CompiledProgram:
             self._device = SimDevice(self.backend_type)
         return self._device
 
+    @user_facing
     def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
         """Run the entry with `args` (torch tensors and Python numbers) and return its result.
 

@@ -173,8 +173,12 @@ class ExprParser:
                                       f"tensors/tiles", self.span(node))
             return self.call_unified(_SHAPED_BINOPS[op], [lhs, rhs], {}, node)
         if isinstance(rhs.type, (TensorType, TileType)):
-            raise ParserTypeError("a tensor/tile operand must be on the left of an arithmetic operator",
-                                  self.span(node))
+            if op in ("add", "mul"):  # commutative: s + t == t + s
+                return self.call_unified(_SHAPED_BINOPS[op], [rhs, lhs], {}, node)
+            if op == "sub":  # s - t == (-t) + s, exact in IEEE arithmetic
+                return self.call_unified("add", [self.call_unified("neg", [rhs], {}, node), lhs], {}, node)
+            raise ParserTypeError("a scalar divided by a tensor/tile is not an op; write "
+                                  "pl.mul(pl.recip(t), s)", self.span(node))
         return scalar_binary(op, lhs, rhs, self.span(node))
 
     def expr_Compare(self, node: ast.Compare) -> Any:
