@@ -140,3 +140,35 @@ def test_static_assert():
             return a
     assert ei.value.message == "static_assert failed: one is not bigger"
     assert_located(ei.value, "MARK-sa")
+
+
+def test_writing_an_input_parameter_is_rejected():
+    with pytest.raises(InvalidOperationError) as ei:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(a: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+            t = pl.load(a, [0, 0], [16, 16])
+            a = pl.store(t, [0, 0], a)  # MARK-write-direct
+            return a
+    assert "cannot write input parameter 'a'" in ei.value.message
+    assert "pl.Out[...] or pl.InOut[...]" in ei.value.message
+    assert_located(ei.value, "MARK-write-direct")
+
+
+def test_writing_an_input_parameter_through_subscript_and_loop_is_rejected():
+    with pytest.raises(InvalidOperationError) as ei:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def orch(a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                b[:] = pl.add(a, a)  # MARK-write-in-sub
+            return b
+    assert_located(ei.value, "MARK-write-in-sub")
+
+    with pytest.raises(InvalidOperationError) as ei:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(a: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+            t = pl.load(a, [0, 0], [16, 16])
+            for i, (acc,) in pl.range(2, init_values=(a,)):
+                nxt = pl.store(t, [0, 0], acc)  # MARK-write-in-loop
+                out = pl.yield_(nxt)
+            return out
+    assert_located(ei.value, "MARK-write-in-loop")

@@ -12,6 +12,7 @@ from typing import Any
 
 from ... import ops as _ops
 from ...core.dtype import BOOL, FP32, INDEX, DataType, promote
+from ...core.enums import ParamDirection
 from ...core.errors import (
     InvalidOperationError,
     ParserSyntaxError,
@@ -31,6 +32,7 @@ from ...ir.expr import (
     MakeTuple,
     TupleGetItem,
     UnaryExpr,
+    Var,
 )
 from ...ir.types import ScalarType, TensorType, TileType, TupleType
 from .. import dsl
@@ -342,7 +344,19 @@ class ExprParser:
     def call_op(self, op_name: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Call:
         operands, attrs = self.op_args(op_name, args, kwargs, node)
         self.check_op_placement(op_name, node)
+        spec = _ops.get_op(op_name)
+        for w in spec.writes:
+            if w < len(operands) and isinstance(operands[w].type, TensorType):
+                self.check_writable(operands[w], f"{op_name} writes it", node)
         return make_op_call(op_name, operands, attrs, self.span(node))
+
+    def check_writable(self, e: Expr, how: str, node: ast.AST) -> None:
+        """Writing an In parameter (directly or through a loop-carried value) is an error."""
+        root = self.param_root.get(e) if isinstance(e, Var) else None
+        if root is not None and self.param_dirs.get(root) is ParamDirection.In:
+            raise InvalidOperationError(
+                f"cannot write input parameter '{root.name}' ({how}); declare it "
+                f"pl.Out[...] or pl.InOut[...] to write it", self.span(node))
 
     def call_unified(self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Call:
         first_args = [self.to_expr(a, node) if not isinstance(a, (DataType, str)) else None
@@ -391,6 +405,9 @@ class ExprParser:
         if len(args) != len(params):
             raise ParserTypeError(f"function '{gv.name}' takes {len(params)} arguments, got {len(args)}",
                                   self.span(node))
+        for a, d, p in zip(args, _dirs, params):
+            if d is not ParamDirection.In:
+                self.check_writable(a, f"it is passed as {d.name} parameter '{p.name}' of '{gv.name}'", node)
         rt = rets[0] if len(rets) == 1 else TupleType(tuple(rets))
         return Call(gv, tuple(args), (), rt, span=self.span(node))
 

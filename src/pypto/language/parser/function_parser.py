@@ -144,6 +144,8 @@ class FunctionParser(ExprParser, StmtParser):
         self.strict_ssa, self.auto_scope = strict_ssa, auto_scope
         self.program = program
         self.env: dict[str, Expr] = {v.name: v for v in header.params}
+        self.param_dirs = dict(zip(header.params, header.directions))
+        self.param_root: dict[Var, Var] = {v: v for v in header.params}  # DDR aliases of params
         self.block: list = []
         self.pending_yield: PendingYield | None = None
         self.construct_depth = 0

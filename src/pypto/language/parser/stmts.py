@@ -208,6 +208,7 @@ class StmtParser:
             raise ParserTypeError(f"assigned value has shape {shape_str(tuple(st.shape))} but the target "
                                   f"region has shape {shape_str(sizes)}", self.span(node))
         self.check_op_placement("tensor.assemble", node)
+        self.check_writable(base, f"'{target.value.id}[...] = ...' writes it", node)
         call = make_op_call("tensor.assemble", [base, src, MakeTuple(offsets)], {}, self.span(node))
         self.bind(target.value.id, call, None, node)
 
@@ -284,7 +285,11 @@ class StmtParser:
         if len(names) != len(inits):
             raise ParserTypeError(f"{len(names)} loop-carried names but {len(inits)} init_values",
                                   self.span(node))
-        return [IterArg(n, v.type, init=v, span=self.span(node)) for n, v in zip(names, inits)]
+        out = [IterArg(n, v.type, init=v, span=self.span(node)) for n, v in zip(names, inits)]
+        for ia, v in zip(out, inits):
+            if isinstance(v, Var) and v in self.param_root:
+                self.param_root[ia] = self.param_root[v]
+        return out
 
     def for_loop(self, node: ast.For, call: ast.Call, kind: ForKind) -> None:
         bounds = [self.parse_expr(a) for a in call.args]
