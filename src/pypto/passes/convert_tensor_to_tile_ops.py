@@ -52,8 +52,10 @@ class _Converter:
         self.counter = 0
 
     def sub(self, e: Expr) -> Expr:
-        """Rewrite uses of remapped tensor vars that are still tensors (scalars/DDR)."""
-        return IRMutator({k: v for k, v in self.tiles.items() if isinstance(v.type, TensorType)}).visit_expr(e)
+        """Rewrite uses of renamed vars (re-created iter args and results); tensor values that now
+        live in tiles are left alone (operands go through `as_tile`)."""
+        return IRMutator({k: v for k, v in self.tiles.items()
+                          if type(k.type) is type(v.type)}).visit_expr(e)  # renames, not tensor→tile
 
     def emit_assign(self, name: str, call: Call, span) -> Var:  # type: ignore[no-untyped-def]
         v = Var(name, call.type, span=span)

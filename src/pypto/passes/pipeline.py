@@ -8,10 +8,13 @@ from .allocate_memory_addr import AllocateMemoryAddr
 from .base import Pass
 from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
 from .convert_to_ssa import ConvertToSSA
+from .ctrl_flow_transform import CtrlFlowTransform
 from .flatten_call_expr import FlattenCallExpr
 from .infer_tile_memory_space import InferTileMemorySpace
 from .init_memref import InitMemRef
+from .inline_functions import InlineFunctions
 from .outline_incore_scopes import OutlineIncoreScopes
+from .unroll_loops import UnrollLoops
 
 __all__ = ["OptimizationStrategy", "DEFAULT_PIPELINE", "DEBUG_TILE_PIPELINE", "passes_for"]
 
@@ -26,6 +29,9 @@ class OptimizationStrategy(enum.Enum):
 
 # Order follows SPEC §5; passes of later issues slot in at their positions.
 DEFAULT_PIPELINE: list[type[Pass]] = [
+    InlineFunctions,
+    UnrollLoops,
+    CtrlFlowTransform,
     ConvertToSSA,
     FlattenCallExpr,
     OutlineIncoreScopes,
@@ -34,7 +40,8 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
     InitMemRef,
     AllocateMemoryAddr,
 ]
-DEBUG_TILE_PIPELINE: list[type[Pass]] = [ConvertToSSA, FlattenCallExpr, InferTileMemorySpace, InitMemRef, AllocateMemoryAddr]
+DEBUG_TILE_PIPELINE: list[type[Pass]] = [InlineFunctions, UnrollLoops, CtrlFlowTransform, ConvertToSSA,
+                                         FlattenCallExpr, InferTileMemorySpace, InitMemRef, AllocateMemoryAddr]
 
 _BY_STRATEGY = {OptimizationStrategy.Default: DEFAULT_PIPELINE,
                 OptimizationStrategy.DebugTileOptimization: DEBUG_TILE_PIPELINE}
