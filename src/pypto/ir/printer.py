@@ -77,6 +77,11 @@ def format_value(v: Any) -> str:
     return repr(v)
 
 
+def _tuple_text(items: list[str]) -> str:
+    """Python tuple display: `(a,)` for one element, `(a, b)` otherwise."""
+    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+
+
 def _float_text(v: float) -> str:
     if math.isinf(v) or math.isnan(v):
         return f'float("{v}")'
@@ -280,9 +285,9 @@ class _Printer:
         elif isinstance(s, ForStmt):
             self.for_(s, depth)
         elif isinstance(s, WhileStmt):
-            names = "".join(self.namer.name(ia) + ", " for ia in s.iter_args)
-            inits = "".join(self.expr(ia.init) + ", " for ia in s.iter_args)  # type: ignore[arg-type]
-            self.emit(depth, f"for ({names.rstrip(' ')}) in pl.while_(init_values=({inits.rstrip(' ')})):")
+            names = _tuple_text([self.namer.name(ia) for ia in s.iter_args])
+            inits = _tuple_text([self.expr(ia.init) for ia in s.iter_args])  # type: ignore[arg-type]
+            self.emit(depth, f"for {names} in pl.while_(init_values={inits}):")
             self.emit(depth + 1, f"pl.cond({self.expr(s.cond)})")
             self.body(s.body, depth + 1, s.return_vars)
         elif isinstance(s, BreakStmt):
@@ -300,9 +305,9 @@ class _Printer:
         helper = f"pl.{s.kind.value}"
         lv = self.namer.name(s.loop_var)
         if s.iter_args:
-            names = "".join(self.namer.name(ia) + ", " for ia in s.iter_args).rstrip(" ")
-            inits = "".join(self.expr(ia.init) + ", " for ia in s.iter_args).rstrip(" ")  # type: ignore[arg-type]
-            self.emit(depth, f"for {lv}, ({names}) in {helper}({rng}, init_values=({inits})):")
+            names = _tuple_text([self.namer.name(ia) for ia in s.iter_args])
+            inits = _tuple_text([self.expr(ia.init) for ia in s.iter_args])  # type: ignore[arg-type]
+            self.emit(depth, f"for {lv}, {names} in {helper}({rng}, init_values={inits}):")
         else:
             self.emit(depth, f"for {lv} in {helper}({rng}):")
         self.body(s.body, depth + 1, s.return_vars)

@@ -64,19 +64,17 @@ def tensor_type_of(value: Any, param: str) -> TensorType:
     return TensorType(tuple(to_dim(int(d)) for d in t.shape), dtype)
 
 
-class JITSubFunction:
-    """`@pl.jit.incore` / `@pl.jit.opaque`: specialised at each call site by argument types."""
+class _Specialisable:
+    """Shared by jit sub-functions and entries: specialise the Python function at a call site
+    inside another kernel body, by the argument types, and call it by name."""
 
-    def __init__(self, fn: Callable, func_type: FunctionType, level: Level | None = None) -> None:
-        self.__pypto_pyfunc__ = fn
-        self.func_type = func_type
-        self.level = level
-        self.__name__ = fn.__name__
+    __pypto_pyfunc__: Callable
+    __name__: str
+    func_type: FunctionType
+    level: Level | None
+    role: Role | None = None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"'{self.__name__}' is a @pl.jit sub-function; call it from a @pl.jit entry")
-
-    def __pypto_call__(self, parser: Any, node: ast.Call) -> Any:
+    def specialise_call(self, parser: Any, node: ast.Call) -> Any:
         ctx: ProgramContext | None = parser.program
         if ctx is None:
             raise ParserSyntaxError(f"'{self.__name__}' can only be called from a @pl.jit entry",
@@ -90,7 +88,7 @@ class JITSubFunction:
         overrides: dict[str, Type] = {n: a.type for n, a in zip(names, args) if n in bare}
         name = self._specialised_name(ctx, overrides)
         if name not in ctx.external:
-            opts = FunctionOptions(self.func_type, self.level)
+            opts = FunctionOptions(self.func_type, self.level, self.role)
             ctx.external[name] = parse_function(self.__pypto_pyfunc__, opts, name=name,
                                                 overrides=overrides, program=ctx)
         return parser.call_function(GlobalVar(name, span=parser.span(node)), node)
@@ -111,7 +109,23 @@ class JITSubFunction:
             k += 1
 
 
-class JITFunction:
+class JITSubFunction(_Specialisable):
+    """`@pl.jit.incore` / `@pl.jit.opaque`: specialised at each call site by argument types."""
+
+    def __init__(self, fn: Callable, func_type: FunctionType, level: Level | None = None) -> None:
+        self.__pypto_pyfunc__ = fn
+        self.func_type = func_type
+        self.level = level
+        self.__name__ = fn.__name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"'{self.__name__}' is a @pl.jit sub-function; call it from a @pl.jit entry")
+
+    def __pypto_call__(self, parser: Any, node: ast.Call) -> Any:
+        return self.specialise_call(parser, node)
+
+
+class JITFunction(_Specialisable):
     """A `@pl.jit` entry: call it on torch tensors, or `.compile(*sample_args)` ahead of time."""
 
     def __init__(self, fn: Callable, func_type: FunctionType = FunctionType.Orchestration,
@@ -183,6 +197,16 @@ class JITFunction:
         compiled = ir_compile(program, **opts)
         self._cache[key] = compiled
         return compiled
+
+    def __pypto_call__(self, parser: Any, node: ast.Call) -> Any:
+        """A @pl.jit entry called from a kernel body: only a @pl.jit.host orchestrator may do that
+        (Language Guide: plain @pl.jit entries do not discover other @pl.jit entries)."""
+        if parser.level is not Level.HOST:
+            raise ParserSyntaxError(
+                f"'{self.__name__}' is a @pl.jit entry; a @pl.jit kernel cannot call another @pl.jit "
+                f"entry (only @pl.jit.host discovers them). Make it @pl.jit.incore, @pl.jit.opaque or "
+                f"@pl.jit.inline", parser.span(node))
+        return self.specialise_call(parser, node)
 
     @user_facing
     def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:

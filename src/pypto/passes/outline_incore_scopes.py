@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.dtype import INDEX
-from ..core.enums import FunctionType, ParamDirection, ScopeKind
+from ..core.enums import FunctionType, Level, ParamDirection, ScopeKind
 from ..core.errors import CompileError
 from ..ir.expr import Call, ConstInt, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
 from ..ir.function import Function, Program
@@ -277,6 +277,44 @@ def _rebuild_children(s: Stmt, fn) -> Stmt:  # type: ignore[no-untyped-def]
     return s
 
 
+class _ComputeOutsideScopes(IRVisitor):
+    """Does a function compute (ops an Orchestration function may not run) outside `pl.at`, or
+    call other functions?"""
+
+    def __init__(self) -> None:
+        self.compute = False
+        self.calls = False
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar):
+            self.calls = True
+        elif not get_op(e.op).has_trait("orchestration"):
+            self.compute = True
+        super().visit_Call(e)
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        if s.kind is not ScopeKind.InCore:
+            super().visit_ScopeStmt(s)
+
+
+def _implicit_scope(f: Function) -> Function:
+    """An Opaque function computing at tensor level without `pl.at` (the Language Guide's plain
+    `@pl.function` examples) runs its body as one InCore region: everything but the final return
+    is wrapped in an implicit `pl.at(level=CORE_GROUP)`. Functions that call other functions are
+    left alone (their calls must stay on the orchestration side)."""
+    if f.func_type is not FunctionType.Opaque:
+        return f
+    v = _ComputeOutsideScopes()
+    v.visit_stmt(f.body)
+    if not v.compute or v.calls:
+        return f
+    stmts = list(f.body.stmts)
+    tail = [stmts.pop()] if stmts and isinstance(stmts[-1], ReturnStmt) else []
+    scope = ScopeStmt(ScopeKind.InCore, SeqStmts(tuple(stmts), span=f.body.span), Level.CORE_GROUP,
+                      span=f.span)
+    return replace(f, body=SeqStmts((scope, *tail), span=f.body.span))
+
+
 class OutlineIncoreScopes(Pass):
     name = "OutlineIncoreScopes"
 
@@ -288,6 +326,7 @@ class OutlineIncoreScopes(Pass):
             if f.func_type not in _OUTLINED_FROM:
                 funcs.append(f)
                 continue
+            f = _implicit_scope(f)
             o = _Outliner(f, taken)
             body = o.rewrite(f.body)
             if o.new_funcs:

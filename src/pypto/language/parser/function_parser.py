@@ -71,12 +71,22 @@ def eval_annotation(ns: Namespace, info: SourceInfo, node: ast.expr) -> Any:
 
 
 def annotation_to_type(ann: Any, info: SourceInfo, node: ast.AST) -> Type:
-    try:
-        if isinstance(ann, pytypes.GenericAlias) and ann.__origin__ is tuple:
-            return TupleType(tuple(to_ir_type(a) for a in ann.__args__))
-        return to_ir_type(ann)
-    except AnnotationError as e:
-        raise ParserTypeError(str(e), info.span(node)) from None
+    """IR type of an evaluated annotation; deprecation warnings point at the annotation's line."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if isinstance(ann, pytypes.GenericAlias) and ann.__origin__ is tuple:
+                ty: Type = TupleType(tuple(to_ir_type(a) for a in ann.__args__))
+            else:
+                ty = to_ir_type(ann)
+        except AnnotationError as e:
+            raise ParserTypeError(str(e), info.span(node)) from None
+    span = info.span(node)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, span.filename, span.begin_line)
+    return ty
 
 
 def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_method: bool,

@@ -510,8 +510,8 @@ class StmtParser:
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         v = node.value
-        if isinstance(v, ast.Constant) and isinstance(v.value, str):
-            return  # docstring
+        if isinstance(v, ast.Constant) and (isinstance(v.value, str) or v.value is Ellipsis):
+            return  # docstring, or `...` as a placeholder body
         if isinstance(v, ast.Call):
             f = self.parse_value(v.func)
             if isinstance(f, dsl.DSLBuiltin):
