@@ -62,19 +62,25 @@ class _Converter:
         self.out.append(AssignStmt(v, call, span=span))
         return v
 
+    def on_chip(self, e: Expr) -> Expr | None:
+        """The tile holding tensor value `e` if it was computed on chip (not a DDR tensor)."""
+        t = self.tiles.get(e) if isinstance(e, Var) and isinstance(e.type, TensorType) else None
+        return t if t is not None and isinstance(t.type, TileType) else None
+
     def as_tile(self, e: Expr, span, space: MemorySpace = MemorySpace.Vec) -> Expr:  # type: ignore[no-untyped-def]
         """The tile holding tensor value `e`, loading it from DDR if needed."""
         if isinstance(e.type, TileType):
-            return e
-        if isinstance(e, Var) and e in self.tiles:
-            return self.tiles[e]
+            return self.sub(e)
+        t = self.on_chip(e)
+        if t is not None:
+            return t
         if isinstance(e, Var) and (e, space) in self.loaded:
             return self.loaded[(e, space)]  # type: ignore[index]
         region = self.regions.get(e) if isinstance(e, Var) else None
         if region is None:
             if not isinstance(e.type, TensorType):
                 return e
-            region = _Region(e, zeros_like_offsets(e.type), tuple(e.type.shape))
+            region = _Region(self.sub(e), zeros_like_offsets(e.type), tuple(e.type.shape))
         call = build_call("tile.load", [region.tensor, MakeTuple(region.offsets), MakeTuple(region.shape)],
                           {"target_memory": space}, span)
         name = f"{e.name}_tile" if isinstance(e, Var) else "t"
@@ -93,13 +99,41 @@ class _Converter:
         return self.emit_assign(f"{getattr(e, 'name', 't')}_{dtype}", call, span)
 
     def block(self, s: SeqStmts) -> SeqStmts:
-        saved = self.out
+        saved, saved_loaded = self.out, dict(self.loaded)
         self.out = []
         for st in s.stmts:
             self.stmt(st)
         res = SeqStmts(tuple(self.out), span=s.span)
-        self.out = saved
+        self.out, self.loaded = saved, saved_loaded  # loads made in a block stay in it
         return res
+
+    def if_(self, s: IfStmt) -> None:
+        """Branches yielding a tile in some position yield tiles there in every branch (DDR
+        values are loaded at the end of their branch); the return var becomes a tile."""
+        branches = [self.block(b) for b in (s.then_body, s.else_body) if b is not None]
+        rvs = list(s.return_vars)
+        if rvs and len(branches) == 2:
+            for i, rv in enumerate(rvs):
+                vals = [b.stmts[-1].values[i] for b in branches]  # type: ignore[attr-defined]
+                tile = next((v for v in vals if isinstance(v.type, TileType)), None)
+                if tile is None:
+                    continue
+                for k, b in enumerate(branches):
+                    y = b.stmts[-1]
+                    if isinstance(y.values[i].type, TileType):  # type: ignore[attr-defined]
+                        continue
+                    saved, self.out = self.out, list(b.stmts[:-1])
+                    t = self.as_tile(y.values[i], y.span)  # type: ignore[attr-defined]
+                    vals_k = list(y.values)  # type: ignore[attr-defined]
+                    vals_k[i] = t
+                    branches[k] = replace(b, stmts=tuple(self.out) + (replace(y, values=tuple(vals_k)),))
+                    self.out = saved
+                nrv = Var(rv.name, tile.type, span=rv.span)
+                self.tiles[rv] = nrv
+                rvs[i] = nrv
+        self.out.append(replace(s, cond=self.sub(s.cond), then_body=branches[0],
+                                else_body=branches[1] if len(branches) > 1 else None,
+                                return_vars=tuple(rvs)))
 
     def stmt(self, s: Stmt) -> None:
         if isinstance(s, AssignStmt) and isinstance(s.value, Call) and isinstance(s.value.op, str) \
@@ -110,33 +144,28 @@ class _Converter:
         elif isinstance(s, ForStmt | WhileStmt):
             self.loop(s)
         elif isinstance(s, IfStmt):
-            rvs = tuple(self.retype(v) for v in s.return_vars)
-            self.out.append(replace(s, cond=self.sub(s.cond), then_body=self.block(s.then_body),
-                                    else_body=self.block(s.else_body) if s.else_body else None,
-                                    return_vars=rvs))
+            self.if_(s)
         else:
             self.out.append(IRMutator(dict(self.tiles)).visit_stmt(s))
 
     def value_out(self, v: Expr, s: Stmt) -> Expr:
         """A value leaving a loop body / if branch / function."""
-        if isinstance(v, Var) and v in self.tiles:
-            if isinstance(s, ReturnStmt) and isinstance(v.type, TensorType):
-                raise CompileError(f"InCore function returns tensor '{v.name}' computed on chip without "
+        t = self.on_chip(v)
+        if t is not None:
+            if isinstance(s, ReturnStmt):
+                raise CompileError(f"InCore function returns tensor '{v.name}' computed on chip without "  # type: ignore[attr-defined]
                                    f"storing it; write it into an Out tensor with pl.store / pl.assemble",
                                    s.span)
-            return self.tiles[v]
+            return t
         return self.sub(v)
-
-    def retype(self, v: Var) -> Var:
-        return v
 
     def loop(self, s: ForStmt | WhileStmt) -> None:
         new_ias: list[IterArg] = []
         rv_map: list[tuple[Var, Var | None]] = []
         for ia, rv in zip(s.iter_args, s.return_vars):
             init = ia.init
-            if isinstance(init, Var) and init in self.tiles:
-                t = self.tiles[init]
+            t = self.on_chip(init) if init is not None else None
+            if t is not None:
                 nia = IterArg(ia.name, t.type, init=t, span=ia.span)
                 self.tiles[ia] = nia
                 nrv = Var(rv.name, t.type, span=rv.span)
@@ -164,14 +193,14 @@ class _Converter:
             src = args[0]
             if isinstance(src, Var) and src in self.regions:
                 raise CompileError("slicing a slice inside an InCore function is not supported yet", span)
-            if isinstance(src, Var) and src in self.tiles:
+            if self.on_chip(src) is not None:
                 raise CompileError("slicing an on-chip value inside an InCore function is not supported; "
                                    "load the region you need with pl.load", span)
             self.regions[var] = _Region(self.sub(src), tuple(args[2].elements), tuple(args[1].elements))  # type: ignore[attr-defined]
             return
         if call.op == "tensor.assemble":
             target, value, offsets = args
-            if isinstance(target, Var) and target in self.tiles:
+            if self.on_chip(target) is not None:
                 raise CompileError("assembling into an on-chip tensor inside an InCore function is not "
                                    "supported; assemble into a DDR (parameter) tensor", span)
             tile = self.as_tile(value, span)
@@ -185,7 +214,7 @@ class _Converter:
         space = MemorySpace.Mat if tile_spec.has_trait("cube") else MemorySpace.Vec
         operands: list[Expr] = []
         for a in args:
-            if isinstance(a.type, TensorType) or (isinstance(a, Var) and (a in self.tiles or a in self.regions)):
+            if isinstance(a.type, TensorType) or (self.on_chip(a) is not None or a in self.regions):
                 operands.append(self.as_tile(a, span, space))
             else:
                 operands.append(self.sub(a))

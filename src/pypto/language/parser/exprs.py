@@ -415,8 +415,11 @@ class ExprParser:
 def _const_sub(hi: Expr, lo: Expr, span: Span) -> Expr:
     if isinstance(hi, ConstInt) and isinstance(lo, ConstInt):
         return ConstInt(hi.value - lo.value, INDEX)
-    if isinstance(hi, BinaryExpr) and hi.op == "add" and hi.lhs is lo and isinstance(hi.rhs, ConstInt):
-        return ConstInt(hi.rhs.value, INDEX)  # A[i:i+16] has static size 16
+    if isinstance(hi, BinaryExpr) and hi.op == "add" and isinstance(hi.rhs, ConstInt):
+        from ...ir.structural import structural_equal
+
+        if structural_equal(hi.lhs, lo):
+            return ConstInt(hi.rhs.value, INDEX)  # A[i:i+16], A[i*16:i*16+16] have static size 16
     raise ParserTypeError("slice bounds must give a static size (write A[i:i+16])", span)
 
 
