@@ -59,7 +59,8 @@ def parse_function(fn: Callable, opts: FunctionOptions, *, name: str | None = No
     if not isinstance(fdef, ast.FunctionDef):
         raise ParserSyntaxError("expected a function definition", info.span(fdef))
     ns = Namespace.of_function(fn)
-    header = parse_header(fdef, info, ns, is_method=False, overrides=overrides)
+    header = parse_header(fdef, info, ns, is_method=False, overrides=overrides,
+                          evaluated=getattr(fn, "__annotations__", None))
     if name:
         fdef.name = name
         header.name = name
@@ -115,7 +116,9 @@ def parse_program(cls: type | None, *, info: SourceInfo | None = None, ns: Names
                                     info.span(node))
     headers = {}
     for fdef, _ in methods:
-        headers[fdef.name] = parse_header(fdef, info, ns, is_method=True)
+        method = vars(cls).get(fdef.name) if cls is not None else None
+        evaluated = getattr(getattr(method, "__pypto_pyfunc__", None), "__annotations__", None)
+        headers[fdef.name] = parse_header(fdef, info, ns, is_method=True, evaluated=evaluated)
     ctx.headers = headers
     funcs: dict[str, Function] = {}
 
@@ -231,7 +234,8 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
     if overrides_from_args:
         names = [a.arg for a in fdef.args.args]
         overrides = {n: a.type for n, a in zip(names, args)}
-    header = parse_header(fdef, info, ns, is_method=False, overrides=overrides)
+    header = parse_header(fdef, info, ns, is_method=False, overrides=overrides,
+                          evaluated=getattr(pyfunc, "__annotations__", None))
     if len(args) != len(header.params):
         raise ParserTypeError(f"inline function '{fdef.name}' takes {len(header.params)} arguments, got "
                               f"{len(args)}", parser.span(node))

@@ -90,10 +90,13 @@ def annotation_to_type(ann: Any, info: SourceInfo, node: ast.AST) -> Type:
 
 
 def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_method: bool,
-                 overrides: dict[str, Type] | None = None) -> FunctionHeader:
+                 overrides: dict[str, Type] | None = None,
+                 evaluated: dict[str, Any] | None = None) -> FunctionHeader:
     """Parameters (with directions) and declared return types of `fdef`.
 
     `overrides` supplies types for parameters (used by `@pl.jit` for bare `pl.Tensor`).
+    `evaluated` is the function's `__annotations__` as Python evaluated them at definition time
+    (names used only in annotations, e.g. an enclosing function's locals, are visible there).
     Raises ParserSyntaxError for a missing annotation ("Parameter 'a' missing type annotation").
     """
     args = fdef.args
@@ -110,7 +113,7 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
     for p in params:
         if p.annotation is None:
             raise ParserSyntaxError(f"Parameter '{p.arg}' missing type annotation", info.span(p))
-        ann = eval_annotation(ns, info, p.annotation)
+        ann = _annotation(p.arg, p.annotation, evaluated, ns, info)
         direction = ParamDirection.In
         if isinstance(ann, DirectionAnnotation):
             direction, ann = ann.direction, ann.inner
@@ -119,7 +122,7 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
         dirs.append(direction)
     rets: list[Type] | None = None
     if fdef.returns is not None:
-        ann = eval_annotation(ns, info, fdef.returns)
+        ann = _annotation("return", fdef.returns, evaluated, ns, info)
         if ann is None:
             rets = []
         else:
@@ -128,6 +131,13 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
             if overrides and any(_is_bare(a) for a in _ann_parts(ann)):
                 rets = None  # bare pl.Tensor in a jit return annotation: infer
     return FunctionHeader(fdef.name, vars_, dirs, rets)
+
+
+def _annotation(key: str, node: ast.expr, evaluated: dict[str, Any] | None, ns: Namespace,
+                info: SourceInfo) -> Any:
+    if evaluated is not None and key in evaluated and not isinstance(evaluated[key], str):
+        return evaluated[key]
+    return eval_annotation(ns, info, node)
 
 
 def _ann_parts(ann: Any) -> list[Any]:
