@@ -79,7 +79,9 @@ def _decorator_options(dec: ast.expr, ns: Namespace, info: SourceInfo) -> tuple[
 
     if obj is decorators.function:
         if isinstance(dec, ast.Call):
-            kw = {k.arg: ns.eval(k.value, info) for k in dec.keywords}
+            from .function_parser import eval_annotation
+
+            kw = {k.arg: eval_annotation(ns, info, k.value, what="decorator argument") for k in dec.keywords}
             try:
                 return "function", FunctionOptions(**kw)
             except TypeError as e:

@@ -193,6 +193,9 @@ class ExprParser:
         lhs, rhs = self.parse_value(node.left), self.parse_value(node.comparators[0])
         if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
             return _fold(op, lhs, rhs, self.span(node))
+        if isinstance(lhs, Expr) and isinstance(lhs.type, (TensorType, TileType)):
+            # elementwise comparison of a tensor/tile: a mask (Language Guide "Python Operators")
+            return self.call_unified("cmp", [lhs, rhs], {"cmp_type": op}, node)
         return scalar_binary(op, self.to_expr(lhs, node.left), self.to_expr(rhs, node.comparators[0]),
                              self.span(node))
 
@@ -240,11 +243,16 @@ class ExprParser:
             return TupleGetItem(base, idx, span=self.span(node))
         if isinstance(t, TensorType):
             offsets, sizes, is_slice = self.subscript_region(base, node.slice)
-            if not is_slice:
-                raise ParserSyntaxError("element reads A[i, j] are not supported yet; use slices",
-                                        self.span(node))
+            if not is_slice:  # A[i, j] reads one element (Language Guide "subscript syntax")
+                return self.call_unified("read", [base, MakeTuple(offsets)], {}, node)
             return make_op_call("tensor.slice", [base, MakeTuple(sizes), MakeTuple(offsets)], {},
                                 self.span(node))
+        if isinstance(t, TileType):
+            offsets, sizes, is_slice = self.subscript_region(base, node.slice)
+            if not is_slice:
+                return self.call_unified("read", [base, MakeTuple(offsets)], {}, node)
+            raise ParserTypeError("slicing a tile with [a:b] is not supported; use pl.tile.slice or load "
+                                  "the region you need", self.span(node))
         raise ParserTypeError(f"cannot subscript a value of type {type(t).__name__}", self.span(node))
 
     def subscript_region(self, base: Expr, sl: ast.expr) -> tuple[tuple[Expr, ...], tuple[Expr, ...], bool]:
@@ -330,7 +338,11 @@ class ExprParser:
                 attrs[k] = v
             else:
                 raise ParserTypeError(f"{op_name}: unexpected keyword argument '{k}'", self.span(node))
-        if len(operands) < n or any(o is MISSING for o in operands):
+        n_required = n - len(spec.optional)  # trailing OpSpec.optional params may be omitted (or None)
+        operands = [MISSING if i >= n_required and o is None else o for i, o in enumerate(operands)]
+        while len(operands) > n_required and operands[-1] is MISSING:
+            operands.pop()
+        if len(operands) < n_required or any(o is MISSING for o in operands):
             missing = [p for i, p in enumerate(spec.params) if i >= len(operands) or operands[i] is MISSING]
             raise ParserTypeError(f"{op_name}: missing argument '{missing[0]}'", self.span(node))
         for k, v in attrs.items():

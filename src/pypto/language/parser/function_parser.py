@@ -17,7 +17,7 @@ from ...core.errors import InternalError, ParserError, ParserSyntaxError, Parser
 from ...core.span import Span
 from ...ir.expr import Expr, Var
 from ...ir.function import Function
-from ...ir.types import TupleType, Type
+from ...ir.types import ScalarType, TupleType, Type
 from ..typing import AnnotationError, DirectionAnnotation, to_ir_type
 from .exprs import ExprParser
 from .source import Namespace, SourceInfo
@@ -57,17 +57,21 @@ class ProgramContext:
         return h.params, h.directions, h.return_types
 
 
-def eval_annotation(ns: Namespace, info: SourceInfo, node: ast.expr) -> Any:
+def eval_annotation(ns: Namespace, info: SourceInfo, node: ast.expr, local_vars: dict[str, Any] | None = None,
+                    what: str = "type annotation") -> Any:
+    """Evaluate a compile-time expression (annotation, decorator argument); any failure becomes a
+    ParserError located at `node`."""
     try:
-        return ns.eval(node, info)
+        return ns.eval(node, info, local_vars)
     except NameError as e:
         from ...core.errors import UndefinedVariableError
 
-        raise UndefinedVariableError(f"Undefined name in annotation: {e}", info.span(node)) from None
+        raise UndefinedVariableError(f"Undefined name in {what}: {e}", info.span(node)) from None
     except AnnotationError as e:
         raise ParserTypeError(str(e), info.span(node)) from None
     except Exception as e:
-        raise ParserTypeError(f"invalid type annotation '{ast.unparse(node)}': {e}", info.span(node)) from None
+        raise ParserTypeError(f"invalid {what} '{ast.unparse(node)}': {type(e).__name__}: {e}",
+                              info.span(node)) from None
 
 
 def annotation_to_type(ann: Any, info: SourceInfo, node: ast.AST) -> Type:
@@ -178,7 +182,10 @@ class FunctionParser(ExprParser, StmtParser):
         return self.info.span(node)
 
     def eval_type(self, node: ast.expr) -> Type:
-        return annotation_to_type(eval_annotation(self.ns, self.info, node), self.info, node)
+        # Scalar variables in scope may appear in annotations as dynamic extents, e.g. the valid
+        # shape of a partial tile: pl.TileView(valid_shape=[rows, 64]).
+        scalars = {k: v for k, v in self.env.items() if isinstance(v, Var) and isinstance(v.type, ScalarType)}
+        return annotation_to_type(eval_annotation(self.ns, self.info, node, scalars), self.info, node)
 
     def parse_stmt(self, node: ast.stmt) -> None:
         try:
