@@ -238,7 +238,7 @@ def test_type_inference(params, body, expected):
     ("a: pl.Tensor[[4, 3], pl.FP32], b: pl.Tensor[[4, 8], pl.FP32]", "r = pl.add(a, b)",
      "tensor.add: shapes [4, 3] and [4, 8] cannot be broadcast together"),
     ("a: pl.Tensor[[64, 64], pl.FP32]", "t = pl.load(a, [0, 0], [16, 16])\nu = pl.load(a, [0, 0], [16, 32])\nr = pl.add(t, u)",
-     "tile.add: tile shapes must match, got [16, 16] and [16, 32]"),
+     "tile.add: arguments 'lhs' and 'rhs' must have the same shape, got [16, 16] and [16, 32]"),
     ("a: pl.Tensor[[64, 64], pl.FP16]", "t = pl.load(a, [0, 0], [16, 16])\nr = pl.tile.matmul(t, t)",
      "tile.matmul: argument 'lhs' must be in memory space Left or Mat, but it is in Vec"),
     ("a: pl.Tensor[[64, 64], pl.FP32]",

@@ -22,6 +22,7 @@ Statement order mirrors `pypto.language.parser` (printer and parser are siblings
 
 from __future__ import annotations
 
+import keyword
 import math
 from typing import Any
 
@@ -80,6 +81,12 @@ def format_value(v: Any) -> str:
 def _tuple_text(items: list[str]) -> str:
     """Python tuple display: `(a,)` for one element, `(a, b)` otherwise."""
     return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+
+
+def _op_spelling(name: str) -> str:
+    """Python spelling of an op name: a keyword leaf gets a trailing underscore (`tensor.and_`)."""
+    ns, _, leaf = name.partition(".")
+    return f"{ns}.{leaf}_" if keyword.iskeyword(leaf) else name
 
 
 def _float_text(v: float) -> str:
@@ -236,7 +243,7 @@ class _Printer:
         args += [f"{k}={format_value(v)}" for k, v in e.kwargs]
         if isinstance(e.op, GlobalVar):
             return f"{self.expr(e.op)}({', '.join(args)})"
-        return f"pl.{e.op}({', '.join(args)})"
+        return f"pl.{_op_spelling(e.op)}({', '.join(args)})"
 
     # ---- statements ----------------------------------------------------------------------
     def emit(self, depth: int, text: str) -> None:

@@ -48,7 +48,7 @@ from .dsl import (
 from .dsl import max as max  # noqa: A004, PLC0414
 from .dsl import min as min  # noqa: A004, PLC0414
 from .jit import JITFunction, jit
-from .op_wrappers import tensor, tile, unified_ops
+from .op_wrappers import system, tensor, tile, unified_ops
 from .typing import InOut, Out, Scalar, Tensor, Tile, dynamic
 from .typing import MemRefSpec as MemRef
 from .typing import TensorViewSpec as TensorView
@@ -87,7 +87,7 @@ __all__ = [
     "DataType", "ForKind", "FunctionType", "Level", "MemorySpace", "Mem", "PadValue", "ScopeKind",
     "SplitMode", "TensorLayout", "Direction", "Role", "ND", "DN", "NZ", "function", "program", "inline",
     "InlineFunction", "jit", "JITFunction", "Tensor", "Tile", "Scalar", "Out", "InOut", "dynamic",
-    "MemRef", "TensorView", "TileView", "tensor", "tile", "range", "parallel", "unroll", "pipeline",
+    "MemRef", "TensorView", "TileView", "tensor", "tile", "system", "range", "parallel", "unroll", "pipeline",
     "while_", "cond", "yield_", "at", "scope", "split", "cross_core_slot", "static_print",
     "static_assert", "const", "min", "max", "parse", "loads",
     *(d.name for d in _ALL_DTYPES), *unified_ops,

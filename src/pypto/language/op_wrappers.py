@@ -1,4 +1,4 @@
-"""`pl.tensor.*`, `pl.tile.*` and unified `pl.*` op objects, generated from the registry (SPEC §3).
+"""`pl.tensor.*`, `pl.tile.*`, `pl.system.*` and unified `pl.*` op objects, generated from the registry (SPEC §3).
 
 An `OpRef` names one registered op; a `UnifiedOp` picks `tensor.X` / `tile.X` (or the scalar form
 `X`s) from the types of its arguments using `pypto.ops.UNIFIED`. Both are parsed, not called.
@@ -12,7 +12,7 @@ from typing import Any
 from .. import ops as _ops
 from ..ir.types import ScalarType, TensorType, TileType, Type
 
-__all__ = ["OpRef", "UnifiedOp", "tensor", "tile", "unified_ops", "resolve_unified"]
+__all__ = ["OpRef", "UnifiedOp", "tensor", "tile", "system", "unified_ops", "resolve_unified"]
 
 
 class _ParsedOnly:
@@ -30,7 +30,7 @@ class OpRef(_ParsedOnly):
         self.__doc__ = _ops.get_op(name).doc
 
     def __repr__(self) -> str:
-        return f"pl.{self.name}"
+        return f"pl.{_ops.python_name(self.name)}"
 
 
 class UnifiedOp(_ParsedOnly):
@@ -66,14 +66,15 @@ def resolve_unified(name: str, arg_types: list[Type]) -> str:
 
 
 def _namespace(ns: str) -> types.SimpleNamespace:
+    """`pl.<ns>`: one OpRef per registered op of `ns`, under its Python spelling (`and_`)."""
     entries = {}
     for spec in _ops.all_ops():
         if spec.namespace == ns:
-            entries[spec.short_name.rstrip("_") if spec.short_name.endswith("_") else spec.short_name] = \
-                OpRef(spec.name)
+            entries[spec.python_name.split(".", 1)[1]] = OpRef(spec.name)
     return types.SimpleNamespace(**entries)
 
 
 tensor = _namespace("tensor")
 tile = _namespace("tile")
+system = _namespace("system")
 unified_ops: dict[str, UnifiedOp] = {name: UnifiedOp(name) for name in _ops.UNIFIED}

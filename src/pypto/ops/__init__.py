@@ -1,6 +1,29 @@
-"""The operator catalog (SPEC §3): importing this package registers every op family."""
+"""The operator catalog (SPEC §3): importing this package registers every op family.
 
-from . import cast, elementwise, matmul, memory, reduction  # noqa: F401  (registration)
-from .registry import UNIFIED, OpSpec, OpTypeError, all_ops, get_op, has_op, register
+One module per family: elementwise (arithmetic, unary math, activations), bitwise, compare,
+reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system. Shared pieces:
+`registry` (OpSpec, dispatch tables), `typing_rules` (argument checks, dtype classes), `valid`
+(partial-tile valid regions), `families` (elementwise factories), `cost` (cost-model entries) and
+`reference` (the generated operator reference page).
+"""
 
-__all__ = ["OpSpec", "OpTypeError", "get_op", "has_op", "all_ops", "register", "UNIFIED"]
+from . import (  # noqa: F401  (registration)
+    bitwise,
+    block,
+    broadcast,
+    cast,
+    compare,
+    creation,
+    elementwise,
+    gather,
+    matmul,
+    memory,
+    reduction,
+    shape,
+    system,
+)
+from .cost import Cost, Work, work_of
+from .registry import UNIFIED, OpSpec, OpTypeError, all_ops, get_op, has_op, python_name, register
+
+__all__ = ["OpSpec", "OpTypeError", "get_op", "has_op", "all_ops", "register", "UNIFIED", "python_name",
+           "Cost", "Work", "work_of"]

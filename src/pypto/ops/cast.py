@@ -1,7 +1,9 @@
-"""Type conversion: `cast(x, target_type, mode="round")` (SPEC §3).
+"""Type conversion: `cast(x, target_type, mode="round")` (SPEC §3 "Cast").
 
-Modes: round (to nearest, ties to even), floor, ceil, trunc. They matter when converting to an
-integer type; float-to-float conversion always rounds to nearest-even (torch semantics).
+Modes: round (to nearest, ties to even), floor, ceil, trunc. They matter when converting a float
+to an integer type; float-to-float conversion always rounds to nearest-even (torch semantics).
+The valid region is carried to the result unchanged. Whether a dtype pair is one hardware
+instruction is the backend's business (LegalizeTileCast), not the op's.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ import torch
 
 from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
+from .cost import vector
 from .registry import OpSpec, OpTypeError, register, register_unified
-from .typing_rules import attr_dtype, expect_tensor, expect_tile
+from .typing_rules import ANY, attr_dtype, expect_dtype, expect_same_kind
+from .valid import valid_of, view_for
+
+__all__ = ["CAST_MODES", "cast_compute"]
 
 CAST_MODES = ("round", "floor", "ceil", "trunc")
 _ROUNDERS = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc}
@@ -25,14 +31,18 @@ def _rule(ns: str):
         mode = attrs.get("mode", "round")
         if mode not in CAST_MODES:
             raise OpTypeError(f"attribute 'mode' must be one of {', '.join(CAST_MODES)}, got {mode!r}")
-        if ns == "tensor":
-            return TensorType(expect_tensor(args, 0, "x").shape, dt)
-        t = expect_tile(args, 0, "x")
+        t = expect_same_kind(ns, args, 0, "x")
+        expect_dtype(t, "x", ANY)
+        if not dt.has_torch_dtype:
+            raise OpTypeError(f"attribute 'target_type' {dt.name} has no simulated equivalent")
+        if isinstance(t, TensorType):
+            return TensorType(t.shape, dt, view_for(ns, t.shape, valid_of(t)))
+        assert isinstance(t, TileType)
         return TileType(t.shape, dt, t.memory_space, view=t.view)
     return rule
 
 
-def cast_compute(x: Any, target_type: Any, mode: str = "round") -> Any:
+def cast_compute(x: Any, target_type: Any = None, mode: str = "round") -> Any:
     """Reference semantics of cast on a torch tensor."""
     tdt = target_type.to_torch()
     if x.is_floating_point() and not tdt.is_floating_point and tdt != torch.bool:
@@ -43,8 +53,10 @@ def cast_compute(x: Any, target_type: Any, mode: str = "round") -> Any:
 for _ns in ("tensor", "tile"):
     register(OpSpec(f"{_ns}.cast", ("x",), _rule(_ns), cast_compute,
                     attrs={"target_type": None, "mode": "round"}, reads=(0,),
-                    traits=frozenset({"elementwise", "vector"}),
+                    traits=frozenset({"vector"}),  # not "elementwise": the operand keeps its dtype
                     tile_op="tile.cast" if _ns == "tensor" else None,
-                    pto="pto.tcvt" if _ns == "tile" else None,
-                    doc="Convert every element to `target_type` using rounding `mode`."))
-    register_unified("cast", _ns, False, f"{_ns}.cast")
+                    pto="pto.tcvt" if _ns == "tile" else None, cost=vector(1.0), family="cast",
+                    dtypes=ANY.text,
+                    doc="Convert every element to `target_type`; float -> integer uses rounding `mode` "
+                        "(round = nearest-even, floor, ceil, trunc)."))
+    register_unified("cast", _ns, None, f"{_ns}.cast")

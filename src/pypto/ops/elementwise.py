@@ -1,8 +1,9 @@
-"""Elementwise families: binary ops, their scalar forms, and unary ops (SPEC §3).
+"""Elementwise arithmetic: binary ops and their scalar forms, unary math, activations (SPEC §3).
 
-Each row of `_BINARY` / `_UNARY` registers the tensor and tile ops of one operator, plus the
-unified `pl.X` dispatch entries. Tensor ops broadcast NumPy-style and promote dtypes; tile ops need
-equal shapes and dtypes; a scalar form keeps the tensor/tile dtype.
+Each table row registers the tensor and tile op of one operator (and its scalar form) through
+`pypto.ops.families`. Integer division truncates toward zero (the vector unit's integer divide);
+`fmod` keeps the sign of the dividend (C fmod, torch.fmod), `rem` the sign of the divisor
+(Python %, torch.remainder).
 """
 
 from __future__ import annotations
@@ -11,125 +12,116 @@ from typing import Any
 
 import torch
 
-from ..core.dtype import FP32, promote
 from ..ir.expr import Expr
-from ..ir.types import TensorType, TileType, Type
+from ..ir.types import Type
+from .cost import vector
+from .families import VEC, binary_family, binary_rule, scalar_rule, unary_family
 from .registry import OpSpec, OpTypeError, register, register_unified
-from .typing_rules import (
-    broadcast_shapes,
-    dims_equal,
-    expect_scalar,
-    expect_shaped,
-    expect_tensor,
-    expect_tile,
-    same_dtype,
-    shape_str,
-)
+from .typing_rules import FLOAT, NUMBER, SIGNED, shape_str, shapes_equal
 
-_VEC = frozenset({"elementwise", "vector"})
+__all__ = ["int_operands", "divide"]
 
 
-def _tensor_binary(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    a, b = expect_tensor(args, 0, "lhs"), expect_tensor(args, 1, "rhs")
-    return TensorType(broadcast_shapes(a.shape, b.shape), promote(a.dtype, b.dtype))
+def int_operands(a: Any, b: Any) -> bool:
+    """True when both operands are integer-valued (tensor dtype or Python int)."""
+    def is_int(x: Any) -> bool:
+        if isinstance(x, torch.Tensor):
+            return not x.is_floating_point() and not x.is_complex()
+        return isinstance(x, int)
+    return is_int(a) and is_int(b)
 
 
-def _tile_binary(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    a, b = expect_tile(args, 0, "lhs"), expect_tile(args, 1, "rhs")
-    if len(a.shape) != len(b.shape) or not all(dims_equal(x, y) for x, y in zip(a.shape, b.shape)):
-        raise OpTypeError(f"tile shapes must match, got {shape_str(a.shape)} and {shape_str(b.shape)}")
-    dt = same_dtype([a.dtype, b.dtype], "both tiles")
-    return TileType(a.shape, dt, a.memory_space, view=a.view)
+def divide(a: Any, b: Any) -> Any:
+    """a / b; integer operands divide truncating toward zero."""
+    return torch.div(a, b, rounding_mode="trunc") if int_operands(a, b) else torch.div(a, b)
 
 
-def _scalar_form(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    t = expect_shaped(args, 0, "lhs")
-    s = expect_scalar(args, 1, "rhs")
-    if isinstance(t, TensorType):
-        dt = FP32 if (s.dtype.is_float() and not t.dtype.is_float()) else t.dtype
-        return TensorType(t.shape, dt)
-    return TileType(t.shape, t.dtype, t.memory_space, view=t.view)
+def _maximum(a: Any, b: Any) -> Any:
+    return torch.maximum(a, b) if isinstance(b, torch.Tensor) else torch.clamp(a, min=b)
 
 
-def _tensor_scalar(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    expect_tensor(args, 0, "lhs")
-    return _scalar_form(args, attrs)
+def _minimum(a: Any, b: Any) -> Any:
+    return torch.minimum(a, b) if isinstance(b, torch.Tensor) else torch.clamp(a, max=b)
 
 
-def _tile_scalar(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    expect_tile(args, 0, "lhs")
-    return _scalar_form(args, attrs)
+def _check_int_divisor(fn: Any) -> Any:
+    def run(a: Any, b: Any) -> Any:
+        if int_operands(a, b) and bool((torch.as_tensor(b) == 0).any()):
+            raise ZeroDivisionError("integer division by zero")
+        return fn(a, b)
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
 
 
-def _unary(kind: str):
+#  name       scalar form, pto, scalar pto      torch semantics                 dtypes  work  what
+_BINARY = [
+    ("add", ("adds", "tadd", "tadds"), torch.add, NUMBER, 1.0, "a + b"),
+    ("sub", ("subs", "tsub", "tsubs"), torch.sub, NUMBER, 1.0, "a - b"),
+    ("mul", ("muls", "tmul", "tmuls"), torch.mul, NUMBER, 1.0, "a * b"),
+    ("div", ("divs", "tdiv", "tdivs"), _check_int_divisor(divide), NUMBER, 2.0,
+     "a / b (integers: truncated toward zero)"),
+    ("maximum", ("maximums", "tmax", "tmaxs"), _maximum, NUMBER, 1.0, "max(a, b)"),
+    ("minimum", ("minimums", "tmin", "tmins"), _minimum, NUMBER, 1.0, "min(a, b)"),
+    ("fmod", ("fmods", "tfmod", "tfmods"), _check_int_divisor(torch.fmod), NUMBER, 2.0,
+     "remainder of a / b with the sign of a (C fmod)"),
+    ("rem", ("rems", "trem", "trems"), _check_int_divisor(torch.remainder), NUMBER, 2.0,
+     "remainder of a / b with the sign of b (Python %)"),
+]
+
+#  name     torch semantics     pto        dtypes  work  what
+_UNARY = [
+    ("exp", torch.exp, "texp", FLOAT, 2.0, "e^x"),
+    ("log", torch.log, "tlog", FLOAT, 2.0, "natural logarithm"),
+    ("sqrt", torch.sqrt, "tsqrt", FLOAT, 2.0, "square root"),
+    ("rsqrt", torch.rsqrt, "trsqrt", FLOAT, 2.0, "1 / sqrt(x)"),
+    ("recip", torch.reciprocal, "trecip", FLOAT, 2.0, "1 / x"),
+    ("sin", torch.sin, "tsin", FLOAT, 4.0, "sine (radians)"),
+    ("cos", torch.cos, "tcos", FLOAT, 4.0, "cosine (radians)"),
+    ("neg", torch.neg, "tneg", SIGNED, 1.0, "-x"),
+    ("abs", torch.abs, "tabs", SIGNED, 1.0, "|x|"),
+    ("relu", torch.relu, "trelu", SIGNED, 1.0, "max(x, 0)"),
+]
+
+for _name, (_sname, _pto, _spto), _fn, _dc, _f, _what in _BINARY:
+    binary_family(_name, _fn, _pto, _dc, vector(_f), scalar=(_sname, _spto), what=_what)
+for _name, _fn, _pto, _dc, _f, _what in _UNARY:
+    unary_family(_name, _fn, _pto, _dc, vector(_f), what=_what)
+
+
+# ---- activations with a parameter --------------------------------------------------------------
+
+def _lrelu(x: Any, slope: Any) -> Any:
+    return torch.where(x >= 0, x, x * slope)
+
+
+def _prelu(x: Any, slope: Any) -> Any:
+    return torch.where(x >= 0, x, x * slope)
+
+
+def _prelu_rule(ns: str):
+    base = binary_rule(ns, FLOAT, names=("x", "slope"), keep_lhs=True)
+
     def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
-        if kind == "tensor":
-            t = expect_tensor(args, 0, "x")
-            return TensorType(t.shape, t.dtype)
-        t = expect_tile(args, 0, "x")
-        return TileType(t.shape, t.dtype, t.memory_space, view=t.view)
+        t = base(args, attrs)
+        x = args[0].type
+        if not shapes_equal(t.shape, x.shape):  # type: ignore[attr-defined]
+            raise OpTypeError(f"argument 'slope' must broadcast to the shape of 'x' "
+                              f"{shape_str(x.shape)}, not widen it")  # type: ignore[attr-defined]
+        return t
     return rule
 
 
-def _div(a: Any, b: Any) -> Any:
-    return torch.div(a, b)
-
-
-#  name       scalar name   torch semantics                      pto (tile)   pto scalar
-_BINARY = [
-    ("add", "adds", torch.add, "tadd", "tadds"),
-    ("sub", "subs", torch.sub, "tsub", "tsubs"),
-    ("mul", "muls", torch.mul, "tmul", "tmuls"),
-    ("div", "divs", _div, "tdiv", "tdivs"),
-    ("maximum", "maximums", lambda a, b: torch.maximum(a, torch.as_tensor(b, dtype=a.dtype)),
-     "tmax", "tmaxs"),
-    ("minimum", "minimums", lambda a, b: torch.minimum(a, torch.as_tensor(b, dtype=a.dtype)),
-     "tmin", "tmins"),
-]
-
-#  name     torch semantics                         pto
-_UNARY = [
-    ("exp", torch.exp, "texp"),
-    ("log", torch.log, "tlog"),
-    ("sqrt", torch.sqrt, "tsqrt"),
-    ("rsqrt", torch.rsqrt, "trsqrt"),
-    ("recip", torch.reciprocal, "trecip"),
-    ("neg", torch.neg, "tneg"),
-    ("abs", torch.abs, "tabs"),
-    ("relu", torch.relu, "trelu"),
-]
-
-
-def _register_binary(name: str, sname: str, fn: Any, pto: str, spto: str) -> None:
-    register(OpSpec(f"tensor.{name}", ("lhs", "rhs"), _tensor_binary, fn, reads=(0, 1),
-                    traits=_VEC, tile_op=f"tile.{name}",
-                    doc=f"Elementwise {name} of two tensors, broadcasting NumPy-style; "
-                        f"dtypes promote (float > int, wider > narrower)."))
-    register(OpSpec(f"tile.{name}", ("lhs", "rhs"), _tile_binary, fn, reads=(0, 1), traits=_VEC,
-                    pto=f"pto.{pto}",
-                    doc=f"Elementwise {name} of two tiles of equal shape and dtype."))
-    register(OpSpec(f"tensor.{sname}", ("lhs", "rhs"), _tensor_scalar, fn, reads=(0, 1),
-                    traits=_VEC, tile_op=f"tile.{sname}",
-                    doc=f"Elementwise {name} of a tensor and a scalar."))
-    register(OpSpec(f"tile.{sname}", ("lhs", "rhs"), _tile_scalar, fn, reads=(0, 1), traits=_VEC,
-                    pto=f"pto.{spto}",
-                    doc=f"Elementwise {name} of a tile and a scalar; the result keeps the tile dtype."))
-    for ns in ("tensor", "tile"):
-        register_unified(name, ns, False, f"{ns}.{name}")
-        register_unified(name, ns, True, f"{ns}.{sname}")
-        register_unified(sname, ns, True, f"{ns}.{sname}")
-
-
-def _register_unary(name: str, fn: Any, pto: str) -> None:
-    register(OpSpec(f"tensor.{name}", ("x",), _unary("tensor"), fn, reads=(0,), traits=_VEC,
-                    tile_op=f"tile.{name}", doc=f"Elementwise {name} of a tensor."))
-    register(OpSpec(f"tile.{name}", ("x",), _unary("tile"), fn, reads=(0,), traits=_VEC,
-                    pto=f"pto.{pto}", doc=f"Elementwise {name} of a tile."))
-    for ns in ("tensor", "tile"):
-        register_unified(name, ns, False, f"{ns}.{name}")
-
-
-for _row in _BINARY:
-    _register_binary(*_row)
-for _row in _UNARY:
-    _register_unary(*_row)
+for _ns in ("tensor", "tile"):
+    _tile = _ns == "tile"
+    register(OpSpec(f"{_ns}.lrelu", ("x", "slope"), scalar_rule(_ns, FLOAT, names=("x", "slope")), _lrelu,
+                    reads=(0, 1), traits=VEC, tile_op=None if _tile else "tile.lrelu",
+                    pto="pto.tlrelu" if _tile else None, cost=vector(1.0), family="activation",
+                    dtypes=FLOAT.text,
+                    doc="Leaky ReLU: x where x >= 0, else x * slope, with a scalar `slope`."))
+    register(OpSpec(f"{_ns}.prelu", ("x", "slope"), _prelu_rule(_ns), _prelu, reads=(0, 1), traits=VEC,
+                    tile_op=None if _tile else "tile.prelu", pto="pto.tprelu" if _tile else None,
+                    cost=vector(1.0), family="activation", dtypes=FLOAT.text,
+                    doc="Parametric ReLU: x where x >= 0, else x * slope, with a per-element `slope` "
+                        + ("tile of x's shape." if _tile else "tensor broadcast to x's shape.")))
+    register_unified("lrelu", _ns, None, f"{_ns}.lrelu")
+    register_unified("prelu", _ns, None, f"{_ns}.prelu")

@@ -1,9 +1,18 @@
-"""Matrix multiply (SPEC §3 "Matmul"; Language Guide "Pattern: Matrix Multiply").
+"""Matrix multiply on the cube unit (SPEC §3 "Matmul"; Language Guide "Pattern: Matrix Multiply").
 
-Tile level: `tile.matmul(lhs, rhs)` with `lhs` in Left (L0A), `rhs` in Right (L0B), result in Acc
-(L0C) with the accumulator dtype (FP32 for float inputs, INT32 for integer inputs);
-`tile.matmul_acc(acc, lhs, rhs)` adds the product into an existing Acc tile.
-Tensor level: `tensor.matmul(a, b, out_dtype=None, a_trans=False, b_trans=False)`.
+Tile level: operands in Left (L0A) / Right (L0B), result in Acc (L0C) with the accumulator dtype
+(FP32 for float operands, INT32 for integer ones). InferTileMemorySpace moves Mat operands into
+place, so the rules also accept Mat.
+- `tile.matmul(lhs, rhs, a_trans=False, b_trans=False)`: lhs [M, K] @ rhs [K, N] (each operand
+  optionally given transposed);
+- `tile.matmul_acc(acc, lhs, rhs)`: acc + lhs @ rhs;
+- `tile.matmul_bias(lhs, rhs, bias)`: lhs @ rhs + bias, `bias` a [1, N] row in Bias memory with
+  the accumulator dtype;
+- `tile.gemv(lhs, rhs)`: a [1, K] row times [K, N].
+Tensor level: `tensor.matmul(lhs, rhs, out_dtype=None, a_trans=False, b_trans=False)`,
+`tensor.matmul_bias`, `tensor.gemv`.
+Partial operands: only the common valid part of K is multiplied; the result is valid over the
+lhs's valid rows and the rhs's valid columns.
 """
 
 from __future__ import annotations
@@ -12,14 +21,28 @@ from typing import Any
 
 import torch
 
-from ..core.dtype import FP32, INT32, DataType
+from ..core.dtype import FP32, INT8, INT32, DataType
 from ..core.enums import MemorySpace
 from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
+from .cost import cube
 from .registry import OpSpec, OpTypeError, register, register_unified
-from .typing_rules import dims_equal, expect_tensor, expect_tile, shape_str
+from .typing_rules import (
+    FLOAT,
+    DTypeClass,
+    dims_equal,
+    expect_dtype,
+    expect_same_kind,
+    expect_tile,
+    shape_str,
+)
+from .valid import merge_valid, valid_of, view_for
 
-_LEFT, _RIGHT, _ACC = (MemorySpace.Left,), (MemorySpace.Right,), (MemorySpace.Acc,)
+__all__ = ["acc_dtype"]
+
+_LEFT, _RIGHT, _ACC, _BIAS = (MemorySpace.Left,), (MemorySpace.Right,), (MemorySpace.Acc,), (MemorySpace.Bias,)
+_MAT = (MemorySpace.Mat,)
+_OPERANDS = FLOAT | DTypeClass("INT8", lambda d: d is INT8)  # what the cube unit multiplies
 
 
 def acc_dtype(dt: DataType) -> DataType:
@@ -33,58 +56,138 @@ def _mm_shape(a: tuple, b: tuple, a_trans: bool = False, b_trans: bool = False) 
     m, k = (a[1], a[0]) if a_trans else (a[0], a[1])
     k2, n = (b[1], b[0]) if b_trans else (b[0], b[1])
     if not dims_equal(k, k2):
-        raise OpTypeError(f"inner dimensions differ: lhs {shape_str(a)} and rhs {shape_str(b)}")
+        raise OpTypeError(f"inner dimensions differ: lhs {shape_str(a)} and rhs {shape_str(b)}"
+                          + (" (after transposition)" if a_trans or b_trans else ""))
     return (m, n)
 
 
-def _tile_mm(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    a = expect_tile(args, 0, "lhs", _LEFT + (MemorySpace.Mat,))
-    b = expect_tile(args, 1, "rhs", _RIGHT + (MemorySpace.Mat,))
+def _mm_valid(a: Any, b: Any, a_trans: bool, b_trans: bool, shape: tuple) -> tuple | None:
+    va, vb = valid_of(a), valid_of(b)
+    if va is None and vb is None:
+        return None
+    rows = (va[1] if a_trans else va[0]) if va is not None else shape[0]
+    cols = (vb[0] if b_trans else vb[1]) if vb is not None else shape[1]
+    return (rows, cols)
+
+
+def _operands(ns: str, args: list[Expr], i: int) -> tuple[Any, Any]:
+    if ns == "tensor":
+        a, b = expect_same_kind(ns, args, i, "lhs"), expect_same_kind(ns, args, i + 1, "rhs")
+    else:
+        a, b = expect_tile(args, i, "lhs", _LEFT + _MAT), expect_tile(args, i + 1, "rhs", _RIGHT + _MAT)
+    expect_dtype(a, "lhs", _OPERANDS)
+    expect_dtype(b, "rhs", _OPERANDS)
     if a.dtype is not b.dtype:
         raise OpTypeError(f"operand dtypes differ: {a.dtype.name} and {b.dtype.name}")
-    return TileType(_mm_shape(a.shape, b.shape), acc_dtype(a.dtype), MemorySpace.Acc)
+    return a, b
 
 
-def _tile_mm_acc(args: list[Expr], attrs: dict[str, Any]) -> Type:
+def _mm_rule(ns: str, gemv: bool = False):
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        a, b = _operands(ns, args, 0)
+        at, bt = bool(attrs.get("a_trans")), bool(attrs.get("b_trans"))
+        shape = _mm_shape(a.shape, b.shape, at, bt)
+        if gemv and not (getattr(shape[0], "value", None) == 1):
+            raise OpTypeError(f"argument 'lhs' must be a single row [1, K] for gemv, got {shape_str(a.shape)}")
+        valid = _mm_valid(a, b, at, bt, shape)
+        if ns == "tensor":
+            out = attrs.get("out_dtype") or acc_dtype(a.dtype)
+            return TensorType(shape, out, view_for(ns, shape, valid))
+        return TileType(shape, acc_dtype(a.dtype), MemorySpace.Acc, view=view_for(ns, shape, valid))
+    return rule
+
+
+def _acc_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
     acc = expect_tile(args, 0, "acc", _ACC)
-    t = _tile_mm(args[1:], attrs)
+    t = _mm_rule("tile")(args[1:], attrs)
+    assert isinstance(t, TileType)
     if not all(dims_equal(x, y) for x, y in zip(acc.shape, t.shape)) or acc.dtype is not t.dtype:
         raise OpTypeError(f"accumulator {shape_str(acc.shape)} {acc.dtype.name} does not match the "
                           f"product {shape_str(t.shape)} {t.dtype.name}")
-    return TileType(acc.shape, acc.dtype, MemorySpace.Acc)
+    valid = merge_valid([acc, t], ["acc", "product"], acc.shape)
+    return TileType(acc.shape, acc.dtype, MemorySpace.Acc, view=view_for("tile", acc.shape, valid))
 
 
-def _tensor_mm(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    a, b = expect_tensor(args, 0, "lhs"), expect_tensor(args, 1, "rhs")
-    shape = _mm_shape(a.shape, b.shape, bool(attrs.get("a_trans")), bool(attrs.get("b_trans")))
-    out = attrs.get("out_dtype") or acc_dtype(a.dtype)
-    return TensorType(shape, out)
+def _bias_rule(ns: str):
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        t = _mm_rule(ns)(args[:2], attrs)
+        bias = expect_tile(args, 2, "bias", _BIAS + _MAT) if ns == "tile" else expect_same_kind(ns, args, 2, "bias")
+        want = (1, getattr(t.shape[1], "value", None))  # type: ignore[attr-defined]
+        got = tuple(getattr(d, "value", None) for d in bias.shape)
+        if len(got) != 2 or got[0] != 1 or not dims_equal(bias.shape[1], t.shape[1]):  # type: ignore[attr-defined]
+            raise OpTypeError(f"argument 'bias' must have shape [1, {want[1]}], got {shape_str(bias.shape)}")
+        acc = acc_dtype(args[0].type.dtype)  # type: ignore[attr-defined]
+        if bias.dtype is not acc:
+            raise OpTypeError(f"argument 'bias' must have the accumulator dtype {acc.name}, got {bias.dtype.name}")
+        return t
+    return rule
 
 
-def _mm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: bool = False) -> Any:
+def _restrict_k(a: Any, b: Any, valid: tuple | None, a_trans: bool, b_trans: bool) -> tuple[Any, Any]:
+    """Operands as [M, K] and [K, N] with K cut to the common valid extent."""
+    a = a.T if a_trans else a
+    b = b.T if b_trans else b
+    if not valid:
+        return a, b
+    va, vb = valid[0], valid[1]
+    k = a.shape[1]
+    if va is not None:
+        k = min(k, va[0] if a_trans else va[1])
+    if vb is not None:
+        k = min(k, vb[1] if b_trans else vb[0])
+    return a[:, :k], b[:k, :]
+
+
+def _mm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: bool = False,
+        valid: tuple | None = None) -> Any:
     acc = torch.float32 if a.is_floating_point() else torch.int64
-    a, b = a.to(acc), b.to(acc)
-    r = torch.matmul(a.T if a_trans else a, b.T if b_trans else b)
-    return r if out_dtype is None else r.to(out_dtype.to_torch())
+    a, b = _restrict_k(a, b, valid, a_trans, b_trans)
+    r = torch.matmul(a.to(acc), b.to(acc))
+    if out_dtype is not None:
+        return r.to(out_dtype.to_torch())
+    return r if acc is torch.float32 else r.to(torch.int32)
 
 
-def _mm_acc(acc: Any, a: Any, b: Any) -> Any:
-    return acc + _mm(a, b).to(acc.dtype)
+def _mm_acc(acc: Any, a: Any, b: Any, valid: tuple | None = None) -> Any:
+    return acc + _mm(a, b, valid=valid).to(acc.dtype)
+
+
+def _mm_bias(a: Any, b: Any, bias: Any, valid: tuple | None = None) -> Any:
+    return _mm(a, b, valid=valid).to(bias.dtype) + bias
 
 
 _CUBE = frozenset({"cube"})
-register(OpSpec("tile.matmul", ("lhs", "rhs"), _tile_mm, _mm, reads=(0, 1), traits=_CUBE,
-                operand_spaces={0: _LEFT, 1: _RIGHT}, pto="pto.tmatmul",
-                doc="lhs [M, K] (Left) @ rhs [K, N] (Right) → [M, N] in Acc, accumulated in FP32 "
-                    "(INT32 for integer operands)."))
-register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _tile_mm_acc, _mm_acc, reads=(0, 1, 2),
-                traits=_CUBE, operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, pto="pto.tmatmul.acc",
-                doc="acc + lhs @ rhs, in Acc."))
-register(OpSpec("tensor.matmul", ("lhs", "rhs"), _tensor_mm, _mm,
-                attrs={"out_dtype": None, "a_trans": False, "b_trans": False}, reads=(0, 1),
-                traits=_CUBE, tile_op="tile.matmul",
+_DT = _OPERANDS.text
+_TRANS = {"a_trans": False, "b_trans": False}
+register(OpSpec("tile.matmul", ("lhs", "rhs"), _mm_rule("tile"), _mm, attrs=dict(_TRANS), reads=(0, 1),
+                traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tmatmul",
+                cost=cube(), family="matmul", dtypes=_DT,
+                doc="lhs [M, K] (Left) @ rhs [K, N] (Right) -> [M, N] in Acc, accumulated in FP32 "
+                    "(INT32 for integer operands); `a_trans`/`b_trans` take an operand transposed."))
+register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _acc_rule, _mm_acc, reads=(0, 1, 2), traits=_CUBE,
+                operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tmatmul.acc",
+                cost=cube(), family="matmul", dtypes=_DT, doc="acc + lhs @ rhs, in Acc."))
+register(OpSpec("tile.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tile"), _mm_bias, reads=(0, 1, 2),
+                traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT, 2: _BIAS}, valid_args=(0, 1),
+                pto="pto.tmatmul.bias", cost=cube(), family="matmul", dtypes=_DT,
+                doc="lhs @ rhs + bias in Acc; `bias` is a [1, N] row in Bias memory with the "
+                    "accumulator dtype, added to every row."))
+register(OpSpec("tile.gemv", ("lhs", "rhs"), _mm_rule("tile", gemv=True), _mm, reads=(0, 1), traits=_CUBE,
+                operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tgemv", cost=cube(),
+                family="matmul", dtypes=_DT, doc="A row vector [1, K] (Left) times rhs [K, N] (Right) -> "
+                                                "[1, N] in Acc."))
+register(OpSpec("tensor.matmul", ("lhs", "rhs"), _mm_rule("tensor"), _mm,
+                attrs={"out_dtype": None, **_TRANS}, reads=(0, 1), traits=_CUBE, tile_op="tile.matmul",
+                valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
                 doc="Matrix product of two 2-D tensors; the result dtype is `out_dtype` or the "
                     "accumulator dtype (FP32 for float operands)."))
-for _ns in ("tensor", "tile"):
-    register_unified("matmul", _ns, False, f"{_ns}.matmul")
-register_unified("matmul_acc", "tile", False, "tile.matmul_acc")
+register(OpSpec("tensor.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor"), _mm_bias, reads=(0, 1, 2),
+                traits=_CUBE, tile_op="tile.matmul_bias", valid_args=(0, 1), cost=cube(), family="matmul",
+                dtypes=_DT, doc="lhs @ rhs + bias for a [1, N] `bias` row in the accumulator dtype."))
+register(OpSpec("tensor.gemv", ("lhs", "rhs"), _mm_rule("tensor", gemv=True), _mm, reads=(0, 1), traits=_CUBE,
+                tile_op="tile.gemv", valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
+                doc="A row vector [1, K] times a [K, N] tensor -> [1, N] in the accumulator dtype."))
+for _name in ("matmul", "matmul_bias", "gemv"):
+    for _ns in ("tensor", "tile"):
+        register_unified(_name, _ns, None, f"{_ns}.{_name}")
+register_unified("matmul_acc", "tile", None, "tile.matmul_acc")

@@ -1,49 +1,66 @@
-"""Creation, data movement and tensor views (SPEC §3 "Memory", "Creation", "Shape/view").
+"""Data movement between DDR and on-chip memories, and single-element access (SPEC §3 "Memory").
 
-- `tensor.create(shape, dtype)`: a new DDR tensor (Orchestration allocates; zero-filled on host).
-- `tile.create(shape, dtype, target_memory)`: an on-chip buffer; contents undefined until written.
-- `tile.load(tensor, offsets, shapes, target_memory=Vec)`: DDR → Vec or Mat.
-- `tile.store(tile, offsets, output)`: Vec or Acc → DDR, written in place; returns `output`.
-- `tile.move(tile, target_memory)`: on-chip copy between memories (Mat → Left/Right, ...).
-- `tensor.slice(src, shape, offset)`: a sub-tensor; `tensor.assemble(target, src, offset)` writes
-  `src` into `target` at `offset` and returns the updated `target`.
+- `tile.load(tensor, offsets, shapes, valid_shape=None, target_memory=Vec)`: DDR -> Vec or Mat.
+  With `valid_shape` only that leading part of the region is transferred (and only it has to lie
+  inside the tensor): the tile's valid region. The simulator poisons the rest (NaN / 0x5A bytes)
+  so a leak is visible.
+- `tile.store(tile, offsets, output_tensor)`: Vec/Acc/Mat -> DDR, in place; writes only the tile's
+  valid region; returns `output_tensor`.
+- `tile.move(tile, target_memory)`: on-chip copy between memories (Mat -> Left/Right, ...); the
+  valid region travels with the tile. Which moves a backend allows is InferTileMemorySpace's check.
+- `read(x, indices)` -> scalar; `write(x, indices, value)` sets one element: in place for a DDR
+  tensor (returns `x`), a new value for a tile; `tensor.dim(x, axis)` -> the INDEX size of a dimension.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..core.dtype import DataType
+import torch
+
+from ..core.dtype import INDEX
 from ..core.enums import MemorySpace
 from ..ir.expr import ConstInt, Expr
-from ..ir.types import TensorType, TileType, Type
+from ..ir.types import ScalarType, TensorType, TileType, Type
+from .cost import mte, scalar
 from .registry import OpSpec, OpTypeError, register, register_unified
 from .typing_rules import (
-    attr_dtype,
+    ANY,
+    ON_CHIP,
+    attr_int,
+    attr_space,
     const_dims,
-    expect_shaped,
+    expect_dtype,
+    expect_same_kind,
+    expect_scalar,
     expect_tensor,
     expect_tile,
     int_list,
     shape_str,
+    static_ints,
 )
+from .valid import check_valid_shape, effective_shape, poison_outside, slice_valid, view_for
+
+__all__ = ["check_region", "check_in_bounds", "region"]
 
 _LOADABLE = (MemorySpace.Vec, MemorySpace.Mat)
 _STORABLE = (MemorySpace.Vec, MemorySpace.Acc, MemorySpace.Mat)
 
 
-def _region(offsets: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+def region(offsets: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
     return tuple(slice(o, o + s) for o, s in zip(offsets, shape))
 
 
-def _check_in_bounds(shape: tuple[Expr, ...], offsets: tuple[Expr, ...], sizes: tuple[Expr, ...]) -> None:
+def check_in_bounds(shape: tuple[Expr, ...], offsets: tuple[Expr, ...], sizes: tuple[Expr, ...],
+                    what: str = "tensor") -> None:
+    """Compile-time bounds check of a region (only where offsets and sizes are constants)."""
     if len(offsets) != len(shape) or len(sizes) != len(shape):
-        raise OpTypeError(f"offsets and shapes need {len(shape)} entries for a {len(shape)}-D tensor, "
+        raise OpTypeError(f"offsets and shapes need {len(shape)} entries for a {len(shape)}-D {what}, "
                           f"got {len(offsets)} and {len(sizes)}")
     for dim, off, size in zip(const_dims(shape), const_dims(offsets), const_dims(sizes)):
         if dim is not None and size is not None and off is not None and (off + size > dim or off < 0):
             raise OpTypeError(f"region at offset {off} of size {size} exceeds dimension {dim} "
-                              f"of tensor shape {shape_str(shape)}")
+                              f"of {what} shape {shape_str(shape)}")
 
 
 def check_region(what: str, tensor_shape: tuple[int, ...], offsets: tuple, sizes: tuple) -> None:
@@ -53,132 +70,135 @@ def check_region(what: str, tensor_shape: tuple[int, ...], offsets: tuple, sizes
     """
     for d, (dim, off, size) in enumerate(zip(tensor_shape, offsets, sizes)):
         if off < 0 or off + size > dim:
-            region = ", ".join(f"{o}:{o + n}" for o, n in zip(offsets, sizes))
-            raise IndexError(f"{what} region [{region}] is out of bounds of the tensor of shape "
+            reg = ", ".join(f"{o}:{o + n}" for o, n in zip(offsets, sizes))
+            raise IndexError(f"{what} region [{reg}] is out of bounds of the tensor of shape "
                              f"{list(tensor_shape)} (dimension {d}: {off}:{off + size} not within 0:{dim})")
-
-
-def _space(attrs: dict[str, Any], allowed: tuple[MemorySpace, ...], what: str) -> MemorySpace:
-    sp = attrs.get("target_memory")
-    if not isinstance(sp, MemorySpace) or sp not in allowed:
-        names = ", ".join(f"pl.Mem.{s.name}" for s in allowed)
-        raise OpTypeError(f"{what} 'target_memory' must be one of {names}, got {sp!r}")
-    return sp
-
-
-def _tensor_create(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    return TensorType(int_list(args, 0, "shape"), attr_dtype(attrs, "dtype"))
-
-
-def _tile_create(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    shape = int_list(args, 0, "shape")
-    if not all(isinstance(d, ConstInt) for d in shape):
-        raise OpTypeError("argument 'shape' of a tile must be static")
-    sp = _space(attrs, tuple(m for m in MemorySpace if m is not MemorySpace.DDR), "attribute")
-    return TileType(shape, attr_dtype(attrs, "dtype"), sp)
 
 
 def _load(args: list[Expr], attrs: dict[str, Any]) -> Type:
     t = expect_tensor(args, 0, "tensor")
-    offs, shapes = int_list(args, 1, "offsets"), int_list(args, 2, "shapes")
-    if not all(isinstance(d, ConstInt) for d in shapes):
-        raise OpTypeError("argument 'shapes' must be static (tiles have compile-time shapes)")
-    _check_in_bounds(t.shape, offs, shapes)
-    return TileType(shapes, t.dtype, _space(attrs, _LOADABLE, "load"))
+    offs, shapes = int_list(args, 1, "offsets"), static_ints(args, 2, "shapes")
+    given = int_list(args, 3, "valid_shape") if len(args) > 3 else None
+    if given is not None:
+        check_valid_shape(given, shapes, "valid_shape")
+    check_in_bounds(t.shape, offs, given if given is not None else shapes)
+    valid = slice_valid(t, shapes, offs, given)
+    return TileType(shapes, t.dtype, attr_space(attrs, _LOADABLE), view=view_for("tile", shapes, valid))
+
+
+def _load_compute(t: Any, offsets: tuple, shapes: tuple, valid_shape: tuple | None = None, **_: Any) -> Any:
+    if valid_shape is None:
+        check_region("load", tuple(t.shape), offsets, shapes)
+        return t[region(offsets, shapes)].clone()
+    check_region("load", tuple(t.shape), offsets, valid_shape)
+    out = torch.empty(shapes, dtype=t.dtype)
+    out[tuple(slice(0, v) for v in valid_shape)] = t[region(offsets, valid_shape)]
+    return poison_outside(out, tuple(valid_shape))
 
 
 def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
     tile = expect_tile(args, 0, "tile", _STORABLE)
     offs = int_list(args, 1, "offsets")
     out = expect_tensor(args, 2, "output_tensor")
-    _check_in_bounds(out.shape, offs, tile.shape)
+    check_in_bounds(out.shape, offs, effective_shape(tile))
     if tile.dtype is not out.dtype:
         raise OpTypeError(f"tile dtype {tile.dtype.name} differs from output tensor dtype "
                           f"{out.dtype.name}; cast the tile first")
     return TensorType(out.shape, out.dtype, out.view)
 
 
-def _move(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    t = expect_tile(args, 0, "tile")
-    sp = _space(attrs, tuple(m for m in MemorySpace if m is not MemorySpace.DDR), "move")
-    return TileType(t.shape, t.dtype, sp, view=t.view)
-
-
-def _slice(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    t = expect_tensor(args, 0, "src")
-    shape, offs = int_list(args, 1, "shape"), int_list(args, 2, "offset")
-    _check_in_bounds(t.shape, offs, shape)
-    return TensorType(shape, t.dtype)
-
-
-def _assemble(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    target = expect_tensor(args, 0, "target")
-    src = expect_shaped(args, 1, "src")
-    offs = int_list(args, 2, "offset")
-    _check_in_bounds(target.shape, offs, src.shape)
-    if src.dtype is not target.dtype:
-        raise OpTypeError(f"source dtype {src.dtype.name} differs from target dtype "
-                          f"{target.dtype.name}")
-    return TensorType(target.shape, target.dtype, target.view)
-
-
-def _zeros(shape: tuple[int, ...], dtype: DataType = None, **_: Any) -> Any:
-    import torch
-
-    return torch.zeros(shape, dtype=dtype.to_torch())
-
-
-def _load_compute(t: Any, offsets: tuple, shapes: tuple, **_: Any) -> Any:
-    check_region("load", tuple(t.shape), offsets, shapes)
-    return t[_region(offsets, shapes)].clone()
-
-
-def _store_compute(tile: Any, offsets: tuple, out: Any) -> Any:
-    check_region("store", tuple(out.shape), offsets, tuple(tile.shape))
-    out[_region(offsets, tuple(tile.shape))].copy_(tile)
+def _store_compute(tile: Any, offsets: tuple, out: Any, valid: tuple | None = None) -> Any:
+    vs = tuple(valid[0]) if valid and valid[0] is not None else tuple(tile.shape)
+    check_region("store", tuple(out.shape), offsets, vs)
+    out[region(offsets, vs)].copy_(tile[tuple(slice(0, v) for v in vs)])
     return out
 
 
-def _slice_compute(t: Any, shape: tuple, offset: tuple) -> Any:
-    check_region("slice", tuple(t.shape), offset, shape)
-    return t[_region(offset, shape)]
+def _move(args: list[Expr], attrs: dict[str, Any]) -> Type:
+    t = expect_tile(args, 0, "tile")
+    return TileType(t.shape, t.dtype, attr_space(attrs, ON_CHIP), view=t.view)
 
 
-def _assemble_compute(target: Any, src: Any, offset: tuple) -> Any:
-    check_region("assemble", tuple(target.shape), offset, tuple(src.shape))
-    target[_region(offset, tuple(src.shape))].copy_(src)
-    return target
+def _indices(ns: str, args: list[Expr]) -> tuple[Any, tuple[Expr, ...]]:
+    x = expect_same_kind(ns, args, 0, "x")
+    idx = int_list(args, 1, "indices")
+    check_in_bounds(x.shape, idx, tuple(ConstInt(1, INDEX) for _ in idx), "tile" if ns == "tile" else "tensor")
+    return x, idx
 
 
-register(OpSpec("tensor.create", ("shape",), _tensor_create, _zeros, attrs={"dtype": None},
-                traits=frozenset({"creation", "orchestration"}), tile_op="tile.create",
-                doc="Allocate a new DDR tensor of `shape` and `dtype`."))
-register(OpSpec("tile.create", ("shape",), _tile_create, None,
-                attrs={"dtype": None, "target_memory": MemorySpace.Vec}, traits=frozenset({"creation"}),
-                doc="Allocate an on-chip tile of static `shape` in `target_memory`; contents undefined."))
-register(OpSpec("tile.load", ("tensor", "offsets", "shapes"), _load, _load_compute,
-                attrs={"target_memory": MemorySpace.Vec}, reads=(0,), traits=frozenset({"memory"}),
-                pto="pto.tload",
-                doc="Copy the DDR region at `offsets` of size `shapes` into a new tile in "
-                    "`target_memory` (Vec or Mat)."))
+def _read_rule(ns: str):
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        x, _ = _indices(ns, args)
+        expect_dtype(x, "x", ANY)
+        return ScalarType(x.dtype)
+    return rule
+
+
+def _write_rule(ns: str):
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        x, _ = _indices(ns, args)
+        expect_scalar(args, 2, "value")
+        return x
+    return rule
+
+
+def _read(x: Any, indices: tuple) -> Any:
+    check_region("read", tuple(x.shape), indices, tuple(1 for _ in indices))
+    return x[tuple(indices)].item()
+
+
+def _write(x: Any, indices: tuple, value: Any) -> Any:
+    check_region("write", tuple(x.shape), indices, tuple(1 for _ in indices))
+    x[tuple(indices)] = value
+    return x
+
+
+def _tile_write(x: Any, indices: tuple, value: Any) -> Any:
+    return _write(x.clone(), indices, value)
+
+
+def _dim_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+    x = expect_tensor(args, 0, "x")
+    attr_int(attrs, "axis", -len(x.shape), len(x.shape) - 1)
+    return ScalarType(INDEX)
+
+
+def _dim(x: Any, axis: int = 0) -> int:
+    return int(x.shape[axis])
+
+
+_MEM = frozenset({"memory"})
+register(OpSpec("tile.load", ("tensor", "offsets", "shapes", "valid_shape"), _load, _load_compute,
+                attrs={"target_memory": MemorySpace.Vec}, optional=("valid_shape",), reads=(0,), traits=_MEM,
+                pto="pto.tload", cost=mte("MTE2"), family="memory", dtypes=ANY.text,
+                doc="Copy the DDR region at `offsets` of size `shapes` into a new tile in `target_memory` "
+                    "(Vec or Mat); with `valid_shape` only that leading part is loaded and valid."))
 register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _store_compute,
-                reads=(0,), writes=(2,), traits=frozenset({"memory"}), pto="pto.tstore",
-                doc="Write a Vec/Acc tile into `output_tensor` at `offsets`; returns the tensor."))
-register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t.clone(),
-                attrs={"target_memory": None}, reads=(0,), traits=frozenset({"memory"}),
-                pto="pto.tmov",
-                doc="Copy a tile into another on-chip memory (e.g. Mat → Left/Right)."))
-register(OpSpec("tensor.slice", ("src", "shape", "offset"), _slice, _slice_compute, reads=(0,),
-                traits=frozenset({"view", "orchestration"}),
-                doc="The sub-tensor of `shape` at `offset` (a view of `src`)."))
-register(OpSpec("tensor.assemble", ("target", "src", "offset"), _assemble, _assemble_compute,
-                reads=(1,), writes=(0,), traits=frozenset({"memory"}),
-                doc="Write `src` into `target` at `offset`; returns the updated `target`."))
-
+                reads=(0,), writes=(2,), traits=_MEM, valid_args=(0,), pto="pto.tstore",
+                cost=mte("MTE3", "in_bytes"), family="memory", dtypes=ANY.text,
+                doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "
+                    "returns the tensor."))
+register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t.clone(), attrs={"target_memory": None},
+                reads=(0,), traits=_MEM, pto="pto.tmov", cost=mte("MTE1"), family="memory", dtypes=ANY.text,
+                doc="Copy a tile into another on-chip memory (e.g. Mat -> Left/Right); keeps its valid region."))
 for _ns in ("tensor", "tile"):
-    register_unified("create_" + _ns, _ns, False, f"{_ns}.create")
-register_unified("load", "tensor", False, "tile.load")
-register_unified("store", "tile", False, "tile.store")
-register_unified("move", "tile", False, "tile.move")
-register_unified("slice", "tensor", False, "tensor.slice")
-register_unified("assemble", "tensor", False, "tensor.assemble")
+    _host = frozenset({"orchestration"}) if _ns == "tensor" else frozenset()
+    register(OpSpec(f"{_ns}.read", ("x", "indices"), _read_rule(_ns), _read, reads=(0,), traits=_host,
+                    pto=None if _ns == "tensor" else "pto.tgetval", cost=scalar(), family="memory",
+                    dtypes=ANY.text, doc="The single element of `x` at `indices`, as a scalar."))
+    _t = _ns == "tile"
+    register(OpSpec(f"{_ns}.write", ("x", "indices", "value"), _write_rule(_ns), _tile_write if _t else _write,
+                    reads=(0, 2) if _t else (2,), writes=() if _t else (0,), traits=_host,
+                    pto="pto.tsetval" if _t else None, cost=scalar(), family="memory", dtypes=ANY.text,
+                    doc="A copy of tile `x` with the element at `indices` set to the scalar `value`." if _t else
+                    "Set the element of DDR tensor `x` at `indices` to the scalar `value` (in place); "
+                    "returns `x`."))
+    register_unified("read", _ns, None, f"{_ns}.read")
+    register_unified("write", _ns, None, f"{_ns}.write")
+register(OpSpec("tensor.dim", ("x",), _dim_rule, _dim, attrs={"axis": 0}, reads=(),
+                traits=frozenset({"orchestration"}), cost=scalar(), family="memory", dtypes=ANY.text,
+                doc="The size of dimension `axis` of a tensor, as an INDEX scalar."))
+register_unified("load", "tensor", None, "tile.load")
+register_unified("store", "tile", None, "tile.store")
+register_unified("move", "tile", None, "tile.move")
+register_unified("dim", "tensor", None, "tensor.dim")

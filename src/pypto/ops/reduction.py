@@ -1,108 +1,109 @@
-"""Row/column reductions and row/column broadcasts (SPEC §3).
+"""Row and column reductions (SPEC §3 "Reductions").
 
-Reductions keep the reduced dimension as size 1. Tile reductions take a scratch tile `tmp_tile` of
-the input's shape (the hardware uses it for partial results). `row_expand_<op>(x, r)` applies
-`<op>` between `x` [M, N] and a column `r` [M, 1] broadcast across N; `col_expand_<op>` uses a row
-[1, N] broadcast across M.
+Reductions keep the reduced dimension as size 1: `row_*` reduce the last axis ([M, N] -> [M, 1]),
+`col_*` the second-to-last ([M, N] -> [1, N]). `*_argmax` / `*_argmin` give INT32 positions (the
+first one on ties). Tile reductions take a scratch tile `tmp_tile` of the input's shape (the
+hardware keeps partial results there). Only the input's valid region is reduced; the result is
+valid over the kept rows (row_*) or columns (col_*).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ..core.dtype import INDEX
+from ..core.dtype import INDEX, INT32, DataType
 from ..ir.expr import ConstInt, Expr
-from ..ir.types import TensorType, TileType, Type
+from ..ir.types import Type
+from .cost import vector
 from .registry import OpSpec, OpTypeError, register, register_unified
-from .typing_rules import dims_equal, expect_tensor, expect_tile, same_dtype, shape_str
+from .typing_rules import (
+    NUMBER,
+    expect_dtype,
+    expect_same_kind,
+    expect_tile,
+    rank2,
+    shape_str,
+    shaped_like,
+    shapes_equal,
+)
+from .valid import poison_outside, reduce_valid, view_for
+
+__all__ = ["restrict_to_valid"]
 
 _RED = frozenset({"reduction", "vector"})
-_ONE = ConstInt(1, INDEX)
 
 
-def _reduced(shape: tuple[Expr, ...], axis: int) -> tuple[Expr, ...]:
-    s = list(shape)
-    s[axis] = _ONE
-    return tuple(s)
-
-
-def _reduce_rule(ns: str, axis: int):
+def _reduce_rule(ns: str, axis: int, out_dtype: DataType | None) -> Callable[[list[Expr], dict[str, Any]], Type]:
     def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
-        if ns == "tensor":
-            t = expect_tensor(args, 0, "x")
-            return TensorType(_reduced(t.shape, axis), t.dtype)
-        t = expect_tile(args, 0, "x")
-        if len(t.shape) != 2:
-            raise OpTypeError(f"argument 'x' must be a 2-D tile, got shape {shape_str(t.shape)}")
-        tmp = expect_tile(args, 1, "tmp_tile")
-        if len(tmp.shape) != 2 or not all(dims_equal(a, b) for a, b in zip(tmp.shape, t.shape)):
-            raise OpTypeError(f"argument 'tmp_tile' must have the input's shape {shape_str(t.shape)}, "
-                              f"got {shape_str(tmp.shape)}")
-        return TileType(_reduced(t.shape, axis), t.dtype, t.memory_space)
+        t = expect_same_kind(ns, args, 0, "x")
+        expect_dtype(t, "x", NUMBER)
+        if ns == "tensor" and len(t.shape) < -axis:
+            raise OpTypeError(f"argument 'x' needs at least {-axis} dimensions, got shape {shape_str(t.shape)}")
+        if ns == "tile":
+            rank2(t, "x")
+            tmp = expect_tile(args, 1, "tmp_tile")
+            if not shapes_equal(tmp.shape, t.shape):
+                raise OpTypeError(f"argument 'tmp_tile' must have the input's shape {shape_str(t.shape)}, "
+                                  f"got {shape_str(tmp.shape)}")
+        shape = list(t.shape)
+        shape[axis] = ConstInt(1, INDEX)
+        dt = out_dtype or t.dtype
+        return shaped_like(ns, tuple(shape), dt, t, view_for(ns, tuple(shape), reduce_valid(t, axis)))
     return rule
 
 
-def _expand_rule(ns: str, axis: int):
-    """x [M, N] with a vector reduced along `axis` (size 1 there) → [M, N]."""
-
-    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
-        get = expect_tensor if ns == "tensor" else expect_tile
-        x, v = get(args, 0, "x"), get(args, 1, "vec")
-        want = _reduced(x.shape, axis)
-        if len(v.shape) != len(x.shape) or not all(dims_equal(a, b) for a, b in zip(v.shape, want)):
-            raise OpTypeError(f"argument 'vec' must have shape {shape_str(want)} to broadcast over "
-                              f"{shape_str(x.shape)}, got {shape_str(v.shape)}")
-        dt = same_dtype([x.dtype, v.dtype], "'x' and 'vec'")
-        if ns == "tensor":
-            return TensorType(x.shape, dt)
-        return TileType(x.shape, dt, x.memory_space)
-    return rule
+def restrict_to_valid(fn: Callable[[Any], Any], x: Any, valid: tuple[int, ...] | None,
+                      out_shape: tuple[int, ...]) -> Any:
+    """`fn` applied to the valid part of `x`, placed at the origin of a tensor of `out_shape` whose
+    remaining entries are poison (see `pypto.ops.valid.poison_outside`)."""
+    if valid is None:
+        return fn(x)
+    r = fn(x[tuple(slice(0, n) for n in valid)])
+    out = torch.empty(out_shape, dtype=r.dtype)
+    out[tuple(slice(0, n) for n in r.shape)] = r
+    return poison_outside(out, tuple(r.shape))
 
 
-def _red(fn: Any, axis: int):
-    return lambda x, *_scratch: fn(x, axis)
+def _red(fn: Callable[[Any, int], Any], axis: int) -> Callable[..., Any]:
+    def compute(x: Any, *scratch: Any, valid: tuple | None = None) -> Any:
+        out_shape = list(x.shape)
+        out_shape[axis] = 1
+        return restrict_to_valid(lambda v: fn(v, axis), x, valid[0] if valid else None, tuple(out_shape))
+    return compute
 
 
-#  name       torch reduction over an axis (keepdim)                       pto row / col
+def _sum(x: Any, a: int) -> Any:
+    return torch.sum(x, dim=a, keepdim=True, dtype=x.dtype)
+
+
+def _prod(x: Any, a: int) -> Any:
+    return torch.prod(x, dim=a, keepdim=True, dtype=x.dtype)
+
+
+#  name      torch reduction over an axis (keepdim)                          result dtype  work
 _REDUCTIONS = [
-    ("sum", lambda x, a: torch.sum(x, dim=a, keepdim=True, dtype=x.dtype), "sum"),
-    ("max", lambda x, a: torch.amax(x, dim=a, keepdim=True), "max"),
-    ("min", lambda x, a: torch.amin(x, dim=a, keepdim=True), "min"),
-]
-
-#  name     torch semantics of (x, broadcast vector)
-_EXPANDS = [
-    ("add", torch.add),
-    ("sub", torch.sub),
-    ("mul", torch.mul),
-    ("div", torch.div),
-    ("max", torch.maximum),
-    ("min", torch.minimum),
-    ("expdif", lambda x, v: torch.exp(x - v)),
+    ("sum", _sum, None, 1.0),
+    ("max", lambda x, a: torch.amax(x, dim=a, keepdim=True), None, 1.0),
+    ("min", lambda x, a: torch.amin(x, dim=a, keepdim=True), None, 1.0),
+    ("prod", _prod, None, 1.0),
+    ("argmax", lambda x, a: torch.argmax(x, dim=a, keepdim=True).to(torch.int32), INT32, 1.5),
+    ("argmin", lambda x, a: torch.argmin(x, dim=a, keepdim=True).to(torch.int32), INT32, 1.5),
 ]
 
 for _side, _axis in (("row", -1), ("col", -2)):
-    for _name, _fn, _pto in _REDUCTIONS:
+    _along = "each row (last axis) into [M, 1]" if _side == "row" else "each column (axis -2) into [1, N]"
+    for _name, _fn, _odt, _f in _REDUCTIONS:
         _n = f"{_side}_{_name}"
-        register(OpSpec(f"tensor.{_n}", ("x",), _reduce_rule("tensor", _axis), _red(_fn, _axis),
-                        reads=(0,), traits=_RED, tile_op=f"tile.{_n}",
-                        doc=f"{_name} over the {'last' if _side == 'row' else 'second-to-last'} axis, "
-                            f"keeping it as size 1."))
-        register(OpSpec(f"tile.{_n}", ("x", "tmp_tile"), _reduce_rule("tile", _axis), _red(_fn, _axis),
-                        reads=(0,), writes=(1,), traits=_RED, scratch=(1,), pto=f"pto.t{_side}{_pto}",
-                        doc=f"{_name} of each {'row' if _side == 'row' else 'column'} of a 2-D tile "
-                            f"into a [M, 1] / [1, N] tile; `tmp_tile` is scratch of the input's shape."))
+        _what = f"{_name} of {_along}" + ("; the result holds INT32 positions" if _odt is INT32 else "")
+        _common = dict(reads=(0,), traits=_RED, valid_args=(0,), cost=vector(_f, "in_elems"),
+                       family="reduction", dtypes=NUMBER.text)
+        register(OpSpec(f"tensor.{_n}", ("x",), _reduce_rule("tensor", _axis, _odt), _red(_fn, _axis),
+                        tile_op=f"tile.{_n}", **_common, doc=f"The {_what}."))
+        register(OpSpec(f"tile.{_n}", ("x", "tmp_tile"), _reduce_rule("tile", _axis, _odt), _red(_fn, _axis),
+                        writes=(1,), scratch=(1,), pto=f"pto.t{_side}{_name}", **_common,
+                        doc=f"The {_what}, for a 2-D tile; `tmp_tile` is scratch of the input's shape."))
         for _ns in ("tensor", "tile"):
-            register_unified(_n, _ns, False, f"{_ns}.{_n}")
-    for _name, _fn in _EXPANDS:
-        _n = f"{_side}_expand_{_name}"
-        for _ns in ("tensor", "tile"):
-            register(OpSpec(f"{_ns}.{_n}", ("x", "vec"), _expand_rule(_ns, _axis), _fn, reads=(0, 1),
-                            traits=frozenset({"elementwise", "vector"}),
-                            tile_op=f"tile.{_n}" if _ns == "tensor" else None,
-                            pto=f"pto.t{_side}expand{_name}" if _ns == "tile" else None,
-                            doc=f"{_name} between x [M, N] and a {'column [M, 1]' if _side == 'row' else 'row [1, N]'} "
-                                f"broadcast across it."))
-            register_unified(_n, _ns, False, f"{_ns}.{_n}")
+            register_unified(_n, _ns, None, f"{_ns}.{_n}")

@@ -2,17 +2,22 @@
 
 Every consumer — the DSL wrappers and parser (argument schema, type inference), the printer,
 ConvertTensorToTileOps (`tile_op`), InferTileMemorySpace (`operand_spaces`), the simulator and the
-torch reference (`compute`), and PTO codegen (`pto`) — reads the OpSpec; nothing outside
-`pypto.ops` holds knowledge about a specific op.
+torch reference (`compute`), PTO codegen (`pto`), the cycle model (`cost`) and the operator
+reference page (`doc`, `family`, `dtypes`) — reads the OpSpec; nothing outside `pypto.ops` holds
+knowledge about a specific op.
 
 Type inference receives the argument *expressions* (so list arguments such as offsets and shapes
 are visible as `MakeTuple`s of constants) and the attribute dict, and raises `OpTypeError` with a
 message naming the offending argument; the parser re-raises it as a `ParserTypeError` at the
 user's line, prefixed with the op name.
+
+IR names are `<namespace>.<op>`; an op whose leaf name is a Python keyword (`tensor.and`) is spelt
+with a trailing underscore in Python (`pl.tensor.and_`), see `python_name`.
 """
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,13 +25,20 @@ from typing import Any
 from ..core.enums import MemorySpace
 from ..ir.expr import Expr
 from ..ir.types import Type
+from .cost import Cost
 
 __all__ = ["OpSpec", "OpTypeError", "register", "get_op", "has_op", "all_ops", "UNIFIED",
-           "register_unified"]
+           "register_unified", "python_name", "unified_names_of"]
 
 
 class OpTypeError(Exception):
     """Raised by a type rule; the caller attaches the op name and the source location."""
+
+
+def python_name(ir_name: str) -> str:
+    """The Python spelling of IR op name `ir_name`: `tensor.and` -> `tensor.and_`."""
+    ns, _, leaf = ir_name.partition(".")
+    return f"{ns}.{leaf}_" if keyword.iskeyword(leaf) else ir_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,22 +46,32 @@ class OpSpec:
     """Everything PyPTO knows about one op.
 
     Attributes:
-        name: IR name, `<namespace>.<op>` (`tile.add`).
-        params: names of the positional arguments, in order.
-        attrs: keyword attributes and their defaults, in printing order.
-        infer: `(args, attrs) -> Type`; raises OpTypeError.
+        name: IR name, `<namespace>.<op>` (`tile.add`); namespaces are tensor, tile, system.
+        params: names of the positional arguments (IR operands), in order.
+        infer: `(args, attrs) -> Type`; raises OpTypeError naming the argument.
         compute: torch semantics `(*arg_values, **attrs) -> value`. Tensors/tiles arrive as torch
-            tensors, list arguments as tuples of Python numbers, scalars as Python numbers.
-            Ops in `writes` mutate that argument in place and return it.
+            tensors, list arguments as tuples of Python numbers, scalars as Python numbers. Ops in
+            `writes` return the updated argument. None only for ops that produce no data
+            (`tile.create`: contents undefined).
+        attrs: keyword attributes (compile-time constants) and their defaults, in printing order.
+        optional: trailing `params` that a call may omit (the call then has fewer operands).
         reads / writes: indices of the arguments the op reads / writes (SPEC §3).
-        traits: properties passes query instead of names: "elementwise", "reduction", "memory",
-            "creation", "cube" (runs on AIC), "vector" (runs on AIV), "orchestration" (allowed in an
-            Orchestration function), "view".
+        traits: properties passes query instead of names: "elementwise" (positionwise, and the
+            operands share the result dtype: lowering casts tensor operands to it), "reduction", "memory",
+            "creation", "cube" (runs on AIC), "vector" (runs on AIV), "orchestration" (allowed in
+            an Orchestration function), "view" (result aliases an argument), "system".
         tile_op: for a tensor op, the tile op ConvertTensorToTileOps rewrites it to.
         operand_spaces: required memory space per tile argument index (InferTileMemorySpace).
         scratch: indices of scratch-tile arguments shaped like argument 0 (reduction `tmp_tile`);
             ConvertTensorToTileOps allocates them.
-        pto: PTO MLIR instruction name (`pto.tadd`), None if the op is not a device instruction.
+        valid_args: indices of tile arguments whose valid region (`TileView.valid_shape`) the
+            compute function needs; the simulator passes them as `valid=(shape | None, ...)`
+            (a tuple of ints per argument, None for a fully valid tile).
+        pto: PTO MLIR instruction name (`pto.tadd`), None for tensor-level ops (they lower
+            through `tile_op`).
+        cost: work description for the cycle model (`pypto.ops.cost.Cost`).
+        family: catalog section the op belongs to (the reference page groups by it).
+        dtypes: human-readable accepted element types (the rules enforce them).
         doc: one-paragraph reference text (the operator reference page is generated from it).
     """
 
@@ -58,13 +80,18 @@ class OpSpec:
     infer: Callable[[list[Expr], dict[str, Any]], Type]
     compute: Callable[..., Any] | None
     attrs: dict[str, Any] = field(default_factory=dict)
+    optional: tuple[str, ...] = ()
     reads: tuple[int, ...] = ()
     writes: tuple[int, ...] = ()
     traits: frozenset[str] = frozenset()
     tile_op: str | None = None
     operand_spaces: dict[int, tuple[MemorySpace, ...]] = field(default_factory=dict)
     scratch: tuple[int, ...] = ()
+    valid_args: tuple[int, ...] = ()
     pto: str | None = None
+    cost: Cost | None = None
+    family: str = ""
+    dtypes: str = ""
     doc: str = ""
 
     @property
@@ -75,25 +102,63 @@ class OpSpec:
     def short_name(self) -> str:
         return self.name.split(".", 1)[1]
 
+    @property
+    def python_name(self) -> str:
+        """`tile.and` -> `tile.and_` (what `pl.` is followed by in source)."""
+        return python_name(self.name)
+
+    @property
+    def signature(self) -> str:
+        """The call as a user writes it: `pl.tile.load(tensor, offsets, shapes, valid_shape=None, ...)`."""
+        parts = [p if p not in self.optional else f"{p}=None" for p in self.params]
+        parts += [f"{k}={_text(v)}" for k, v in self.attrs.items()]
+        return f"pl.{self.python_name}({', '.join(parts)})"
+
     def has_trait(self, trait: str) -> bool:
         return trait in self.traits
 
 
+def _text(v: Any) -> str:
+    from ..ir.printer import format_value
+
+    return format_value(v)
+
+
 _REGISTRY: dict[str, OpSpec] = {}
 
-# Unified `pl.X` dispatch: name -> {(namespace, scalar_rhs): op name}; namespace is "tensor"/"tile".
+# Unified `pl.X` dispatch: Python name -> {(namespace, scalar_rhs): op name}; namespace is
+# "tensor"/"tile" (the kind of the first argument) or "" for ops without a shaped first argument.
 UNIFIED: dict[str, dict[tuple[str, bool], str]] = {}
 
 
 def register(spec: OpSpec) -> OpSpec:
+    """Add `spec` to the registry. Raises ValueError for a duplicate or an inconsistent spec."""
     if spec.name in _REGISTRY:
         raise ValueError(f"op {spec.name} registered twice")
+    n = len(spec.params)
+    if spec.optional and tuple(spec.params[n - len(spec.optional):]) != spec.optional:
+        raise ValueError(f"op {spec.name}: optional params {spec.optional} must end params {spec.params}")
+    for i in (*spec.reads, *spec.writes, *spec.scratch, *spec.valid_args, *spec.operand_spaces):
+        if not 0 <= i < n:
+            raise ValueError(f"op {spec.name}: argument index {i} out of range for params {spec.params}")
     _REGISTRY[spec.name] = spec
     return spec
 
 
-def register_unified(name: str, namespace: str, scalar_rhs: bool, op_name: str) -> None:
-    UNIFIED.setdefault(name, {})[(namespace, scalar_rhs)] = op_name
+def register_unified(name: str, namespace: str, scalar_rhs: bool | None, op_name: str) -> None:
+    """`pl.<name>` with a first argument of `namespace` kind means `op_name`.
+
+    `scalar_rhs` True/False registers the scalar / non-scalar second-argument form; None registers
+    both (an op without a separate scalar form).
+    """
+    table = UNIFIED.setdefault(name, {})
+    for s in ((True, False) if scalar_rhs is None else (scalar_rhs,)):
+        table[(namespace, s)] = op_name
+
+
+def unified_names_of(op_name: str) -> list[str]:
+    """The `pl.X` names that can dispatch to `op_name` (for the reference page)."""
+    return sorted(n for n, table in UNIFIED.items() if op_name in table.values())
 
 
 def get_op(name: str) -> OpSpec:

@@ -126,7 +126,8 @@ class Namespace:
             return self.globals[name]
         return getattr(builtins, name, MISSING)
 
-    def eval(self, node: ast.expr, info: SourceInfo) -> Any:
-        """Evaluate a compile-time expression (annotations, pl.at arguments) in this namespace."""
+    def eval(self, node: ast.expr, info: SourceInfo, local_vars: dict[str, Any] | None = None) -> Any:
+        """Evaluate a compile-time expression (annotations, pl.at arguments) in this namespace;
+        `local_vars` (IR scalar variables in scope) shadow the closure and globals."""
         code = compile(ast.Expression(body=node), info.filename, "eval")
-        return eval(code, self.globals, dict(self.closure))  # noqa: S307 - evaluating the user's own annotation
+        return eval(code, self.globals, {**self.closure, **(local_vars or {})})  # noqa: S307 - evaluating the user's own annotation

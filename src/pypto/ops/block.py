@@ -1,0 +1,74 @@
+"""Block identity: which block (core) of a launch a kernel instance is (SPEC §3 "Block identity").
+
+`get_block_idx()`, `get_block_num()` and `get_subblock_idx()` return INDEX scalars. A kernel
+launched over several blocks (SPMD) reads them to pick its share of the work; the subblock index
+tells the two vector cores of a cluster apart (0 or 1).
+
+In the simulator the values come from the `BlockContext` current in the running thread: the
+runtime sets it with `block_context(...)` around each kernel instance it executes; outside any
+launch a kernel is block 0 of 1, subblock 0 of 1.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.dtype import INDEX
+from ..ir.expr import Expr
+from ..ir.types import ScalarType, Type
+from .cost import scalar
+from .registry import OpSpec, register, register_unified
+
+__all__ = ["BlockContext", "current_block", "block_context"]
+
+
+@dataclass(frozen=True)
+class BlockContext:
+    """Identity of the running kernel instance: block `block_idx` of `block_num`, vector subblock
+    `subblock_idx` of `subblock_num` (1 or 2 per cluster)."""
+
+    block_idx: int = 0
+    block_num: int = 1
+    subblock_idx: int = 0
+    subblock_num: int = 1
+
+
+_OUTSIDE = BlockContext()
+_CURRENT: contextvars.ContextVar[BlockContext | None] = contextvars.ContextVar("pypto_block", default=None)
+
+
+def current_block() -> BlockContext:
+    """The identity of the running kernel instance (block 0 of 1 outside any launch)."""
+    return _CURRENT.get() or _OUTSIDE
+
+
+@contextmanager
+def block_context(block_idx: int = 0, block_num: int = 1, subblock_idx: int = 0,
+                  subblock_num: int = 1) -> Iterator[BlockContext]:
+    """Run the enclosed kernel code as the given block. Raises ValueError for an index out of range."""
+    if not (0 <= block_idx < block_num and 0 <= subblock_idx < subblock_num):
+        raise ValueError(f"block {block_idx} of {block_num}, subblock {subblock_idx} of {subblock_num} "
+                         f"is out of range")
+    token = _CURRENT.set(BlockContext(block_idx, block_num, subblock_idx, subblock_num))
+    try:
+        yield current_block()
+    finally:
+        _CURRENT.reset(token)
+
+
+def _index(args: list[Expr], attrs: dict[str, Any]) -> Type:
+    return ScalarType(INDEX)
+
+
+for _name, _field, _what in (("get_block_idx", "block_idx", "index of the running block (0-based)"),
+                             ("get_block_num", "block_num", "number of blocks of the launch"),
+                             ("get_subblock_idx", "subblock_idx",
+                              "index of the running vector core within its cluster (0 or 1)")):
+    register(OpSpec(f"tile.{_name}", (), _index, (lambda f: lambda: getattr(current_block(), f))(_field),
+                    traits=frozenset({"block"}), pto=f"pto.{_name}", cost=scalar(), family="block",
+                    dtypes="INDEX result", doc=f"The {_what}, as an INDEX scalar."))
+    register_unified(_name, "tile", None, f"tile.{_name}")

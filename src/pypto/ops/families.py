@@ -1,0 +1,144 @@
+"""Factories for elementwise op families (STYLE "families come from factories").
+
+`binary_family` registers, for one operator, `tensor.X` / `tile.X` (two shaped operands) and
+optionally their scalar forms `tensor.Xs` / `tile.Xs`, plus unified `pl.X` dispatch. `unary_family`
+does the same for one-operand ops. Rules:
+
+- tensor ops broadcast NumPy-style and promote dtypes (float > int, wider > narrower, signed >
+  unsigned), unless `keep_lhs` (shifts keep the lhs dtype);
+- tile ops need equal shapes and equal dtypes; the result lives where the lhs lives;
+- a scalar form keeps the tile's dtype; on tensors a float scalar with an integer tensor gives FP32;
+- every result carries the intersection of the operands' valid regions (`pypto.ops.valid`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..core.dtype import FP32, promote
+from ..ir.expr import Expr
+from ..ir.types import TensorType, TileType, Type
+from .cost import Cost
+from .registry import OpSpec, OpTypeError, python_name, register, register_unified
+from .typing_rules import (
+    DTypeClass,
+    broadcast_shapes,
+    expect_dtype,
+    expect_same_kind,
+    expect_same_shape,
+    expect_scalar,
+    same_dtype,
+    shaped_like,
+)
+from .valid import merge_valid, view_for
+
+__all__ = ["binary_family", "unary_family", "binary_rule", "scalar_rule", "unary_rule", "VEC"]
+
+VEC = frozenset({"elementwise", "vector"})
+
+
+def binary_rule(ns: str, dclass: DTypeClass, names: tuple[str, str] = ("lhs", "rhs"),
+                keep_lhs: bool = False) -> Callable[[list[Expr], dict[str, Any]], Type]:
+    """Type rule of a two-operand elementwise op in namespace `ns`."""
+
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        a = expect_same_kind(ns, args, 0, names[0])
+        b = expect_same_kind(ns, args, 1, names[1])
+        expect_dtype(a, names[0], dclass)
+        expect_dtype(b, names[1], dclass)
+        if ns == "tensor":
+            shape = broadcast_shapes(a.shape, b.shape)
+            dt = a.dtype if keep_lhs else promote(a.dtype, b.dtype)
+        else:
+            expect_same_shape(a, b, *names)
+            shape = a.shape
+            dt = a.dtype if keep_lhs else same_dtype([a.dtype, b.dtype], f"'{names[0]}' and '{names[1]}'")
+        valid = merge_valid([a, b], list(names), shape)
+        return shaped_like(ns, shape, dt, a, view_for(ns, shape, valid, a.view))
+    return rule
+
+
+def scalar_rule(ns: str, dclass: DTypeClass, names: tuple[str, str] = ("lhs", "rhs"),
+                int_scalar: bool = False) -> Callable[[list[Expr], dict[str, Any]], Type]:
+    """Type rule of a shaped-operand-with-scalar op: the result keeps the operand's shape, valid
+    region and (for tiles) dtype."""
+
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        t = expect_same_kind(ns, args, 0, names[0])
+        s = expect_scalar(args, 1, names[1])
+        expect_dtype(t, names[0], dclass)
+        if int_scalar and not s.dtype.is_int():
+            raise OpTypeError(f"argument '{names[1]}' must be an integer scalar, got {s.dtype.name}")
+        dt = t.dtype
+        if ns == "tensor" and s.dtype.is_float() and not t.dtype.is_float():
+            dt = FP32
+        return shaped_like(ns, t.shape, dt, t, t.view if ns == "tile" else
+                           view_for(ns, t.shape, merge_valid([t], [names[0]], t.shape)))
+    return rule
+
+
+def unary_rule(ns: str, dclass: DTypeClass, name: str = "x") -> Callable[[list[Expr], dict[str, Any]], Type]:
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        t = expect_same_kind(ns, args, 0, name)
+        expect_dtype(t, name, dclass)
+        if isinstance(t, TensorType):
+            return TensorType(t.shape, t.dtype, view_for(ns, t.shape, merge_valid([t], [name], t.shape)))
+        assert isinstance(t, TileType)
+        return TileType(t.shape, t.dtype, t.memory_space, view=t.view)
+    return rule
+
+
+def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
+                  scalar: tuple[str, str] | None = None, family: str = "elementwise",
+                  keep_lhs: bool = False, int_scalar: bool = False, what: str = "") -> None:
+    """Register tensor/tile `name` (IR names; Python spelling via `python_name`), the scalar forms
+    `scalar = (scalar name, scalar pto)` if given, and the unified dispatch entries.
+
+    `fn(a, b)` is the torch semantics (b may be a Python number for the scalar forms); `what`
+    describes the operation for the reference page ("a + b").
+    """
+    what = what or name
+    common = dict(reads=(0, 1), traits=VEC, cost=cost, family=family, dtypes=dclass.text)
+    register(OpSpec(f"tensor.{name}", ("lhs", "rhs"), binary_rule("tensor", dclass, keep_lhs=keep_lhs),
+                    fn, tile_op=f"tile.{name}", **common,
+                    doc=f"Elementwise {what} of two tensors, broadcasting NumPy-style"
+                        + ("; the result keeps the lhs dtype." if keep_lhs else
+                           "; dtypes promote (float > int, wider > narrower).")))
+    register(OpSpec(f"tile.{name}", ("lhs", "rhs"), binary_rule("tile", dclass, keep_lhs=keep_lhs),
+                    fn, pto=f"pto.{pto}", **common,
+                    doc=f"Elementwise {what} of two tiles of equal shape"
+                        + (" (the result keeps the lhs dtype)." if keep_lhs else " and dtype.")))
+    py = _py(name)
+    for ns in ("tensor", "tile"):
+        register_unified(py, ns, False, f"{ns}.{name}")
+    if scalar is None:
+        return
+    sname, spto = scalar
+    register(OpSpec(f"tensor.{sname}", ("lhs", "rhs"), scalar_rule("tensor", dclass, int_scalar=int_scalar),
+                    fn, tile_op=f"tile.{sname}", **common,
+                    doc=f"Elementwise {what} of a tensor and a scalar `rhs`."))
+    register(OpSpec(f"tile.{sname}", ("lhs", "rhs"), scalar_rule("tile", dclass, int_scalar=int_scalar),
+                    fn, pto=f"pto.{spto}", **common,
+                    doc=f"Elementwise {what} of a tile and a scalar `rhs`; the result keeps the tile dtype."))
+    for ns in ("tensor", "tile"):
+        register_unified(py, ns, True, f"{ns}.{sname}")
+        register_unified(sname, ns, None, f"{ns}.{sname}")
+
+
+def unary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
+                 family: str = "elementwise", what: str = "") -> None:
+    """Register tensor/tile `name(x)` with torch semantics `fn(x)`."""
+    what = what or name
+    common = dict(reads=(0,), traits=VEC, cost=cost, family=family, dtypes=dclass.text)
+    register(OpSpec(f"tensor.{name}", ("x",), unary_rule("tensor", dclass), fn, tile_op=f"tile.{name}",
+                    **common, doc=f"Elementwise {what} of a tensor."))
+    register(OpSpec(f"tile.{name}", ("x",), unary_rule("tile", dclass), fn, pto=f"pto.{pto}", **common,
+                    doc=f"Elementwise {what} of a tile."))
+    for ns in ("tensor", "tile"):
+        register_unified(_py(name), ns, None, f"{ns}.{name}")
+
+
+def _py(name: str) -> str:
+    """Python spelling of an op leaf name (`and` -> `and_`)."""
+    return python_name(f"_.{name}")[2:]

@@ -1,0 +1,171 @@
+"""Performance hints of a lowered program: `report/perf_hints.log` of a build (User Manual
+"I have a kernel and it is slow": check report/perf_hints.log first).
+
+Each hint has a code, the user's source location, the function and a message saying what to change:
+
+| code  | what it finds |
+|-------|---------------|
+| PH001 | a DDR transfer whose innermost tile dimension is below the backend's recommended bytes
+|       | (`SoCModel.recommended_inner_bytes`: 512 B on Ascend910B, 128 B on Ascend950) |
+| PH002 | an L0 tile (Left/Right/Acc) whose rows or columns are not a multiple of the 16-row fractal |
+| PH003 | an Out parameter that no path writes (the caller's tensor keeps its old contents) |
+
+Command line: `python -m pypto.tools.perf_hints BUILD_DIR` prints the hints of a finished build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ..backend import BackendType, SoCModel, get_soc
+from ..core.enums import MemorySpace
+from ..core.span import Span
+from ..ir.expr import Call, ConstInt, Var
+from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt
+from ..ir.types import TensorType, TileType
+from ..ir.visitor import IRVisitor
+from ..ops import get_op
+
+__all__ = ["PerfHint", "perf_hints", "render_perf_hints", "HINT_CODES", "main"]
+
+_L0 = {MemorySpace.Left: "Left (L0A)", MemorySpace.Right: "Right (L0B)", MemorySpace.Acc: "Acc (L0C)"}
+
+
+@dataclass(frozen=True)
+class PerfHint:
+    """One hint: `code` (PH001...), `function` name, `message`, and the user's `span`."""
+
+    code: str
+    function: str
+    message: str
+    span: Span
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.span}: in '{self.function}': {self.message}"
+
+
+class _Calls(IRVisitor):
+    """Every op call of a function with its span, and every tile Var bound by an assignment."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.tiles: list[Var] = []
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, str):
+            self.calls.append(e)
+        super().visit_Call(e)
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        if isinstance(s.var.type, TileType) and s.var not in self.tiles:
+            self.tiles.append(s.var)
+        super().visit_AssignStmt(s)
+
+
+def _static(t: TileType) -> list[int] | None:
+    return [d.value for d in t.shape] if all(isinstance(d, ConstInt) for d in t.shape) else None
+
+
+def _narrow_ddr_rows(func: Function, c: _Calls, soc: SoCModel) -> Iterator[PerfHint]:
+    for call in c.calls:
+        spec = get_op(call.op)  # type: ignore[arg-type]
+        if not any(isinstance(a.type, TensorType) for a in call.args):
+            continue
+        tile = call.type if isinstance(call.type, TileType) else next(
+            (a.type for a in call.args if isinstance(a.type, TileType)), None)
+        shape = _static(tile) if tile is not None else None
+        if not shape:
+            continue
+        nbytes = (shape[-1] * tile.dtype.get_bit() + 7) // 8  # type: ignore[union-attr]
+        rec = soc.recommended_inner_bytes
+        if nbytes < rec:
+            per = max(1, rec * 8 // tile.dtype.get_bit())  # type: ignore[union-attr]
+            yield PerfHint("PH001", func.name,
+                           f"'{spec.name}' moves tile rows of {nbytes} B ({shape[-1]} x "
+                           f"{tile.dtype.name}), below the {rec} B innermost size {soc.backend.name} "  # type: ignore[union-attr]
+                           f"recommends (DDR is accessed in {soc.ddr_access_granularity} B units); "
+                           f"make the innermost tile dimension at least {per} elements", call.span)
+
+
+def _unaligned_l0(func: Function, c: _Calls, soc: SoCModel) -> Iterator[PerfHint]:
+    f = soc.l0_fractal_rows
+    for v in c.tiles:
+        t = v.type
+        space = t.memref.memory_space if t.memref is not None else t.memory_space  # type: ignore[union-attr]
+        shape = _static(t)  # type: ignore[arg-type]
+        if space not in _L0 or not shape or len(shape) < 2:
+            continue
+        rows, cols = shape[-2], shape[-1]
+        if rows % f or cols % f:
+            pad = [-(-rows // f) * f, -(-cols // f) * f]
+            yield PerfHint("PH002", func.name,
+                           f"tile '{v.name}' in {_L0[space]} is {rows} x {cols}, not aligned to the "  # type: ignore[index]
+                           f"{f}-row fractal; the cube unit works on whole {f} x {f} boxes, so pad it "
+                           f"to {pad[0]} x {pad[1]}", v.span)
+
+
+def _unwritten_outputs(program: Program) -> Iterator[PerfHint]:
+    from ..passes.analysis import unwritten_outputs
+
+    for func, p in unwritten_outputs(program):
+        yield PerfHint("PH003", func.name,  # type: ignore[attr-defined]
+                       f"Out parameter '{p.name}' is never written: the caller's tensor keeps its old "
+                       f"contents; write it with {p.name}[...] = value, pl.assemble or pl.store", p.span)
+
+
+_PER_FUNCTION: list[tuple[str, Callable[[Function, _Calls, SoCModel], Iterator[PerfHint]]]] = [
+    ("PH001", _narrow_ddr_rows),
+    ("PH002", _unaligned_l0),
+]
+HINT_CODES = {"PH001": "innermost tile dimension below the recommended DDR transfer size",
+              "PH002": "L0 tile not aligned to the fractal size",
+              "PH003": "Out parameter never written"}
+
+
+def perf_hints(program: Program, backend: BackendType) -> list[PerfHint]:
+    """Every hint for the lowered `program` on `backend`, kernels in program order."""
+    from ..codegen.common import is_kernel
+
+    soc = get_soc(backend)
+    out: list[PerfHint] = []
+    for f in program.functions:
+        if not is_kernel(f):
+            continue
+        c = _Calls()
+        c.visit_function(f)
+        for _, rule in _PER_FUNCTION:
+            out.extend(rule(f, c, soc))
+    out.extend(_unwritten_outputs(program))
+    return out
+
+
+def render_perf_hints(hints: list[PerfHint], program: Program, backend: BackendType) -> str:
+    """The text of `report/perf_hints.log`."""
+    head = [f"# Performance hints for program '{program.name}' on {backend.name}",
+            "# " + "; ".join(f"{k}: {v}" for k, v in HINT_CODES.items())]
+    body = [str(h) for h in hints] or ["no performance hints"]
+    return "\n".join(head + body) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pypto.tools.perf_hints BUILD_DIR`: print the hints of a finished build."""
+    from ..runtime.compiled import CompiledProgram
+
+    ap = argparse.ArgumentParser(prog="python -m pypto.tools.perf_hints", description=__doc__.splitlines()[0])
+    ap.add_argument("build_dir", help="a folder written by ir.compile")
+    ns = ap.parse_args(argv)
+    try:
+        cp = CompiledProgram.from_dir(ns.build_dir)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(render_perf_hints(perf_hints(cp.program, cp.backend_type), cp.program, cp.backend_type))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
