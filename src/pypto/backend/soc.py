@@ -10,7 +10,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from ..core.dtype import DataType
 from ..core.enums import MemorySpace as M
+from .casts import NATIVE_CASTS, cast_chain
 
 __all__ = ["BackendType", "SoCModel", "get_soc", "KIB"]
 
@@ -39,6 +41,9 @@ class SoCModel:
         allowed_moves: (src, dst) memory pairs a load, store or move may use.
         alignment: on-chip buffer address alignment.
         recommended_inner_bytes: innermost tile dimension below this many bytes wastes DDR bandwidth.
+        l0_fractal_rows: rows of one fractal box of an L0 (Left/Right/Acc) or Mat tile.
+        fractal_bytes: bytes of one fractal box per memory space (512 in Mat/Left/Right, 1024 in Acc).
+        native_casts: (src, dst) dtype pairs one conversion instruction handles (`backend.casts`).
     """
 
     backend: BackendType
@@ -53,7 +58,17 @@ class SoCModel:
     ddr_access_granularity: int = 512
     num_dies: int = 1
     l0_fractal_rows: int = 16
+    fractal_bytes: dict[M, int] = field(default_factory=lambda: {M.Mat: 512, M.Left: 512, M.Right: 512,
+                                                                 M.Acc: 1024})
     extra: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def native_casts(self) -> frozenset[tuple[DataType, DataType]]:
+        return NATIVE_CASTS[self.backend.name]
+
+    def cast_chain(self, src: DataType, dst: DataType) -> tuple[DataType, ...] | None:
+        """Dtypes a `src` → `dst` conversion passes through here (see `backend.casts.cast_chain`)."""
+        return cast_chain(self.backend.name, src, dst)
 
     def capacity_of(self, space: M) -> int:
         """Usable bytes of `space` per core. Raises KeyError for DDR (not an on-chip space)."""

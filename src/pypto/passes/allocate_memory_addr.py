@@ -4,7 +4,9 @@ Buffers (distinct MemRef ids) of each memory space are laid out one after anothe
 each aligned to the SoC's 32-byte alignment. The total per space is checked against the usable
 capacity of that space on one core of the target; exceeding it raises MemoryCapacityError naming
 the function, the memory space, the bytes needed and the bytes available. Peak bytes per space per
-kernel are recorded in `ctx.records["memory"]` for the compile report.
+kernel are recorded in `ctx.records["memory"][kernel][space]` as `{"peak": bytes placed,
+"naive": bytes without MemoryReuse (one address per tile), "capacity": usable bytes per core}`;
+the compile driver writes them to `report/memory_usage.json`.
 """
 
 from __future__ import annotations
@@ -86,5 +88,9 @@ class AllocateMemoryAddr(FunctionPass):
                     f"function '{func.name}': live tiles need {total} bytes of {space.name} memory but "
                     f"{soc.backend.name} has only {cap} bytes of {space.name} per core (largest: {largest}); "
                     f"use smaller tiles or loop over blocks", func.span)
-        ctx.records.setdefault("memory", {})[func.name] = {s.name: b for s, b in used.items()}
+        naive = ctx.records.get("memory_reuse", {}).get(func.name, {})
+        ctx.records.setdefault("memory", {})[func.name] = {
+            s.name: {"peak": b, "naive": max(b, naive.get(s.name, {}).get("naive", b)),
+                     "capacity": soc.capacity_of(s)}
+            for s, b in sorted(used.items(), key=lambda kv: kv[0].name)}
         return _Place(addrs).visit_function(func)

@@ -1,14 +1,22 @@
-"""`ir.compile`: run the pass pipeline and write the build folder (SPEC §5).
+"""`ir.compile`: run the pass pipeline, generate code and write the build folder (SPEC §5).
 
 Output folder (default `$PYPTO_PROG_BUILD_DIR` or `build_output`, then `<program>_<timestamp>`):
 ```
 passes_dump/00_frontend.py, 01_after_<Pass>.py, ...   (when dump_passes)
-report/memory_usage.json                               (bytes per memory space per kernel)
-report/error.log                                       (only when compilation failed)
-compiled_meta.json                                     (written last: marks a complete build)
+kernels/aiv/<kernel>.pto, kernels/aic/<kernel>.pto    (PTO MLIR per kernel; <kernel>.cpp when ptoas ran)
+orchestration/<orch>.cpp                              (host code per Orchestration function)
+kernel_config.py                                      (runtime, orchestration and kernel table)
+program.msgpack                                       (the lowered program, for CompiledProgram.from_dir)
+report/memory_usage.json                              (peak bytes per memory space per kernel)
+report/perf_hints.log                                 (performance hints, PH001...)
+report/pass_timings.json, report/compile_time.json    (ms per pass; ms per stage and pass)
+report/error.log                                      (only when compilation failed)
+compiled_meta.json                                    (written last: marks a complete build)
 ```
-A failed compile writes the error into `report/error.log` and no `compiled_meta.json`, so nothing
-that looks like a complete build is left behind.
+Nothing that looks like a complete build is left by a failed compile: artifacts of an earlier build
+in the folder are removed first, code is generated into a hidden staging folder and moved into
+place only when every step succeeded, and `compiled_meta.json` is written last. The error of a
+failed compile is in `report/error.log`.
 """
 
 from __future__ import annotations
@@ -16,6 +24,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
+import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -30,28 +41,69 @@ from .pipeline import OptimizationStrategy, passes_for
 
 __all__ = ["compile", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
 
+# What a build writes outside report/ and passes_dump/ (removed before a new build in the folder).
+_ARTIFACTS = ("kernels", "orchestration", "kernel_config.py", "program.msgpack")
+_REPORTS = ("error.log", "perf_hints.log", "memory_usage.json", "pass_timings.json", "compile_time.json")
+
 
 def default_output_dir(program_name: str) -> Path:
-    base = os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output"
+    """`$PYPTO_PROG_BUILD_DIR` (else `build_output`) / `<program>_<YYYYmmdd_HHMMSS>`, created here.
+
+    The folder is claimed with an exclusive mkdir (suffix `_1`, `_2`, ... when taken), so compiles
+    running at the same time in several processes never share a folder.
+    """
+    base = Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
+    base.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
-    path = Path(base) / f"{program_name}_{stamp}"
-    k = 1
-    while path.exists():
-        path = Path(base) / f"{program_name}_{stamp}_{k}"
-        k += 1
-    return path
+    k = 0
+    while True:
+        path = base / (f"{program_name}_{stamp}" + (f"_{k}" if k else ""))
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            k += 1
 
 
-def _meta(program: Program, backend: BackendType, platform: str) -> dict[str, Any]:
-    funcs = []
-    for f in program.functions:
-        funcs.append({
-            "name": f.name,
-            "type": f.func_type.name,
-            "params": [{"name": p.name, "type": python_print(p.type), "direction": d.name}
-                       for p, d in zip(f.params, f.param_directions)],
-        })
-    return {"program": program.name, "backend": backend.name, "platform": platform, "functions": funcs}
+def _abi(entry: Any) -> list[dict[str, Any]]:
+    """The orchestration argument slots of `entry`: its parameters, then its dynamic dimensions."""
+    from ..codegen.orchestration import entry_dynamic_dims
+    from ..ir.expr import ConstInt
+    from ..ir.types import ScalarType, TensorType
+
+    out = []
+    for p, d in zip(entry.params, entry.param_directions):
+        t = p.type
+        if isinstance(t, TensorType):
+            shape = [x.value if isinstance(x, ConstInt) else getattr(x, "name", "?") for x in t.shape]
+            out.append({"name": p.name, "kind": "tensor", "direction": d.name, "dtype": t.dtype.name,
+                        "shape": shape})
+        elif isinstance(t, ScalarType):
+            out.append({"name": p.name, "kind": "scalar", "direction": d.name, "dtype": t.dtype.name})
+    out += [{"name": v.name, "kind": "dim", "direction": "In", "dtype": "INDEX"}
+            for v in entry_dynamic_dims(entry)]
+    return out
+
+
+def _meta(program: Program, compiled: Any, strategy: OptimizationStrategy, kernels: list[Any],
+          ptoas: str | None) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from ..codegen import orchestration_table, runtime_settings
+    from ..runtime.compiled import META_FORMAT, PROGRAM_IR_FILE
+
+    funcs = [{"name": f.name, "type": f.func_type.name,
+              "params": [{"name": p.name, "type": python_print(p.type), "direction": d.name}
+                         for p, d in zip(f.params, f.param_directions)]} for f in program.functions]
+    return {"format": META_FORMAT, "program": program.name, "backend": compiled.backend_type.name,
+            "platform": compiled.platform, "strategy": strategy.name, "entry": compiled.entry,
+            "program_ir": PROGRAM_IR_FILE, "orchestration_args": _abi(compiled.entry_function),
+            "output_indices": compiled.output_indices,
+            "runtime": runtime_settings(compiled.backend_type, compiled.platform),
+            "ptoas": {"ran": ptoas is not None, "path": ptoas},
+            "kernels": [asdict(k) for k in kernels],
+            "orchestrations": [asdict(o) for o in orchestration_table(program, compiled.entry)],
+            "functions": funcs}
 
 
 def _warn_unwritten_outputs(program: Program) -> None:
@@ -66,6 +118,59 @@ def _warn_unwritten_outputs(program: Program) -> None:
         warnings.warn_explicit(msg, UserWarning, param.span.filename, param.span.begin_line)
 
 
+def _clear_previous_build(out: Path) -> None:
+    """Remove what an earlier build left in `out` (compiled_meta.json first, so it never looks
+    complete)."""
+    (out / "compiled_meta.json").unlink(missing_ok=True)
+    for name in _ARTIFACTS:
+        p = out / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+    for name in _REPORTS:
+        (out / "report" / name).unlink(missing_ok=True)
+    dumps = out / "passes_dump"
+    if dumps.is_dir():
+        for f in dumps.glob("[0-9][0-9]_*.py"):
+            f.unlink()
+
+
+def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tuple[list[Any], str | None]:
+    """Generate every artifact into `stage`; returns the kernel table and the ptoas used (or None)."""
+    from dataclasses import replace
+
+    from ..codegen import generate, kernel_table, render_kernel_config
+    from ..ir.serialize import serialize
+    from ..runtime.compiled import PROGRAM_IR_FILE
+    from ..runtime.toolchain import find_ptoas, note_ptoas_missing, run_ptoas
+
+    for rel, text in generate(lowered, compiled.entry).items():
+        path = stage / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    kernels = kernel_table(lowered)
+    ptoas = None if skip_ptoas else find_ptoas()
+    if ptoas is None and not skip_ptoas:
+        note_ptoas_missing()
+    if ptoas is not None:
+        for i, k in enumerate(kernels):
+            cpp = k.pto[: -len(".pto")] + ".cpp"
+            run_ptoas(ptoas, stage / k.pto, stage / cpp)
+            kernels[i] = replace(k, source=cpp)
+    (stage / "kernel_config.py").write_text(
+        render_kernel_config(lowered, kernels, compiled.backend_type, compiled.platform, compiled.entry),
+        encoding="utf-8")
+    (stage / PROGRAM_IR_FILE).write_bytes(serialize(lowered))
+    return kernels, ptoas
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 @user_facing
 def compile(program: Program, output_dir: str | os.PathLike | None = None,
             strategy: OptimizationStrategy = OptimizationStrategy.Default, dump_passes: bool = True,
@@ -73,10 +178,18 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             verification_level: VerificationLevel | None = None, platform: str | None = None) -> Any:
     """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder.
 
+    Args:
+        output_dir: build folder; None uses `default_output_dir(program.name)`.
+        strategy: `OptimizationStrategy.Default` or `DebugTileOptimization`.
+        dump_passes: write `passes_dump/00_frontend.py` and `NN_after_<Pass>.py`.
+        skip_ptoas: do not run ptoas even when it is found (kernels stay `.pto`).
+        verification_level: NONE, BASIC or ROUNDTRIP; None reads `$PYPTO_VERIFY_LEVEL` (else BASIC).
+        platform: run platform of the result (default `a2a3sim` / `a5sim` for the backend).
+
     Raises:
-        ValueError: unknown `strategy` or `$PYPTO_VERIFY_LEVEL`.
-        CompileError (MemoryCapacityError, VerificationError, ...): the program cannot be compiled;
-            the message is also written to `report/error.log`.
+        ValueError: unknown `strategy` or `$PYPTO_VERIFY_LEVEL`, or a platform for another chip.
+        CompileError (MemoryCapacityError, VerificationError, CodegenError, ...): the program cannot
+            be compiled; the message is also written to `report/error.log`.
     """
     from ..runtime.compiled import CompiledProgram
 
@@ -88,27 +201,43 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}{hint}")
     passes = passes_for(strategy)
     level = verification_level if verification_level is not None else VerificationLevel.from_env()
+    platform = platform or ("a2a3sim" if backend_type is BackendType.Ascend910B else "a5sim")
     out = Path(output_dir) if output_dir is not None else default_output_dir(program.name)
     out.mkdir(parents=True, exist_ok=True)
+    _clear_previous_build(out)
     report = out / "report"
-    meta_path = out / "compiled_meta.json"
-    if meta_path.exists():
-        meta_path.unlink()  # an earlier build in this folder is no longer the current one
-    platform = platform or ("a2a3sim" if backend_type is BackendType.Ascend910B else "a5sim")
     ctx = PassContext(backend_type)
     pm = PassManager(passes, level, out / "passes_dump" if dump_passes else None)
+    stage: Path | None = None
+    stages: dict[str, float] = {}
     try:
+        t0 = time.perf_counter()
         lowered = pm.run(program, ctx)
+        t1 = time.perf_counter()
+        compiled = CompiledProgram(lowered, str(out), backend_type, platform=platform)
+        stage = Path(tempfile.mkdtemp(prefix=".build_", dir=out))
+        kernels, ptoas = _build(lowered, stage, compiled, skip_ptoas)
+        t2 = time.perf_counter()
+        from ..tools.perf_hints import perf_hints, render_perf_hints
+
+        hints = render_perf_hints(perf_hints(lowered, backend_type), lowered, backend_type)
+        stages = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3}
     except Exception as e:
         report.mkdir(parents=True, exist_ok=True)
         (report / "error.log").write_text(f"{type(e).__name__}: {e}\n\n{traceback.format_exc()}",
                                           encoding="utf-8")
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
         raise
     report.mkdir(parents=True, exist_ok=True)
     _warn_unwritten_outputs(lowered)
-    (report / "memory_usage.json").write_text(json.dumps(ctx.records.get("memory", {}), indent=2),
-                                              encoding="utf-8")
-    (report / "pass_timings.json").write_text(json.dumps(dict(pm.timings), indent=2), encoding="utf-8")
-    meta_path.write_text(json.dumps(_meta(lowered, backend_type, platform), indent=2), encoding="utf-8")
-    return CompiledProgram(lowered, str(out), backend_type, platform=platform)
-
+    (report / "perf_hints.log").write_text(hints, encoding="utf-8")
+    _write_json(report / "memory_usage.json", ctx.records.get("memory", {}))
+    _write_json(report / "pass_timings.json", dict(pm.timings))
+    for name in sorted(os.listdir(stage)):
+        os.replace(stage / name, out / name)
+    stage.rmdir()
+    stages["total_ms"] = (time.perf_counter() - t0) * 1e3
+    _write_json(report / "compile_time.json", {**stages, "per_pass_ms": pm.timings})
+    _write_json(out / "compiled_meta.json", _meta(lowered, compiled, strategy, kernels, ptoas))
+    return compiled

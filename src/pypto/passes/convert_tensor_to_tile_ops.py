@@ -141,6 +141,8 @@ class _Converter:
             self.tensor_op(s.var, s.value, s)
         elif isinstance(s, (ReturnStmt, YieldStmt)):
             self.out.append(replace(s, values=tuple(self.value_out(v, s) for v in s.values)))
+        elif isinstance(s, AssignStmt) and isinstance(s.value, Var) and self.on_chip(s.value) is not None:
+            self.tiles[s.var] = self.on_chip(s.value)  # `y = x` of an on-chip value: y is that tile too
         elif isinstance(s, ForStmt | WhileStmt):
             self.loop(s)
         elif isinstance(s, IfStmt):

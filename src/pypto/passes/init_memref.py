@@ -1,7 +1,9 @@
 """InitMemRef: give every on-chip tile value a buffer descriptor (MemRef) (SPEC §5).
 
 Each tile-typed Var defined in a kernel gets `MemRef(space, id, size)`: a buffer id, its memory
-space and its size in bytes (elements × dtype bits / 8, rounded up to the 32-byte alignment).
+space and its size in bytes — the tile's footprint as the hardware lays it out (`buffer_bytes`:
+whole 16-row fractal boxes in Mat/Left/Right/Acc, 32-byte aligned rows elsewhere), rounded up
+to the 32-byte alignment.
 Addresses are assigned later by AllocateMemoryAddr.
 
 Structured control flow shares buffers so that carried values need no copies and the rule can be
@@ -12,6 +14,9 @@ A buffer can only be donated by a value that has no other use; otherwise the pas
 value (`tile.move` within the same memory) and donates the copy, so a value still read after the
 loop is never overwritten by the loop (SPEC §9, "buffer reused while a value still lives in it").
 Yielded values are copied into the shared buffer at run time when their buffers differ.
+
+A view op (trait "view", e.g. the `tile.reshape` FlattenTileNdTo2D inserts) whose source tile has
+no other use lives in the source's buffer, so the reshape moves no data.
 """
 
 from __future__ import annotations
@@ -19,17 +24,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from ..core.enums import FunctionType, MemorySpace
-from ..ir.expr import Expr, Var
+from ..backend import SoCModel
+from ..core.enums import FunctionType, MemorySpace, TensorLayout
+from ..ir.expr import Call, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
-from ..ir.types import MemRef, TileType, num_elements
+from ..ir.types import MemRef, TileType, num_elements, static_shape
 from ..ir.visitor import IRMutator, IRVisitor
+from ..ops import get_op
 from .analysis import defined_vars
 from .base import FunctionPass, PassContext
 from .op_builder import build_call
 
-__all__ = ["InitMemRef", "tile_bytes", "align_up"]
+__all__ = ["InitMemRef", "tile_bytes", "buffer_bytes", "align_up"]
 
 
 def align_up(n: int, a: int) -> int:
@@ -37,8 +44,31 @@ def align_up(n: int, a: int) -> int:
 
 
 def tile_bytes(t: TileType) -> int:
-    """Bytes a tile of type `t` occupies (sub-byte dtypes packed)."""
+    """Bytes of a tile's elements, densely packed (sub-byte dtypes packed)."""
     return (num_elements(t) * t.dtype.get_bit() + 7) // 8
+
+
+def buffer_bytes(t: TileType, soc: SoCModel) -> int:
+    """Bytes a tile occupies in its on-chip memory, as the hardware lays it out (SPEC §6):
+
+    - in Mat / Left / Right / Acc, whole fractal boxes: rows rounded up to `soc.l0_fractal_rows`
+      (16), each row to `fractal_bytes / 16` bytes (32 bytes; 64 in Acc);
+    - elsewhere (Vec, Bias), a row-major tile's rows each start on the 32-byte alignment, a
+      column-major (DN) tile's columns do; a 1-D tile is one row.
+    The result is rounded up to `soc.alignment`. Equal to `tile_bytes` for aligned shapes.
+    """
+    shape = static_shape(t)
+    rows, cols = (1, shape[0]) if len(shape) == 1 else (num_elements(t) // max(shape[-1], 1), shape[-1])
+    space = t.memory_space or MemorySpace.Vec
+    bits = t.dtype.get_bit()
+    fractal = soc.fractal_bytes.get(space)
+    if fractal is not None:
+        rows = align_up(rows, soc.l0_fractal_rows)
+        row_bytes = align_up((cols * bits + 7) // 8, fractal // soc.l0_fractal_rows)
+        return align_up(rows * row_bytes, soc.alignment)
+    if t.view is not None and t.view.layout is TensorLayout.DN and len(shape) == 2:
+        rows, cols = cols, rows
+    return align_up(rows * align_up((cols * bits + 7) // 8, soc.alignment), soc.alignment)
 
 
 class _UseCount(IRVisitor):
@@ -139,15 +169,16 @@ class _Donate(IRMutator):
 
 
 class _Assign(IRMutator):
-    def __init__(self, alignment: int) -> None:
+    def __init__(self, soc: SoCModel, uses: Counter[Var]) -> None:
         super().__init__()
-        self.alignment = alignment
+        self.soc = soc
+        self.uses = uses
         self.next_id = 0
         self.shared: dict[Var, MemRef] = {}  # binding -> memref it must use
 
     def new_memref(self, t: TileType) -> MemRef:
         space = t.memory_space or MemorySpace.Vec
-        m = MemRef(space, self.next_id, align_up(tile_bytes(t), self.alignment))
+        m = MemRef(space, self.next_id, buffer_bytes(replace(t, memory_space=space), self.soc))
         self.next_id += 1
         return m
 
@@ -161,6 +192,19 @@ class _Assign(IRMutator):
         nv = replace(v, var_type=replace(t, memory_space=m.memory_space, memref=m))
         self.var_map[v] = nv
         return nv
+
+    def visit_AssignStmt(self, s: AssignStmt) -> Stmt:
+        """A view (`tile.reshape`, ...) that is its source's only use lives in the source's buffer."""
+        v = s.value
+        if isinstance(v, Call) and isinstance(v.op, str) and get_op(v.op).has_trait("view") and v.args \
+                and isinstance(v.args[0], Var) and self.uses[v.args[0]] == 1 and isinstance(s.var.type, TileType):
+            src = self.visit_expr(v.args[0])
+            m = getattr(src.type, "memref", None)
+            t = s.var.type
+            if m is not None and (t.memory_space or m.memory_space) is m.memory_space \
+                    and tile_bytes(t) <= m.size:
+                self.shared[s.var] = m
+        return super().visit_AssignStmt(s)
 
     def _share_loop(self, s: ForStmt | WhileStmt) -> None:
         for ia, rv in zip(s.iter_args, s.return_vars):
@@ -201,4 +245,6 @@ class InitMemRef(FunctionPass):
         uses = _UseCount()
         uses.visit_stmt(func.body)
         func = _Donate(uses.count).visit_function(func)
-        return _Assign(ctx.soc.alignment).visit_function(func)
+        uses = _UseCount()
+        uses.visit_stmt(func.body)
+        return _Assign(ctx.soc, uses.count).visit_function(func)

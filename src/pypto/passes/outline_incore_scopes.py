@@ -144,7 +144,8 @@ class _Outliner:
     def block(self, s: SeqStmts, root: Stmt) -> SeqStmts:
         out: list[Stmt] = []
         for st in s.stmts:
-            if isinstance(st, ScopeStmt) and st.kind is ScopeKind.InCore:
+            if isinstance(st, ScopeStmt) and st.kind is ScopeKind.InCore and \
+                    (st.level is None or st.level.level_number == 0):  # higher levels: scope_outline
                 out.extend(self.outline(st))
             else:
                 out.append(_rebuild_children(st, lambda b: self.block(b, root)))

@@ -5,15 +5,24 @@ from __future__ import annotations
 import enum
 
 from .allocate_memory_addr import AllocateMemoryAddr
+from .auto_derive_task_dependencies import AutoDeriveTaskDependencies
 from .base import Pass
 from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
 from .convert_to_ssa import ConvertToSSA
+from .derive_call_directions import DeriveCallDirections
 from .ctrl_flow_transform import CtrlFlowTransform
 from .flatten_call_expr import FlattenCallExpr
+from .flatten_tile_nd_to_2d import FlattenTileNdTo2D
 from .infer_tile_memory_space import InferTileMemorySpace
 from .init_memref import InitMemRef
+from .legalize_tile_cast import LegalizeTileCast
+from .memory_reuse import MemoryReuse
 from .inline_functions import InlineFunctions
+from .outline_cluster_scopes import OutlineClusterScopes
+from .resolve_backend_op_layouts import ResolveBackendOpLayouts
+from .outline_hierarchy_scopes import OutlineHierarchyScopes
 from .outline_incore_scopes import OutlineIncoreScopes
+from .simplify import Simplify
 from .unroll_loops import UnrollLoops
 
 __all__ = ["OptimizationStrategy", "DEFAULT_PIPELINE", "DEBUG_TILE_PIPELINE", "passes_for"]
@@ -33,15 +42,27 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
     UnrollLoops,
     CtrlFlowTransform,
     ConvertToSSA,
+    Simplify,
     FlattenCallExpr,
+    OutlineHierarchyScopes,
     OutlineIncoreScopes,
+    OutlineClusterScopes,
     ConvertTensorToTileOps,
+    FlattenTileNdTo2D,
+    LegalizeTileCast,
     InferTileMemorySpace,
+    ResolveBackendOpLayouts,
     InitMemRef,
+    MemoryReuse,
     AllocateMemoryAddr,
+    DeriveCallDirections,
+    AutoDeriveTaskDependencies,
 ]
-DEBUG_TILE_PIPELINE: list[type[Pass]] = [InlineFunctions, UnrollLoops, CtrlFlowTransform, ConvertToSSA,
-                                         FlattenCallExpr, InferTileMemorySpace, InitMemRef, AllocateMemoryAddr]
+DEBUG_TILE_PIPELINE: list[type[Pass]] = [
+    InlineFunctions, UnrollLoops, CtrlFlowTransform, ConvertToSSA, Simplify, FlattenCallExpr,
+    FlattenTileNdTo2D, LegalizeTileCast, InferTileMemorySpace, ResolveBackendOpLayouts, InitMemRef,
+    MemoryReuse, AllocateMemoryAddr, DeriveCallDirections, AutoDeriveTaskDependencies,
+]
 
 _BY_STRATEGY = {OptimizationStrategy.Default: DEFAULT_PIPELINE,
                 OptimizationStrategy.DebugTileOptimization: DEBUG_TILE_PIPELINE}

@@ -7,7 +7,9 @@ fresh, contiguous device-side copies, so a failed run never touches the user's t
   match exactly; a dynamic dimension (a Var, `pl.dynamic("M")`) accepts any size but must have the
   same size wherever the same dimension name appears;
 - a `ScalarType` parameter takes a Python number (or a 0-d tensor): ints for integer types (range
-  checked), ints or floats for float types, bools or ints for BOOL.
+  checked), ints or floats for float types, bools or ints for BOOL;
+- a `DeviceTensor` (resident in device memory, see `ChipWorker`) is checked the same way but used
+  in place: its resident buffer is the device value, no copy is made.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..core.dtype import DataType
 from ..ir.expr import ConstInt, Var
 from ..ir.function import Function
 from ..ir.types import ScalarType, TensorType
+from .device_tensor import DeviceTensor
 from .sim import scalar
 
 __all__ = ["bind_host_args", "to_device_tensor"]
@@ -45,7 +48,7 @@ def to_device_tensor(t: torch.Tensor) -> torch.Tensor:
 def _check_tensor(func: Function, name: str, t: TensorType, a: Any, dims: dict[str, tuple[int, str]]) -> None:
     where = f"argument '{name}' of '{func.name}'"
     if not isinstance(a, torch.Tensor):
-        raise TypeError(f"{where} must be a torch.Tensor, got {type(a).__name__}")
+        raise TypeError(f"{where} must be a torch.Tensor or a DeviceTensor, got {type(a).__name__}")
     want = t.dtype.to_torch()   # TypeError for dtypes torch lacks (HF4, HF8)
     if a.dtype != want:
         raise TypeError(f"{where} has dtype {a.dtype}, expected {want} ({t.dtype.name})")
@@ -96,7 +99,11 @@ def bind_host_args(func: Function, args: Sequence[Any]) -> list[Any]:
     out: list[Any] = []
     for p, a in zip(params, args):
         t = p.type
-        if isinstance(t, TensorType):
+        if isinstance(t, TensorType) and isinstance(a, DeviceTensor):
+            resident = a.tensor   # RuntimeError once freed
+            _check_tensor(func, p.name, t, resident, dims)
+            out.append(resident)
+        elif isinstance(t, TensorType):
             _check_tensor(func, p.name, t, a, dims)
             out.append(to_device_tensor(a))
         elif isinstance(t, ScalarType):

@@ -11,11 +11,19 @@ entry function on the simulator:
    parameter's device tensor, other tensors (e.g. created by `tensor.create`) as they are.
 
 Real-NPU platforms (`a2a3`, `a5`) raise a RuntimeError naming the missing toolkit/driver.
+
+`CompiledProgram.from_dir(path)` reloads a finished build (its `compiled_meta.json` and the
+serialized lowered program) so it can run again without recompiling. The SPEC §7 extraction surface
+(`chip_callable`, `runtime_name`, `runtime_config`, `build_orch_args`, `build_call_config`)
+describes the build the way a chip-level runtime harness consumes it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..backend.soc import BackendType
@@ -24,13 +32,56 @@ from ..core.errors import user_facing
 from ..ir.expr import Call, GlobalVar
 from ..ir.function import Function, Program
 from ..ir.visitor import IRVisitor
-from .binding import bind_host_args
+from .binding import _check_scalar, _check_tensor, bind_host_args
 from .config import RunConfig, backend_for_platform, check_platform, is_simulator
+from .device_tensor import DeviceTensor
+from .dfx import wants_dfx, write_dfx
 from .sim.device import SimDevice
+from .sim.record import RunRecord
 from .sim.task import Task
 from .toolchain import require_npu_runtime
 
-__all__ = ["CompiledProgram", "select_entry"]
+__all__ = ["CompiledProgram", "select_entry", "ChipCallable", "OrchArg", "META_FORMAT", "META_FILE",
+           "PROGRAM_IR_FILE"]
+
+META_FORMAT = "pypto-build-1"       # "format" of compiled_meta.json
+META_FILE = "compiled_meta.json"    # written last by ir.compile: its presence marks a complete build
+PROGRAM_IR_FILE = "program.msgpack"  # the lowered program, ir.serialize'd
+
+
+@dataclass(frozen=True)
+class ChipCallable:
+    """What a chip-level runtime loads to run a build (SPEC §7 `chip_callable`).
+
+    Attributes:
+        root: the build folder; paths below are relative to it.
+        orchestration: the entry's host orchestration source (`orchestration/<entry>.cpp`), or
+            None when the entry is a kernel.
+        entry_symbol: the C symbol of the orchestration entry (`aicpu_orchestration_entry`).
+        kernels: the kernel table (func_id, name, core type, `.pto` and source paths).
+    """
+
+    root: str
+    orchestration: str | None
+    entry_symbol: str
+    kernels: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class OrchArg:
+    """One slot of the orchestration argument list (SPEC §7 `build_orch_args`).
+
+    `kind` is "tensor" (value: the caller's torch tensor), "scalar" (value: a Python number) or
+    "dim" (a dynamic dimension's size, after the parameters); `direction` In/Out/InOut; `dtype` the
+    PyPTO dtype name; `shape` the tensor's shape (() for scalars and dims).
+    """
+
+    kind: str
+    name: str
+    direction: str
+    value: Any
+    dtype: str
+    shape: tuple[int, ...]
 
 
 class _Callees(IRVisitor):
@@ -109,6 +160,8 @@ class CompiledProgram:
         self.output_indices = [i for i, d in enumerate(self.entry_function.param_directions)
                                if d in (ParamDirection.Out, ParamDirection.InOut)]
         self.tasks: list[Task] = []
+        self.meta: dict[str, Any] | None = None  # compiled_meta.json of a reloaded build
+        self.last_run: RunRecord | None = None   # schedule, scopes and findings of the last run
         self._device: SimDevice | None = None
 
     def __str__(self) -> str:
@@ -130,18 +183,25 @@ class CompiledProgram:
 
     @user_facing
     def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
-        """Run the entry with `args` (torch tensors and Python numbers) and return its result.
+        """Run the entry with `args` (torch tensors, DeviceTensors, Python numbers); return its result.
 
-        Out/InOut tensors are updated in place. Returns None when the entry returns nothing, the
-        single value when it returns one, else a tuple. With `config.codegen_only` the arguments
-        are checked but nothing runs (returns None).
+        Out/InOut tensors are updated in place (DeviceTensors are used in place, never copied).
+        Returns None when the entry returns nothing, the single value when it returns one, else a
+        tuple. With `config.codegen_only` the arguments are checked but nothing runs (returns
+        None). `config` also selects the sanitizer, dependency tracking and the DFX outputs written
+        under `<output_dir>/dfx_outputs/` (see `RunConfig`); `last_run` holds the run's record.
 
         Raises:
             TypeError / ValueError: arguments that do not match the entry's parameters.
             ValueError: a config whose platform targets another chip than the program.
-            RuntimeError: a real-NPU platform (no toolkit/driver here).
-            RuntimeSimError: the simulator found an error while running.
+            RuntimeError: a real-NPU platform (no toolkit/driver here), or a freed DeviceTensor.
+            RuntimeSimError: the simulator found an error while running (SanitizerError with the
+                sanitizer's findings).
         """
+        return self.run_on(None, args, config)
+
+    def run_on(self, device: SimDevice | None, args: tuple[Any, ...], config: RunConfig | None) -> Any:
+        """`self(*args, config=config)` on simulated chip `device` (None: this program's own)."""
         platform = config.platform if config is not None else self.platform
         backend = backend_for_platform(platform)
         if backend is not self.backend_type:
@@ -152,17 +212,34 @@ class CompiledProgram:
             return None
         if not is_simulator(platform):
             require_npu_runtime(platform)
-        device = self.device
+        device = device if device is not None else self.device
         try:
-            result = device.run(self.program, self.entry_function, dev_args)
+            result = device.run(self.program, self.entry_function, dev_args,
+                                sanitize=bool(config is not None and config.sanitize),
+                                auto_deps=config.auto_deps if config is not None else True)
         finally:
             self.tasks = list(device.tasks)
+            self.last_run = device.last_run
+            if self.last_run is not None and wants_dfx(config):
+                write_dfx(self.last_run, config, self.output_dir)
         for i in self.output_indices:
-            args[i].copy_(dev_args[i])
+            if not isinstance(args[i], DeviceTensor):
+                args[i].copy_(dev_args[i])
         if result is None or len(result) == 0:
             return None
         host = [self._to_host(v, dev_args, args) for v in result]
         return host[0] if len(host) == 1 else tuple(host)
+
+    def validate_ir(self, inputs: Any, expected: Any, rtol: float | None = None,
+                    atol: float | None = None) -> Any:
+        """Run the torch reference of every pass dump on `inputs` and compare with `expected`
+        (User Manual "Torch Codegen Debug Guide"); see `pypto.debug.validate_ir`.
+
+        Returns a `ValidationReport` naming the first pass whose numbers diverge (None if none).
+        """
+        from ..debug.validate import validate_ir
+
+        return validate_ir(self, inputs, expected, rtol=rtol, atol=atol)
 
     @staticmethod
     def _to_host(v: Any, dev_args: list[Any], args: tuple[Any, ...]) -> Any:
@@ -172,3 +249,136 @@ class CompiledProgram:
             if v is d:
                 return a
         return v
+
+    # ---- reloading a build ------------------------------------------------------------------
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike, platform: str | None = None) -> CompiledProgram:
+        """Reload the build in folder `path` (written by `ir.compile`) to run it on the simulator.
+
+        Args:
+            path: the build folder (what `str(compiled)` was).
+            platform: run platform; None keeps the one the build was made for.
+
+        Raises:
+            FileNotFoundError: `path` is not a folder, or has no `compiled_meta.json` (an incomplete
+                or failed build; its `report/error.log` says why), or lacks the program file.
+            ValueError: a `compiled_meta.json` of another format, or a platform for another chip.
+        """
+        from ..ir.serialize import deserialize
+
+        root = Path(path)
+        if not root.is_dir():
+            raise FileNotFoundError(f"build folder {os.fspath(root)!r} does not exist")
+        meta_path = root / META_FILE
+        if not meta_path.is_file():
+            err = root / "report" / "error.log"
+            why = (f"; the compile failed, see {os.fspath(err)}" if err.is_file()
+                   else "; the compile failed or did not finish")
+            raise FileNotFoundError(f"{os.fspath(root)!r} is not a complete PyPTO build: it has no "
+                                    f"{META_FILE}{why}")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict) or meta.get("format") != META_FORMAT:
+            got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+            raise ValueError(f"{os.fspath(meta_path)} has format {got!r}; this PyPTO reads {META_FORMAT!r}")
+        ir_path = root / meta.get("program_ir", PROGRAM_IR_FILE)
+        if not ir_path.is_file():
+            raise FileNotFoundError(f"{os.fspath(root)!r} is not a complete PyPTO build: "
+                                    f"{ir_path.name} is missing")
+        program = deserialize(ir_path.read_bytes())
+        cp = cls(program, root, BackendType[meta["backend"]], platform=platform or meta["platform"],
+                 entry=meta.get("entry"))
+        cp.meta = meta
+        return cp
+
+    # ---- SPEC §7 extraction surface ------------------------------------------------------------
+    @property
+    def runtime_name(self) -> str:
+        """Name of the runtime the build targets (`tensormap_and_ringbuffer`, the PTO2 runtime)."""
+        from ..codegen.kernel_config import RUNTIME_NAME
+
+        return RUNTIME_NAME
+
+    def _kernels(self) -> tuple[Any, ...]:
+        from dataclasses import replace
+
+        from ..codegen.kernel_config import kernel_table
+
+        out = []
+        for k in kernel_table(self.program):
+            cpp = k.pto[: -len(".pto")] + ".cpp"
+            built = self.output_dir and os.path.isfile(os.path.join(self.output_dir, cpp))
+            out.append(replace(k, source=cpp) if built else k)
+        return tuple(out)
+
+    @property
+    def chip_callable(self) -> ChipCallable:
+        """The orchestration source, entry symbol and kernel table of this build."""
+        from ..codegen.common import is_kernel
+        from ..codegen.kernel_config import ENTRY_SYMBOL
+
+        orch = None if is_kernel(self.entry_function) else f"orchestration/{self.entry}.cpp"
+        return ChipCallable(self.output_dir, orch, ENTRY_SYMBOL, self._kernels())
+
+    @property
+    def runtime_config(self) -> dict[str, Any]:
+        """Runtime name, platform, chip, block_dim (AIC cores), AICPU threads, entry and kernels."""
+        from dataclasses import asdict
+
+        from ..codegen.kernel_config import runtime_settings
+
+        cfg = runtime_settings(self.backend_type, self.platform)
+        cc = self.chip_callable
+        cfg.update(entry=self.entry, orchestration=cc.orchestration,
+                   kernels=[asdict(k) for k in cc.kernels])
+        return cfg
+
+    def build_orch_args(self, *args: Any) -> list[OrchArg]:
+        """The orchestration argument list for a call with `args` (no copies are made).
+
+        Order (the ABI in `compiled_meta.json`): one slot per entry parameter, then one per
+        dynamic dimension of the parameter shapes.
+
+        Raises:
+            TypeError / ValueError: arguments that do not match the entry (as for a call).
+        """
+        from ..ir.types import ScalarType, TensorType
+
+        func = self.entry_function
+        if len(args) != len(func.params):
+            raise TypeError(f"'{func.name}' takes {len(func.params)} arguments "
+                            f"({', '.join(p.name for p in func.params)}), got {len(args)}")
+        dims: dict[str, tuple[int, str]] = {}
+        out: list[OrchArg] = []
+        for p, d, a in zip(func.params, func.param_directions, args):
+            t = p.type
+            if isinstance(t, TensorType):
+                a = getattr(a, "tensor", a)
+                _check_tensor(func, p.name, t, a, dims)
+                out.append(OrchArg("tensor", p.name, d.name, a, t.dtype.name, tuple(a.shape)))
+            elif isinstance(t, ScalarType):
+                out.append(OrchArg("scalar", p.name, d.name, _check_scalar(func, p.name, t.dtype, a),
+                                   t.dtype.name, ()))
+            else:
+                raise TypeError(f"parameter '{p.name}' of '{func.name}' cannot be passed from the host")
+        for name, (n, _) in dims.items():
+            out.append(OrchArg("dim", name, "In", n, "INDEX", ()))
+        return out
+
+    def build_call_config(self, config: RunConfig | None = None) -> dict[str, Any]:
+        """Launch settings of one call: platform, device, block_dim, AICPU threads and DFX switches.
+
+        Raises:
+            ValueError: a config whose platform targets another chip than this build.
+        """
+        from ..codegen.kernel_config import runtime_settings
+
+        config = config or RunConfig(platform=self.platform)
+        if backend_for_platform(config.platform) is not self.backend_type:
+            raise ValueError(f"platform {config.platform!r} targets "
+                             f"{backend_for_platform(config.platform).name}, but the program was "
+                             f"compiled for {self.backend_type.name}")
+        rs = runtime_settings(self.backend_type, config.platform)
+        return {"runtime": rs["name"], "platform": config.platform, "device_id": config.device_id,
+                "block_dim": rs["block_dim"], "aicpu_thread_num": rs["aicpu_thread_num"],
+                "enable_chip_swimlane": config.enable_chip_swimlane, "enable_dep_gen": config.enable_dep_gen,
+                "enable_scope_stats": config.enable_scope_stats, "enable_pmu": config.enable_pmu}

@@ -56,9 +56,16 @@ class RunConfig:
             does not target raises ValueError.
         dump_passes / save_kernels / codegen_only: compile-side switches; with `codegen_only` a
             CompiledProgram checks its arguments but does not execute.
-        enable_chip_swimlane / enable_dep_gen / enable_scope_stats / enable_pmu / sanitize:
-            runtime diagnostics switches (swimlane level, dependency graph, scope statistics, PMU
-            counter level, simulator sanitizer).
+        enable_chip_swimlane / enable_dep_gen / enable_scope_stats / enable_pmu: runtime DFX
+            outputs written under `<output_dir>/dfx_outputs/` after each run (swimlane level, task
+            graph, scope statistics, PMU counter level; see `pypto.runtime.dfx`).
+        sanitize: run kernels under the simulator sanitizer: uninitialised on-chip reads, live
+            buffers that overlap, DDR accesses out of bounds and conflicting tasks that nothing
+            orders raise a `SanitizerError` listing each finding (kernel, op, source line).
+        auto_deps: derive task dependencies from overlapping DDR regions (the default, as the
+            runtime's tensor map does). With False only explicit dependencies order tasks (as
+            when the compiler supplies them); the sanitizer then checks that every conflicting
+            pair of tasks is ordered.
 
     Raises:
         ValueError: unknown platform, platform/backend mismatch, negative device_id or tolerance.
@@ -78,6 +85,7 @@ class RunConfig:
     enable_scope_stats: bool = False
     enable_pmu: int = 0
     sanitize: bool = False
+    auto_deps: bool = True
 
     def __post_init__(self) -> None:
         derived = backend_for_platform(self.platform)

@@ -4,8 +4,10 @@ from .arena import CoreArena, tile_nbytes
 from .device import SimDevice
 from .kernel import KernelExecutor
 from .orchestrator import Orchestrator
-from .scheduler import InOrderScheduler
+from .record import RunRecord, ScopeInfo
+from .sanitizer import Finding, SanitizerError
+from .scheduler import EventScheduler
 from .task import Task
 
 __all__ = ["CoreArena", "tile_nbytes", "SimDevice", "KernelExecutor", "Orchestrator",
-           "InOrderScheduler", "Task"]
+           "EventScheduler", "Task", "RunRecord", "ScopeInfo", "Finding", "SanitizerError"]

@@ -10,6 +10,7 @@ kernel or orchestration). `op_closure` runs a registered op's `OpSpec.compute`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -212,8 +213,10 @@ class ExprCompiler:
         """A closure returning `spec.compute(*args, **attrs)` for `call`.
 
         Tensors and tiles arrive as torch tensors, MakeTuple arguments as tuples of Python numbers,
-        scalars as Python numbers. Any exception from the op becomes a RuntimeSimError naming the
-        op and the function, located at the call.
+        scalars as Python numbers. For an op with `valid_args`, `valid=` passes the valid shape of
+        each of those arguments (a tuple of ints, evaluated at run time, or None when the argument's
+        type has no valid region). Any exception from the op becomes a RuntimeSimError naming the op
+        and the function, located at the call.
         """
         compute = spec.compute
         if compute is None:
@@ -222,6 +225,7 @@ class ExprCompiler:
         arg_fns = [self.compile_expr(a) for a in call.args]
         attrs = dict(call.kwargs)
         where, span = f"{spec.name} failed in {self.kind} '{self.func.name}'", call.span
+        valid_fns = self._valid_fns(call, spec)
         if isinstance(call.result_type, ScalarType):
             raw = compute
 
@@ -229,11 +233,84 @@ class ExprCompiler:
                 r = raw(*a, **kw)
                 return r.item() if hasattr(r, "item") else r
 
-        def run(env: Env) -> Any:
+        if valid_fns is not None and any(f is not None and not isinstance(f, tuple) for f in valid_fns):
+            def run(env: Env) -> Any:
+                try:
+                    valid = tuple([f if f is None or isinstance(f, tuple) else f(env) for f in valid_fns])
+                    return compute(*[f(env) for f in arg_fns], valid=valid, **attrs)
+                except RuntimeSimError:
+                    raise
+                except Exception as err:
+                    raise RuntimeSimError(f"{where}: {err}", span) from err
+            return run
+        if valid_fns is not None:   # every valid shape is a constant: pass it like an attribute
+            attrs["valid"] = tuple(valid_fns)
+        return _call_closure(partial(compute, **attrs) if attrs else compute, arg_fns, where, span)
+
+    def _valid_fns(self, call: ex.Call, spec: OpSpec) -> list[Any] | None:
+        """Per `spec.valid_args` index: the argument's valid shape (a tuple when constant, else a
+        closure computing it), or None when the argument is fully valid."""
+        idx = getattr(spec, "valid_args", ())
+        if not idx:
+            return None
+        out: list[ExprFn | None] = []
+        for i in idx:
+            view = getattr(call.args[i].type, "view", None) if i < len(call.args) else None
+            vs = getattr(view, "valid_shape", None)
+            if vs is None:
+                out.append(None)
+                continue
+            consts = [self.const_value(d) for d in vs]
+            if all(ok for ok, _ in consts):
+                out.append(tuple(v for _, v in consts))   # known at compile time
+                continue
+            fns = [self.compile_expr(d) for d in vs]
+            out.append(lambda env, fns=fns: tuple([f(env) for f in fns]))
+        return out
+
+
+def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, span: Span) -> ExprFn:
+    """`env -> fn(*[f(env) for f in arg_fns])`, specialised by arity (the interpreter's hot path);
+    exceptions other than RuntimeSimError become a RuntimeSimError located at `span`."""
+    if len(arg_fns) == 1:
+        (f0,) = arg_fns
+
+        def run1(env: Env) -> Any:
             try:
-                return compute(*[f(env) for f in arg_fns], **attrs)
+                return fn(f0(env))
             except RuntimeSimError:
                 raise
             except Exception as err:
                 raise RuntimeSimError(f"{where}: {err}", span) from err
-        return run
+        return run1
+    if len(arg_fns) == 2:
+        f0, f1 = arg_fns
+
+        def run2(env: Env) -> Any:
+            try:
+                return fn(f0(env), f1(env))
+            except RuntimeSimError:
+                raise
+            except Exception as err:
+                raise RuntimeSimError(f"{where}: {err}", span) from err
+        return run2
+    if len(arg_fns) == 3:
+        f0, f1, f2 = arg_fns
+
+        def run3(env: Env) -> Any:
+            try:
+                return fn(f0(env), f1(env), f2(env))
+            except RuntimeSimError:
+                raise
+            except Exception as err:
+                raise RuntimeSimError(f"{where}: {err}", span) from err
+        return run3
+
+    def run(env: Env) -> Any:
+        try:
+            return fn(*[f(env) for f in arg_fns])
+        except RuntimeSimError:
+            raise
+        except Exception as err:
+            raise RuntimeSimError(f"{where}: {err}", span) from err
+    return run

@@ -127,7 +127,8 @@ class FunctionCompiler(ExprCompiler):
     def _seq(self, s: SeqStmts) -> StmtFn:
         return self.compile_block(s)
 
-    def _scope(self, s: ScopeStmt) -> StmtFn:
+    def compile_scope(self, s: ScopeStmt) -> StmtFn:
+        """A scope statement runs its body (subclasses may track runtime scopes)."""
         return self.compile_block(s.body)
 
     def _break(self, s: BreakStmt) -> StmtFn:
@@ -248,13 +249,16 @@ class FunctionCompiler(ExprCompiler):
         """Assign `srcs` to `dsts` simultaneously: rebinding for values, byte copies for buffers.
 
         A buffer copy is skipped when source and target start at the same address of the same
-        memory; sources are snapshotted first when a copy target overlaps another source.
+        memory (an *alias*); sources are snapshotted first when a copy target overlaps another
+        source. The result passes through `instrument_assign`.
         """
         src_fns = [self.compile_expr(x) for x in srcs]
         rebinds: list[tuple[int, int]] = []
         copies: list[tuple[int, int]] = []
         src_ext: list[Extent | None] = []
         dst_ext: list[Extent | None] = []
+        copied: list[tuple[Var, Expr]] = []
+        aliased: list[tuple[Var, Expr]] = []
         for k, (d, x) in enumerate(zip(dsts, srcs)):
             slot, dext = self.define(d), self.buffer_of(d)
             sext = self.check_copy(d, x, span) if dext is not None else None
@@ -264,27 +268,36 @@ class FunctionCompiler(ExprCompiler):
                 rebinds.append((slot, k))
             elif not dext.same_place(sext):
                 copies.append((slot, k))
+                copied.append((d, x))
+            else:
+                aliased.append((d, x))
         snapshot = any(dst_ext[k] is not None and src_ext[j] is not None
                        and dst_ext[k].overlaps(src_ext[j]) for _, k in copies for j in range(len(srcs)))
+        run: Callable[[Env], None]
         if not copies and not rebinds:
-            return _fall_through
-        if not copies and len(rebinds) == 1:
+            run = _fall_through
+        elif not copies and len(rebinds) == 1:
             slot, k0 = rebinds[0]
             f = src_fns[k0]
 
-            def one(env: Env) -> None:
+            def run(env: Env) -> None:
                 env[slot] = f(env)
-            return one
+        else:
+            def run(env: Env) -> None:
+                vals = [f(env) for f in src_fns]
+                if snapshot:
+                    for _, k in copies:
+                        vals[k] = vals[k].clone()
+                for slot, k in rebinds:
+                    env[slot] = vals[k]
+                for slot, k in copies:
+                    env[slot].copy_(vals[k])
+        return self.instrument_assign(run, copied, aliased, span)
 
-        def run(env: Env) -> None:
-            vals = [f(env) for f in src_fns]
-            if snapshot:
-                for _, k in copies:
-                    vals[k] = vals[k].clone()
-            for slot, k in rebinds:
-                env[slot] = vals[k]
-            for slot, k in copies:
-                env[slot].copy_(vals[k])
+    def instrument_assign(self, run: Callable[[Env], None], copied: list[tuple[Var, Expr]],
+                          aliased: list[tuple[Var, Expr]], span: Span) -> Callable[[Env], None]:
+        """Hook: wrap a parallel assignment that copies buffers `copied` (dst, src) and makes
+        `aliased` (dst, src) share bytes without a copy. The default returns `run` unchanged."""
         return run
 
 
@@ -293,7 +306,7 @@ _STMT_HANDLERS: dict[type, Callable[[FunctionCompiler, Any], StmtFn]] = {
     EvalStmt: FunctionCompiler._eval,
     ReturnStmt: FunctionCompiler._return,
     SeqStmts: FunctionCompiler._seq,
-    ScopeStmt: FunctionCompiler._scope,
+    ScopeStmt: lambda c, s: c.compile_scope(s),
     BreakStmt: FunctionCompiler._break,
     ContinueStmt: FunctionCompiler._continue,
     YieldStmt: FunctionCompiler._yield,

@@ -11,23 +11,34 @@ are their arena views) and its result is copied into `t`'s view, converted to `t
 result, or an op without `compute` that has the "creation" trait (`tile.create`), writes nothing.
 Assigning a tile Var to another tile Var copies bytes unless both are at the same address. Ops with
 tensor results (`tile.store`) bind the Var to the returned DDR tensor, which they wrote in place.
+
+Cost: every op (and every carried-tile copy) is a *site* with a static `cost_model.OpCost`. A
+kernel without control flow runs each site once, so its `TaskCost` is computed once; otherwise each
+site counts its executions and the task's cost is summed after the run.
+
+Sanitizing: built with a sanitizer holder, every op and copy also reports its tile reads and writes
+to the current `Sanitizer` (see `sanitizer.py`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
 
+from ...backend.soc import SoCModel
 from ...core.dtype import DataType
 from ...core.enums import FunctionType, MemorySpace
 from ...core.errors import InternalError, RuntimeSimError
 from ...core.span import Span
 from ...ir.expr import Call, Expr, GlobalVar, Var
 from ...ir.function import Function
-from ...ir.stmt import AssignStmt
+from ...ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt
 from ...ir.types import MemRef, ScalarType, TensorType, TileType, static_shape
+from ...ops.registry import OpSpec
 from .arena import CoreArena, tile_nbytes
+from .cost_model import OpCost, TaskCost, copy_cost, op_cost, task_cost
 from .exprs import Env, ExprFn, Extent
 from .interp import FunctionCompiler, StmtFn
 
@@ -36,6 +47,7 @@ __all__ = ["KernelExecutor", "CUBE_SPACES", "KERNEL_TYPES"]
 CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
                          MemorySpace.Bias})
 KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
+_BRANCHY = (ForStmt, WhileStmt, IfStmt)
 
 
 class _Buffer(NamedTuple):
@@ -49,12 +61,30 @@ def _shape_str(shape: Any) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def _has_control_flow(s: Stmt) -> bool:
+    if isinstance(s, _BRANCHY):
+        return True
+    if isinstance(s, SeqStmts):
+        return any(_has_control_flow(x) for x in s.stmts)
+    if isinstance(s, ScopeStmt):
+        return _has_control_flow(s.body)
+    return False
+
+
+Touch = tuple[int, Extent, str]   # (env slot, bytes, variable name)
+
+
 class _KernelCompiler(FunctionCompiler):
     kind = "kernel"
 
-    def __init__(self, func: Function) -> None:
+    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None) -> None:
         self.buffers: dict[int, _Buffer] = {}
         self.extents: dict[Var, Extent] = {}
+        self.soc = soc
+        self.san_ref = sanitizer
+        self.sites: list[OpCost] = []
+        self.counts: list[int] = []
+        self.counting = _has_control_flow(func.body)
         super().__init__(func)
 
     def on_define(self, var: Var, slot: int) -> None:
@@ -88,6 +118,89 @@ class _KernelCompiler(FunctionCompiler):
                                   f"{_shape_str(static_shape(d))})", span)
         return ext
 
+    # ---- cost sites ----------------------------------------------------------------------------
+    def site(self, cost: OpCost) -> int:
+        self.sites.append(cost)
+        self.counts.append(0)
+        return len(self.sites) - 1
+
+    def counted(self, run: Callable[[Env], Any], sites: list[int]) -> Callable[[Env], Any]:
+        """`run`, counting one execution of each of `sites` (only in kernels with control flow)."""
+        if not self.counting or not sites:
+            return run
+        counts = self.counts
+        if len(sites) == 1:
+            k = sites[0]
+
+            def one(env: Env) -> Any:
+                counts[k] += 1
+                return run(env)
+            return one
+
+        def many(env: Env) -> Any:
+            for k in sites:
+                counts[k] += 1
+            return run(env)
+        return many
+
+    # ---- sanitizer hooks -------------------------------------------------------------------------
+    def touch(self, e: Expr) -> Touch | None:
+        ext = self.extents.get(e) if isinstance(e, Var) else None
+        return None if ext is None else (self.slots[e], ext, e.name)  # type: ignore[union-attr]
+
+    def sanitized(self, run: Callable[[Env], Any], op: str, span: Span, reads: list[Touch],
+                  writes: list[Touch], aliases: list[tuple[int, int]], memory: bool) -> Callable[[Env], Any]:
+        ref = self.san_ref
+        if ref is None:
+            return run
+
+        def checked(env: Env) -> Any:
+            san = ref[0]
+            for slot, ext, name in reads:
+                san.read(slot, ext, name, op, span)
+            try:
+                r = run(env)
+            except RuntimeSimError as err:
+                if memory and isinstance(err.__cause__, IndexError):
+                    raise san.ddr_out_of_bounds(err, op, span) from None
+                raise
+            for dst, src in aliases:
+                san.alias(dst, src)
+            for slot, ext, name in writes:
+                san.write(slot, ext, name, op, span)
+            return r
+        return checked
+
+    def op_effects(self, spec: OpSpec, call: Call, dst: Var | None) -> tuple[list, list, list]:
+        """(reads, writes, aliases) of on-chip tiles for the sanitizer."""
+        n = len(call.args)
+        reads = [t for i in spec.reads if i < n and (t := self.touch(call.args[i])) is not None]
+        writes = [t for i in spec.writes if i < n and (t := self.touch(call.args[i])) is not None]
+        aliases: list[tuple[int, int]] = []
+        if dst is not None:
+            d = self.touch(dst)
+            src = next((t for a in call.args if (t := self.touch(a)) is not None), None)
+            assert d is not None
+            inside = src is not None and d[1].space is src[1].space and src[1].addr <= d[1].addr \
+                and d[1].addr + d[1].nbytes <= src[1].addr + src[1].nbytes
+            if spec.has_trait("view") and inside:
+                aliases.append((d[0], src[0]))  # type: ignore[index]
+            else:
+                writes.append(d)
+        return reads, writes, aliases
+
+    def instrument_assign(self, run: Callable[[Env], None], copied: list[tuple[Var, Expr]],
+                          aliased: list[tuple[Var, Expr]], span: Span) -> Callable[[Env], None]:
+        sites = [self.site(copy_cost(self.extents[d].space, self.extents[d].nbytes)) for d, _ in copied]
+        run = self.counted(run, sites)
+        if self.san_ref is None or not (copied or aliased):
+            return run
+        reads = [t for _, s in copied if (t := self.touch(s)) is not None]
+        writes = [t for d, _ in copied if (t := self.touch(d)) is not None]
+        aliases = [(self.slots[d], self.slots[s]) for d, s in aliased if isinstance(s, Var)]
+        return self.sanitized(run, "tile copy (carried value)", span, reads, writes, aliases, False)
+
+    # ---- ops -------------------------------------------------------------------------------------
     def compile_assign(self, s: AssignStmt) -> StmtFn:
         if isinstance(s.var.type, TileType) and isinstance(s.value, Call) \
                 and not isinstance(s.value.op, GlobalVar):
@@ -99,6 +212,7 @@ class _KernelCompiler(FunctionCompiler):
         slot = self.define(var)
         if spec.compute is None and spec.has_trait("creation"):
             return lambda env: None
+        k = self.site(op_cost(spec, call, self.soc))
         compute = self.op_closure(call, spec)
         name, span = spec.name, call.span
 
@@ -116,7 +230,11 @@ class _KernelCompiler(FunctionCompiler):
             if res._base is not None:   # a view, possibly of arena bytes: detach before copying
                 res = res.clone()
             dst.copy_(res)
-        return run
+        run = self.counted(run, [k])
+        if self.san_ref is None:
+            return run
+        reads, writes, aliases = self.op_effects(spec, call, var)
+        return self.sanitized(run, name, span, reads, writes, aliases, spec.has_trait("memory"))
 
     def compile_call(self, call: Call) -> ExprFn:
         if isinstance(call.op, GlobalVar):
@@ -125,40 +243,55 @@ class _KernelCompiler(FunctionCompiler):
         if isinstance(call.result_type, TileType):
             raise RuntimeSimError(f"the tile result of {call.op} must be assigned to a tile variable "
                                   f"with a MemRef", call.span)
-        return self.op_closure(call, self.lookup_op(call))
+        spec = self.lookup_op(call)
+        run = self.counted(self.op_closure(call, spec), [self.site(op_cost(spec, call, self.soc))])
+        if self.san_ref is None:
+            return run
+        reads, writes, aliases = self.op_effects(spec, call, None)
+        return self.sanitized(run, spec.name, call.span, reads, writes, aliases, spec.has_trait("memory"))
 
 
 class KernelExecutor:
     """One prepared InCore (or AIC/AIV) function.
 
+    Args:
+        func: the kernel.
+        soc: the chip model (costs use its DDR access granularity).
+        sanitizer: None, or a one-element list holding the current `Sanitizer` (read at run time).
+
     Attributes:
-        func: the kernel's `ir.Function`.
-        name: its name.
+        func: the kernel's `ir.Function`. name: its name.
         core_type: "AIC" for `FunctionType.AIC` or a kernel with any tile in Mat/Left/Right/Acc/Bias,
             else "AIV".
         buffers: number of distinct tile Vars (each one arena view per core).
+        sites: static cost of every op / copy site. dynamic: True when the kernel has control flow.
 
     Raises:
         RuntimeSimError: when the function is not runnable lowered IR (a tile without a MemRef, a
             tile parameter, an unknown op, ...).
     """
 
-    def __init__(self, func: Function) -> None:
-        c = _KernelCompiler(func)
+    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None) -> None:
+        c = _KernelCompiler(func, soc, sanitizer)
         self.func, self.name = func, func.name
         self._c = c
         self._body = c.body
         self._buffers = tuple(c.buffers.items())
         self.buffers = len(self._buffers)
+        self.sites = tuple(c.sites)
+        self.dynamic = c.counting
+        self._counts, self._zeros = c.counts, [0] * len(c.counts)
+        self._static_cost: TaskCost | None = None if self.dynamic else task_cost(self.sites)
         self._templates: dict[CoreArena, list] = {}
         self._params = []
         for p, slot in zip(func.params, c.param_slots):
             t = p.type
             if isinstance(t, TensorType):
                 static = tuple(getattr(d, "value", None) for d in t.shape)  # None: dynamic dim
-                self._params.append((p.name, slot, True, static, t.dtype.to_torch(strict=False)))
+                self._params.append((p.name, slot, True, static, t.dtype.to_torch(strict=False),
+                                     None if None in static else torch.Size(static)))
             elif isinstance(t, ScalarType):
-                self._params.append((p.name, slot, False, None, None))
+                self._params.append((p.name, slot, False, None, None, None))
             else:
                 raise RuntimeSimError(f"parameter '{p.name}' of kernel '{func.name}' is a "
                                       f"{type(t).__name__}; kernel parameters are tensors or scalars",
@@ -185,10 +318,10 @@ class KernelExecutor:
             self._templates[arena] = tmpl
         return tmpl
 
-    def run(self, args: tuple | list, arena: CoreArena) -> tuple | None:
+    def run(self, args: tuple | list, arena: CoreArena) -> TaskCost:
         """Execute the kernel once on `arena` with `args` (tensors → torch tensors, scalars → numbers).
 
-        Returns the values of the kernel's ReturnStmt (a tuple), or None if it has none.
+        Returns the task's cost (cycles including launch, per pipe, bytes per memory path).
 
         Raises:
             RuntimeSimError: for a wrong argument count, shape or dtype, or any failure inside.
@@ -197,18 +330,26 @@ class KernelExecutor:
             raise RuntimeSimError(f"kernel '{self.name}' takes {len(self._params)} arguments, "
                                   f"got {len(args)}")
         env = self.template(arena).copy()
-        for a, (pname, slot, is_tensor, static, tdt) in zip(args, self._params):
+        for a, (pname, slot, is_tensor, static, tdt, size) in zip(args, self._params):
             if is_tensor:
+                if size is not None and a.__class__ is torch.Tensor and a.dtype == tdt and a.shape == size:
+                    env[slot] = a    # the common case: a tensor of the declared static type
+                    continue
                 if not isinstance(a, torch.Tensor):
                     raise RuntimeSimError(f"kernel '{self.name}': argument '{pname}' must be a tensor, "
                                           f"got {type(a).__name__}")
-                if a.dtype != tdt or len(a.shape) != len(static) or any(
-                        s is not None and s != n for s, n in zip(static, a.shape)):
+                shape = a.shape
+                if a.dtype != tdt or len(shape) != len(static) or any(
+                        s is not None and s != n for s, n in zip(static, shape)):
                     raise RuntimeSimError(
-                        f"kernel '{self.name}': argument '{pname}' is {a.dtype} {_shape_str(a.shape)}, "
+                        f"kernel '{self.name}': argument '{pname}' is {a.dtype} {_shape_str(shape)}, "
                         f"expected {tdt} {_shape_str('?' if s is None else s for s in static)}")
             env[slot] = a
         if self._c.dim_binders:
             self._c.bind_dims(env, args)
+        if self._static_cost is not None:
+            self._body(env)
+            return self._static_cost
+        self._counts[:] = self._zeros
         self._body(env)
-        return env[0]
+        return task_cost(self.sites, self._counts)

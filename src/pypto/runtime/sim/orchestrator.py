@@ -11,7 +11,13 @@ its return value(s).
 Registered ops run on the host only when they do not compute on data: ops with the
 "orchestration", "view" or "creation" trait, or a scalar result (shape queries). Anything else —
 every `tile.*` op and tensor compute ops — is rejected, because in a correctly lowered program it
-lives inside a kernel.
+lives inside a kernel. A host op that reads or writes tensor *data* (not a view or an allocation,
+e.g. reading one element) first waits for every submitted task (`SimDevice.sync`), so it sees
+their results and is ordered after them.
+
+Runtime scopes: the entry function's body is the outermost scope; a call of a nested orchestration
+function and a `pl.scope()` block (`ScopeStmt` of kind Runtime) each open a scope inside it. Tasks
+record the scopes they were submitted in (for the scope statistics of the DFX outputs).
 """
 
 from __future__ import annotations
@@ -19,12 +25,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...core.enums import ParamDirection
+from ...core.enums import ParamDirection, ScopeKind
 from ...core.errors import RuntimeSimError
 from ...ir.expr import Call, GlobalVar
 from ...ir.function import Function, Program
-from ...ir.types import ScalarType
-from .interp import Env, ExprFn, FunctionCompiler
+from ...ir.stmt import ScopeStmt
+from ...ir.types import ScalarType, TensorType
+from .interp import Env, ExprFn, FunctionCompiler, StmtFn
 from .kernel import KERNEL_TYPES
 
 if TYPE_CHECKING:
@@ -59,7 +66,33 @@ class _OrchCompiler(FunctionCompiler):
             raise RuntimeSimError(f"op '{spec.name}' computes on data and cannot run in orchestration "
                                   f"function '{self.func.name}' (it belongs inside an InCore kernel)",
                                   call.span)
-        return self.op_closure(call, spec)
+        run = self.op_closure(call, spec)
+        touches_data = not spec.traits & {"view", "creation"} and any(
+            i < len(call.args) and isinstance(call.args[i].type, TensorType)
+            for i in (*spec.reads, *spec.writes))
+        if not touches_data:
+            return run
+        sync = self.device.sync
+
+        def synced(env: Env) -> Any:
+            sync()
+            return run(env)
+        return synced
+
+    def compile_scope(self, s: ScopeStmt) -> StmtFn:
+        if s.kind is not ScopeKind.Runtime:
+            return super().compile_scope(s)
+        body, device = self.compile_block(s.body), self.device
+        name = f"scope@{s.span.begin_line}" if s.span.is_known() else "scope"
+        span = s.span
+
+        def scoped(env: Env) -> Any:
+            device.push_scope(name, span)
+            try:
+                return body(env)
+            finally:
+                device.pop_scope()
+        return scoped
 
     def _call_function(self, call: Call) -> ExprFn:
         name = call.op.name  # type: ignore[union-attr]
@@ -72,18 +105,23 @@ class _OrchCompiler(FunctionCompiler):
                                   call.span)
         arg_fns = [self.compile_expr(a) for a in call.args]
         device, program = self.device, self.program
+        span = call.span
         if callee.func_type in KERNEL_TYPES:
             outs = tuple(i for i, d in enumerate(callee.param_directions) if d in _OUT)
 
             def submit(env: Env) -> Any:
                 args = tuple([f(env) for f in arg_fns])
-                device.submit(callee, args)
+                device.submit(callee, args, span=span)
                 return _pick([args[i] for i in outs])
             return submit
 
         def nested(env: Env) -> Any:
             args = [f(env) for f in arg_fns]
-            return _pick(device.orchestrator(program, callee).run(args))
+            device.push_scope(name, span)
+            try:
+                return _pick(device.orchestrator(program, callee).run(args))
+            finally:
+                device.pop_scope()
         return nested
 
 

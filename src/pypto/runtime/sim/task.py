@@ -1,4 +1,9 @@
-"""Task records: one per kernel call submitted by an Orchestration function (SPEC §1, §5)."""
+"""Task records: one per kernel call submitted by an Orchestration function (SPEC §1, §5).
+
+A task carries what the scheduler needs (core type, dependencies, submission time), what the
+simulator computed for it (core, start/end cycles, cost) and what diagnostics name (kernel, the
+call's source location, the runtime scope it was submitted in).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.enums import ParamDirection
+from ...core.span import Span
+from .cost_model import TaskCost
 
 __all__ = ["Task"]
 
@@ -21,8 +28,16 @@ class Task:
         args: argument values: torch tensors (DDR buffers, possibly views) and Python numbers.
         directions: In/Out/InOut per argument, from the kernel's parameter directions.
         core_index: index of the core (within `core_type`) the scheduler placed it on; None until
-            scheduled.
+            it is dispatched.
         executor: the prepared `KernelExecutor`.
+        span: source location of the kernel call in the orchestration function (or None).
+        scope: ids of the runtime scopes (outermost first) it was submitted in.
+        deps: {earlier task id: kind}; kind is "RAW", "WAW", "WAR" (found from overlapping DDR
+            regions) or "explicit".
+        accesses: (argument index, Region, reads, writes) per tensor argument.
+        submit_cycle / start_cycle / end_cycle: simulated times in AI-core cycles (start and end
+            are None until the task has run).
+        cost: cycles, per-pipe cycles and bytes per memory path of the run (None until run).
     """
 
     task_id: int
@@ -32,6 +47,14 @@ class Task:
     directions: tuple[ParamDirection, ...]
     core_index: int | None = None
     executor: Any = field(default=None, repr=False)
+    span: Span | None = field(default=None, repr=False)
+    scope: tuple[int, ...] = ()
+    deps: dict[int, str] = field(default_factory=dict)
+    accesses: tuple[tuple[int, Any, bool, bool], ...] = field(default=(), repr=False)
+    submit_cycle: int = 0
+    start_cycle: int | None = None
+    end_cycle: int | None = None
+    cost: TaskCost | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         def brief(a: Any) -> str:
@@ -42,8 +65,13 @@ class Task:
 
     @property
     def core(self) -> str:
-        """The core as one name, e.g. `AIV3` (empty before scheduling)."""
+        """The core as one name, e.g. `AIV3` (empty before dispatch)."""
         return "" if self.core_index is None else f"{self.core_type}{self.core_index}"
+
+    @property
+    def cycles(self) -> int:
+        """Simulated duration in cycles (0 before the task has run)."""
+        return 0 if self.cost is None else self.cost.cycles
 
     def args_with(self, *directions: ParamDirection) -> tuple[Any, ...]:
         """The arguments whose direction is one of `directions`."""

@@ -1,0 +1,406 @@
+"""Host orchestration C++ of one Orchestration function (SPEC §5 "Orchestration facts").
+
+The generated file defines `aicpu_orchestration_entry(PTO2Runtime* rt, uint64_t* args, int32_t
+arg_count)`. Its argument ABI (also recorded in `compiled_meta.json`): one slot per parameter of
+the function, in order (a tensor's device address, or a scalar's value), then one slot per dynamic
+dimension (`pl.dynamic`) of the parameter shapes, in first-appearance order.
+
+Each call of a kernel builds a task argument list — `add_input` / `add_output` / `add_inout` from the
+kernel's parameter directions, `add_scalar` for scalars — and submits it to the AIV or AIC queue
+(`submit_aiv_task` / `submit_aic_task`) with the kernel's `func_id` from `kernel_config.py`. The
+value of a kernel call is its Out/InOut tensor(s). Runtime scopes (`pl.scope()`) become
+`PTO2_SCOPE(rt) { ... }`; a function with `auto_scope=True` and no explicit scope gets one scope
+around its body. Other host functions it calls (Opaque, nested Orchestration) become static C++
+functions in the same file. Host ops (creation, views, shape queries) are spelled generically as
+`<namespace>_<op>(args..., attrs...)`, so nothing here knows a specific op; an op that computes on
+data is an error (it belongs inside an InCore kernel).
+"""
+
+from __future__ import annotations
+
+from ...core.enums import ParamDirection, ScopeKind
+from ...core.span import Span
+from ...ir.expr import Call, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
+from ...ir.function import Function, Program
+from ...ir.stmt import (
+    AssignStmt,
+    BreakStmt,
+    ContinueStmt,
+    EvalStmt,
+    ForStmt,
+    IfStmt,
+    ReturnStmt,
+    ScopeStmt,
+    SeqStmts,
+    Stmt,
+    WhileStmt,
+    YieldStmt,
+)
+from ...ir.types import ScalarType, TensorType, TupleType
+from ...ir.visitor import IRVisitor
+from ...ops import get_op
+from ..common import CodegenError, NameAllocator, dynamic_dims, is_kernel, kernel_core_type, span_or
+from .cexpr import CPP_KEYWORDS, HELPERS, c_expr, c_literal, c_scalar_type, c_type
+
+__all__ = ["emit_orchestration", "entry_dynamic_dims", "kernel_enum_name"]
+
+_HOST_TRAITS = frozenset({"orchestration", "view", "creation"})
+_ADD = {ParamDirection.In: "add_input", ParamDirection.Out: "add_output", ParamDirection.InOut: "add_inout"}
+
+
+def kernel_enum_name(name: str) -> str:
+    return "FUNC_" + "".join(c if c.isalnum() else "_" for c in name).upper()
+
+
+def entry_dynamic_dims(func: Function) -> list[Var]:
+    """Dynamic dimension Vars of `func`'s parameters, in their argument-slot order."""
+    return [d for d, _, _, _ in dynamic_dims(func)]
+
+
+class _Callees(IRVisitor):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar) and e.op.name not in self.names:
+            self.names.append(e.op.name)
+        super().visit_Call(e)
+
+
+def _has_runtime_scope(s: Stmt) -> bool:
+    class V(IRVisitor):
+        found = False
+
+        def visit_ScopeStmt(self, x: ScopeStmt) -> None:
+            self.found |= x.kind is ScopeKind.Runtime
+            super().visit_ScopeStmt(x)
+    v = V()
+    v.visit_stmt(s)
+    return v.found
+
+
+class _FunctionEmitter:
+    """C++ statements of one host function."""
+
+    def __init__(self, func: Function, program: Program, kernel_ids: dict[str, int],
+                 lines: list[str], is_entry: bool) -> None:
+        self.func, self.program, self.kernel_ids = func, program, kernel_ids
+        self.lines, self.is_entry = lines, is_entry
+        self.names = NameAllocator(CPP_KEYWORDS)
+        self.env: dict[Var, str] = {}
+        self.depth = 1
+        self.tasks = 0
+        self.yields: list[list[str]] = []   # target C++ names of the enclosing loop / if
+        self.span = func.span
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    def fail(self, msg: str, span: Span | None = None) -> CodegenError:
+        return CodegenError(f"orchestration '{self.func.name}': {msg}", span_or(span, self.span, self.func.span))
+
+    def bind(self, v: Var) -> str:
+        name = self.names.fresh(v.name)
+        self.env[v] = name
+        return name
+
+    def name_of(self, e: Expr) -> str:
+        if isinstance(e, Var):
+            if e not in self.env:
+                raise self.fail(f"'{e.name}' is used before it has a value", e.span)
+            return self.env[e]
+        if isinstance(e, MakeTuple):
+            return "{" + ", ".join(self.expr(x) for x in e.elements) + "}"
+        if isinstance(e, TupleGetItem):
+            return f"std::get<{e.index}>({self.expr(e.tuple_value)})"
+        if isinstance(e, Call):
+            return self.call(e, None)
+        raise self.fail(f"cannot generate C++ for {type(e).__name__}", e.span)
+
+    def expr(self, e: Expr) -> str:
+        return c_expr(e, self.name_of)
+
+    # ---- statements -----------------------------------------------------------------------
+    def body(self) -> None:
+        """The function body. The entry with auto_scope (and no explicit scope) runs inside one
+        runtime scope; helpers run inside their caller's scopes."""
+        f = self.func
+        stmts = list(f.body.stmts)
+        tail = [stmts.pop()] if stmts and isinstance(stmts[-1], ReturnStmt) else []
+        if self.is_entry and f.auto_scope and not _has_runtime_scope(f.body):
+            self.emit("PTO2_SCOPE(rt) {  // automatic runtime scope")
+            self.depth += 1
+            for x in stmts:
+                self.stmt(x)
+            self.depth -= 1
+            self.emit("}")
+        else:
+            for x in stmts:
+                self.stmt(x)
+        for x in tail:
+            self.stmt(x)
+
+    def stmt(self, s: Stmt) -> None:
+        prev, self.span = self.span, span_or(s.span, self.span)
+        try:
+            if isinstance(s, SeqStmts):
+                for x in s.stmts:
+                    self.stmt(x)
+            elif isinstance(s, AssignStmt):
+                self.assign(s)
+            elif isinstance(s, EvalStmt):
+                self.emit(self.expr(s.expr) + ";")
+            elif isinstance(s, ForStmt):
+                self.for_(s)
+            elif isinstance(s, WhileStmt):
+                self.while_(s)
+            elif isinstance(s, IfStmt):
+                self.if_(s)
+            elif isinstance(s, YieldStmt):
+                self.yield_(s)
+            elif isinstance(s, ReturnStmt):
+                self.ret(s)
+            elif isinstance(s, (BreakStmt, ContinueStmt)):
+                self.emit("break;" if isinstance(s, BreakStmt) else "continue;")
+            elif isinstance(s, ScopeStmt):
+                self.scope(s)
+            else:
+                raise self.fail(f"{type(s).__name__} is not supported in host code", s.span)
+        finally:
+            self.span = prev
+
+    def scope(self, s: ScopeStmt) -> None:
+        if s.kind is not ScopeKind.Runtime:
+            raise self.fail("an InCore scope (pl.at) is left in host code; OutlineIncoreScopes must "
+                            "outline it before codegen", s.span)
+        self.emit("PTO2_SCOPE(rt) {")
+        self.depth += 1
+        self.stmt(s.body)
+        self.depth -= 1
+        self.emit("}")
+
+    def assign(self, s: AssignStmt) -> None:
+        v, e = s.var, s.value
+        if isinstance(e, Call):
+            text = self.call(e, s.span)
+            decl = "auto" if isinstance(v.type, TupleType) else c_type(v.type)
+            self.emit(f"{decl} {self.bind(v)} = {text};")
+            return
+        text = self.expr(e)
+        decl = "auto" if isinstance(v.type, TupleType) else c_type(v.type)
+        self.emit(f"{decl} {self.bind(v)} = {text};")
+
+    def call(self, e: Call, span: Span | None) -> str:
+        if isinstance(e.op, GlobalVar):
+            callee = self.program.get_function(e.op.name)
+            if callee is None:
+                raise self.fail(f"call of unknown function '{e.op.name}'", e.span)
+            if is_kernel(callee):
+                return self.submit(callee, e, span)
+            args = ", ".join(["rt"] + [self.expr(a) for a in e.args])
+            return f"{callee.name}({args})"
+        spec = get_op(e.op)
+        host_ok = spec.namespace != "tile" and (spec.traits & _HOST_TRAITS or isinstance(e.type, ScalarType))
+        if not host_ok:
+            raise self.fail(f"op '{spec.name}' computes on data and cannot run in host code (it belongs "
+                            f"inside an InCore kernel)", e.span)
+        args = [self.expr(a) for a in e.args] + [c_literal(v) for _, v in e.kwargs]
+        return f"{spec.namespace}_{spec.short_name}({', '.join(args)})"
+
+    def submit(self, kernel: Function, e: Call, span: Span | None) -> str:
+        """Emit the task argument list and submission; returns the call's value (its outputs)."""
+        t = self.names.fresh(f"task{self.tasks}")
+        self.tasks += 1
+        where = span_or(e.span, span, self.span)
+        self.emit(f"TaskArgs {t};  // {kernel.name}(...)" + (f" at {where}" if where.is_known() else ""))
+        outs: list[str] = []
+        for a, p, d in zip(e.args, kernel.params, kernel.param_directions):
+            val = self.expr(a)
+            if isinstance(p.type, TensorType):
+                self.emit(f"{t}.{_ADD[d]}({val});")
+                if d is not ParamDirection.In:
+                    outs.append(val)
+            else:
+                self.emit(f"{t}.add_scalar({val});")
+        for _, i, kind, axis in dynamic_dims(kernel):  # the kernel's dynamic dims follow its params
+            self.emit(f"{t}.add_scalar({self.expr(e.args[i])}.{kind}({axis}));")
+        for k, v in e.kwargs:
+            if k == "deps":
+                for dep in (v if isinstance(v, tuple) else (v,)):
+                    self.emit(f"{t}.add_dep({self.expr(dep) if isinstance(dep, Expr) else c_literal(dep)});")
+        core = kernel_core_type(kernel)
+        self.emit(f"submit_{core}_task(rt, {kernel_enum_name(kernel.name)}, {t});")
+        if not outs:
+            return "std::make_tuple()"
+        return outs[0] if len(outs) == 1 else "std::make_tuple(" + ", ".join(outs) + ")"
+
+    def _carry(self, iter_args: tuple, return_vars: tuple) -> list[str]:
+        names = []
+        for ia in iter_args:
+            init = self.expr(ia.init)
+            name = self.bind(ia)
+            self.emit(f"{c_type(ia.type)} {name} = {init};")
+            names.append(name)
+        return names
+
+    def _finish_carry(self, names: list[str], return_vars: tuple) -> None:
+        for n, rv in zip(names, return_vars):
+            self.emit(f"{c_type(rv.type)} {self.bind(rv)} = {n};")
+
+    def for_(self, s: ForStmt) -> None:
+        names = self._carry(s.iter_args, s.return_vars)
+        i = self.bind(s.loop_var)
+        ty = c_scalar_type(s.loop_var.type.dtype)  # type: ignore[attr-defined]
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        positive = getattr(s.step, "value", None)
+        cond = (f"{i} < {stop}" if isinstance(positive, int) and positive > 0 else
+                f"({step} > 0 ? {i} < {stop} : {i} > {stop})")
+        kind = "" if s.kind.name == "Sequential" else f"  // pl.{s.kind.value} loop"
+        self.emit(f"for ({ty} {i} = {start}; {cond}; {i} += {step}) {{{kind}")
+        self._region(s.body, names)
+        self.emit("}")
+        self._finish_carry(names, s.return_vars)
+
+    def while_(self, s: WhileStmt) -> None:
+        names = self._carry(s.iter_args, s.return_vars)
+        self.emit(f"while ({self.expr(s.cond)}) {{")
+        self._region(s.body, names)
+        self.emit("}")
+        self._finish_carry(names, s.return_vars)
+
+    def if_(self, s: IfStmt) -> None:
+        names = []
+        for rv in s.return_vars:
+            n = self.bind(rv)
+            self.emit(f"{c_type(rv.type)} {n}{'' if isinstance(rv.type, TensorType) else '{}'};")
+            names.append(n)
+        self.emit(f"if ({self.expr(s.cond)}) {{")
+        self._region(s.then_body, names)
+        if s.else_body is not None:
+            self.emit("} else {")
+            self._region(s.else_body, names)
+        self.emit("}")
+
+    def _region(self, body: SeqStmts, targets: list[str]) -> None:
+        self.yields.append(targets)
+        self.depth += 1
+        try:
+            self.stmt(body)
+        finally:
+            self.depth -= 1
+            self.yields.pop()
+
+    def yield_(self, s: YieldStmt) -> None:
+        if not self.yields:
+            raise self.fail("yield outside a loop or if", s.span)
+        targets = self.yields[-1]
+        vals = [self.expr(v) for v in s.values]
+        if len(targets) > 1:  # parallel assignment: read every value before writing any target
+            tmps = [self.names.fresh("next") for _ in vals]
+            for t, v in zip(tmps, vals):
+                self.emit(f"auto {t} = {v};")
+            vals = tmps
+        for t, v in zip(targets, vals):
+            if t != v:
+                self.emit(f"{t} = {v};")
+
+    def ret(self, s: ReturnStmt) -> None:
+        if self.is_entry:
+            self.emit("// outputs are written in place: the entry returns nothing")
+        elif not s.values:
+            self.emit("return;")
+        elif len(s.values) == 1:
+            self.emit(f"return {self.expr(s.values[0])};")
+        else:
+            self.emit("return std::make_tuple(" + ", ".join(self.expr(v) for v in s.values) + ");")
+
+
+def _ret_type(f: Function) -> str:
+    if not f.return_types:
+        return "void"
+    if len(f.return_types) == 1:
+        return c_type(f.return_types[0])
+    return "std::tuple<" + ", ".join(c_type(t) for t in f.return_types) + ">"
+
+
+def _helper(f: Function, program: Program, kernel_ids: dict[str, int]) -> list[str]:
+    lines: list[str] = []
+    em = _FunctionEmitter(f, program, kernel_ids, lines, is_entry=False)
+    params = ["PTO2Runtime* rt"] + [f"{c_type(p.type)} {em.bind(p)}" for p in f.params]
+    head = f"static {_ret_type(f)} {f.name}({', '.join(params)})"
+    dims = [f"  const int64_t {em.bind(d)} = {em.env[f.params[i]]}.{kind}({axis});  // dynamic dim"
+            for d, i, kind, axis in dynamic_dims(f)]
+    em.body()
+    return [f"// {f.func_type.name} function '{f.name}'" + (f" ({f.span})" if f.span.is_known() else ""),
+            head + " {", *dims, *lines, "}", ""]
+
+
+def _reachable_helpers(func: Function, program: Program) -> list[Function]:
+    order: list[Function] = []
+
+    def visit(f: Function) -> None:
+        v = _Callees()
+        v.visit_function(f)
+        for n in v.names:
+            g = program.get_function(n)
+            if g is not None and not is_kernel(g) and g not in order and g is not func:
+                visit(g)
+                if g not in order:
+                    order.append(g)
+    visit(func)
+    return order
+
+
+def emit_orchestration(func: Function, program: Program, kernel_ids: dict[str, int]) -> str:
+    """The C++ text of `orchestration/<func.name>.cpp` for host function `func` (an Orchestration
+    function, or an Opaque entry), see the module docstring.
+
+    `kernel_ids` maps every kernel name to its `func_id` (the kernel table of `kernel_config.py`).
+
+    Raises:
+        CodegenError: a data-computing op or an InCore scope left in host code, or a call of an
+            unknown function.
+    """
+    if is_kernel(func):
+        raise CodegenError(f"'{func.name}' is a {func.func_type.name} kernel, not a host function", func.span)
+    out = [f"// PyPTO orchestration '{func.name}' of program '{program.name}'"
+           + (f" ({func.span})" if func.span.is_known() else ""),
+           "// Host control code: builds the task graph of one call on the PTO2 runtime.",
+           "#include <cmath>", "#include <cstdint>", "#include <algorithm>", "#include <tuple>", "",
+           '#include "pto_orchestration_api.h"', "", "namespace {", "", "enum KernelId : int32_t {"]
+    out += [f"  {kernel_enum_name(n)} = {i},  // kernels/{kernel_core_type(program.get_function(n))}/{n}.pto"
+            for n, i in kernel_ids.items()]
+    out += ["};", "", HELPERS, ""]
+    helpers = _reachable_helpers(func, program)
+    for h in helpers:
+        out.append(f"static {_ret_type(h)} {h.name}(PTO2Runtime* rt"
+                   + "".join(f", {c_type(p.type)}" for p in h.params) + ");")
+    if helpers:
+        out.append("")
+    for h in helpers:
+        out += _helper(h, program, kernel_ids)
+    out += ["}  // namespace", ""]
+    lines: list[str] = []
+    em = _FunctionEmitter(func, program, kernel_ids, lines, is_entry=True)
+    nparams = len(func.params)
+    names = [em.bind(p) for p in func.params]
+    dims_lines = [f"  const int64_t {em.bind(d)} = static_cast<int64_t>(args[{nparams + j}]);  // dynamic dim"
+                  for j, d in enumerate(entry_dynamic_dims(func))]
+    unpack: list[str] = []
+    for i, (p, d, name) in enumerate(zip(func.params, func.param_directions, names)):
+        t = p.type
+        if isinstance(t, TensorType):
+            dims = ", ".join(em.expr(x) for x in t.shape)
+            unpack.append(f"  Tensor {name} = make_external_tensor(args[{i}], {{{dims}}}, "
+                          f"DataType::{t.dtype.name});  // {d.name}")
+        elif isinstance(t, ScalarType):
+            ct = c_scalar_type(t.dtype)
+            unpack.append(f"  {ct} {name} = scalar_arg<{ct}>(args[{i}]);  // {d.name}")
+        else:
+            raise CodegenError(f"parameter '{p.name}' of '{func.name}' is a {type(t).__name__}; orchestration "
+                               f"parameters are tensors or scalars", p.span)
+    em.body()
+    out += ['extern "C" void aicpu_orchestration_entry(PTO2Runtime* rt, uint64_t* args, int32_t arg_count) {',
+            f"  if (arg_count != {nparams + len(dims_lines)}) return;  // ABI: see compiled_meta.json",
+            *dims_lines, *unpack, *lines, "}", ""]
+    return "\n".join(out)

@@ -1,0 +1,315 @@
+"""`torch_codegen(node)`: a standalone PyTorch script computing what a PyPTO program computes
+(User Manual "Torch Codegen Debug Guide"; SPEC §2 `from pypto.debug import torch_codegen`).
+
+Works at any pass stage: tensor-level programs (before outlining), outlined InCore functions,
+tile-level kernels with memory planning (MemRefs are ignored: the script is the *meaning* of the
+program, not its memory layout — which is what makes it a reference for the address-faithful
+simulator). The script imports only `torch` and `math`; the helpers it needs are pasted from
+`torch_prelude`, and every op becomes one expression from its `torch_ops` template.
+
+Script layout: the prelude; one Python function per IR function (same names); `ENTRY` (the entry
+function), `OUTPUTS` (indices of its Out/InOut parameters) and `run(*args)`; and a `__main__`
+block that runs the entry on random inputs and prints a checksum of each output.
+
+Semantics, matching the simulator:
+- tiles are values: each tile assignment makes a fresh tensor of the declared dtype and shape;
+- DDR tensors are passed by reference: `store` / `assemble` / `write` update them in place;
+- a kernel (InCore / AIC / AIV) call evaluates to its Out/InOut arguments (one, or a tuple), any
+  other function call to its returned values;
+- loops, ifs and while loops carry values explicitly (`iter_args` / `yield_` / return vars);
+- variables are named by their printed names, so the script means what the printed IR means;
+- scalars use Python arithmetic (no fixed-width wrap-around).
+
+Raises `NotImplementedError` naming the op for an op without a template.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import re
+from typing import Any
+
+from ..core.dtype import DataType
+from ..core.enums import FunctionType, ParamDirection
+from ..ir import expr as ex
+from ..ir import stmt as st
+from ..ir.function import Function, Program
+from ..ir.types import ScalarType, TensorType, TileType
+from ..ops.registry import get_op, has_op
+from . import torch_prelude
+from .torch_ops import template_for
+
+__all__ = ["torch_codegen"]
+
+_KERNELS = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
+_OUT = (ParamDirection.Out, ParamDirection.InOut)
+_RESERVED = frozenset({"torch", "math", "range", "min", "max", "abs", "int", "float", "bool", "tuple",
+                       "list", "len", "print", "run", "ENTRY", "OUTPUTS", "BLOCK", "main_inputs"})
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%", "truediv": "/",
+           "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+           "and": "and", "or": "or", "bit_and": "&", "bit_or": "|", "bit_xor": "^", "shl": "<<",
+           "shr": ">>"}
+
+
+def _torch_dtype(dt: DataType) -> str:
+    tdt = dt.to_torch(strict=False)
+    if tdt is None:
+        raise NotImplementedError(f"dtype {dt.name} has no torch equivalent")
+    return str(tdt)
+
+
+def _value(v: Any) -> str:
+    """A Python literal for an attribute value."""
+    if isinstance(v, DataType):
+        return _torch_dtype(v)
+    if hasattr(v, "name") and hasattr(type(v), "__members__"):   # enums: by name
+        return repr(v.name)
+    if isinstance(v, tuple):
+        return "(" + "".join(f"{_value(x)}, " for x in v) + ")"
+    return repr(v)
+
+
+class _FunctionEmitter:
+    """Emits one IR function as one Python function."""
+
+    def __init__(self, func: Function, program: Program, names: dict[str, str]) -> None:
+        self.func, self.program, self.fnames = func, program, names
+        self.lines: list[str] = []
+        self.names: dict[str, str] = {}
+        self.targets: list[tuple[ex.Var, ...]] = []
+        self.is_kernel = func.func_type in _KERNELS
+
+    # ---- names and expressions ---------------------------------------------------------------
+    def name(self, v: ex.Var) -> str:
+        hint = v.name
+        n = self.names.get(hint)
+        if n is None:
+            base = re.sub(r"\W", "_", hint) or "v"
+            if base[0].isdigit() or keyword.iskeyword(base) or base in _RESERVED or base.startswith("_") \
+                    or base in self.fnames.values():
+                base = f"v_{base}"
+            n = self.names[hint] = base
+        return n
+
+    def expr(self, e: ex.Expr) -> str:
+        if isinstance(e, ex.Var):
+            return self.name(e)
+        if isinstance(e, ex.ConstBool):
+            return repr(bool(e.value))
+        if isinstance(e, ex.ConstInt):
+            return repr(int(e.value))
+        if isinstance(e, ex.ConstFloat):
+            return repr(float(e.value))
+        if isinstance(e, ex.MakeTuple):
+            return "(" + "".join(f"{self.expr(x)}, " for x in e.elements) + ")"
+        if isinstance(e, ex.TupleGetItem):
+            return f"{self.expr(e.tuple_value)}[{e.index}]"
+        if isinstance(e, ex.BinaryExpr):
+            a, b = self.expr(e.lhs), self.expr(e.rhs)
+            if e.op in ("min", "max"):
+                return f"{e.op}({a}, {b})"
+            if e.op not in _BINARY:
+                raise NotImplementedError(f"scalar operator {e.op!r}")
+            return f"({a} {_BINARY[e.op]} {b})"
+        if isinstance(e, ex.UnaryExpr):
+            x = self.expr(e.operand)
+            if e.op == "cast":
+                conv = "bool" if e.dtype.is_bool() else ("float" if e.dtype.is_float() else "int")
+                return f"{conv}({x})"
+            return {"neg": f"(-{x})", "not": f"(not {x})", "bit_not": f"(~{x})", "abs": f"abs({x})"}[e.op]
+        if isinstance(e, ex.Call):
+            return self.call(e)
+        raise NotImplementedError(f"torch_codegen cannot express a {type(e).__name__}")
+
+    def call(self, c: ex.Call) -> str:
+        if isinstance(c.op, ex.GlobalVar):
+            if c.op.name not in self.fnames:
+                raise NotImplementedError(f"call of function '{c.op.name}', which program "
+                                          f"'{self.program.name}' does not define")
+            return f"{self.fnames[c.op.name]}({', '.join(self.expr(a) for a in c.args)})"
+        if not has_op(c.op):
+            raise NotImplementedError(f"torch_codegen: unknown op {c.op!r}")
+        spec = get_op(c.op)
+        tmpl = template_for(spec.name)
+        if tmpl is None:
+            raise NotImplementedError(f"torch_codegen has no PyTorch template for op '{spec.name}' "
+                                      f"(add one to pypto.debug.torch_ops.TEMPLATES)")
+        args = [self.expr(a) for a in c.args] + ["None"] * (len(spec.params) - len(c.args))
+        attrs = {k: _value(v) for k, v in {**spec.attrs, **dict(c.kwargs)}.items()}
+        return tmpl.format(*args, valid=self.valid(c, spec.valid_args), **attrs)
+
+    def valid(self, c: ex.Call, idx: tuple[int, ...]) -> str:
+        if not idx:
+            return "None"
+        parts = []
+        for i in idx:
+            view = getattr(c.args[i].type, "view", None) if i < len(c.args) else None
+            vs = getattr(view, "valid_shape", None)
+            parts.append("None" if vs is None else "(" + "".join(f"{self.expr(d)}, " for d in vs) + ")")
+        return "(" + "".join(f"{p}, " for p in parts) + ")"
+
+    # ---- statements ----------------------------------------------------------------------------
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def value_of(self, var: ex.Var, code: str) -> str:
+        t = var.type
+        if isinstance(t, TileType) and t.dtype.to_torch(strict=False) is not None:
+            try:
+                shape = tuple(d.value for d in t.shape)  # type: ignore[attr-defined]
+            except AttributeError:
+                return f"_as({code}, {_torch_dtype(t.dtype)})"
+            return f"_tile({code}, {_torch_dtype(t.dtype)}, {shape})"
+        if isinstance(t, TensorType) and t.dtype.to_torch(strict=False) is not None:
+            return f"_as({code}, {_torch_dtype(t.dtype)})"
+        return code
+
+    def assign(self, depth: int, dsts: tuple[ex.Var, ...], srcs: tuple[ex.Expr, ...]) -> None:
+        if not dsts:
+            return
+        lhs = ", ".join(self.name(v) for v in dsts)
+        rhs = ", ".join(self.expr(s) for s in srcs)
+        self.emit(depth, f"{lhs} = {rhs}" + ("," if len(dsts) == 1 and len(srcs) > 1 else ""))
+
+    def outs(self) -> str:
+        outs = [self.name(p) for p, d in zip(self.func.params, self.func.param_directions) if d in _OUT]
+        return "None" if not outs else (outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")")
+
+    def block(self, depth: int, s: st.Stmt | None) -> None:
+        n = len(self.lines)
+        stmts = s.stmts if isinstance(s, st.SeqStmts) else (() if s is None else (s,))
+        for x in stmts:
+            self.stmt(depth, x)
+        if len(self.lines) == n:
+            self.emit(depth, "pass")
+
+    def stmt(self, d: int, s: st.Stmt) -> None:
+        if isinstance(s, st.AssignStmt):
+            self.emit(d, f"{self.name(s.var)} = {self.value_of(s.var, self.expr(s.value))}")
+        elif isinstance(s, st.EvalStmt):
+            self.emit(d, self.expr(s.expr))
+        elif isinstance(s, st.ReturnStmt):
+            if self.is_kernel:
+                self.emit(d, f"return {self.outs()}")
+            else:
+                vals = [self.expr(v) for v in s.values]
+                self.emit(d, "return " + ("None" if not vals else vals[0] if len(vals) == 1
+                                          else "(" + ", ".join(vals) + ")"))
+        elif isinstance(s, st.SeqStmts):
+            self.block(d, s)
+        elif isinstance(s, st.ScopeStmt):
+            self.emit(d, f"# {s.kind.name} scope")
+            self.block(d, s.body)
+        elif isinstance(s, st.YieldStmt):
+            if not self.targets:
+                raise NotImplementedError("yield outside a loop or an if with return values")
+            self.assign(d, self.targets[-1], s.values)
+        elif isinstance(s, st.BreakStmt):
+            self.emit(d, "break")
+        elif isinstance(s, st.ContinueStmt):
+            self.emit(d, "continue")
+        elif isinstance(s, st.ForStmt):
+            self.assign(d, s.iter_args, tuple(ia.init for ia in s.iter_args))  # type: ignore[misc]
+            self.emit(d, f"for {self.name(s.loop_var)} in range({self.expr(s.start)}, {self.expr(s.stop)}, "
+                         f"{self.expr(s.step)}):")
+            self.loop_body(d, s.body, s.iter_args)
+            self.assign(d, s.return_vars, s.iter_args)
+        elif isinstance(s, st.WhileStmt):
+            self.assign(d, s.iter_args, tuple(ia.init for ia in s.iter_args))  # type: ignore[misc]
+            self.emit(d, f"while {self.expr(s.cond)}:")
+            self.loop_body(d, s.body, s.iter_args)
+            self.assign(d, s.return_vars, s.iter_args)
+        elif isinstance(s, st.IfStmt):
+            self.emit(d, f"if {self.expr(s.cond)}:")
+            self.targets.append(tuple(s.return_vars))
+            try:
+                self.block(d + 1, s.then_body)
+                if s.else_body is not None:
+                    self.emit(d, "else:")
+                    self.block(d + 1, s.else_body)
+            finally:
+                self.targets.pop()
+        else:
+            raise NotImplementedError(f"torch_codegen cannot express a {type(s).__name__}")
+
+    def loop_body(self, d: int, body: st.SeqStmts, iter_args: tuple[ex.Var, ...]) -> None:
+        self.targets.append(tuple(iter_args))
+        try:
+            self.block(d + 1, body)
+        finally:
+            self.targets.pop()
+
+    def function(self) -> list[str]:
+        f = self.func
+        params = ", ".join(self.name(p) for p in f.params)
+        self.emit(0, f"def {self.fnames[f.name]}({params}):")
+        self.emit(1, f'"""{f.func_type.name} function \'{f.name}\' of program \'{self.program.name}\'."""')
+        bound: set[str] = set()
+        for p in f.params:
+            if isinstance(p.type, TensorType):
+                for axis, dim in enumerate(p.type.shape):
+                    if isinstance(dim, ex.Var) and dim.name not in bound:
+                        bound.add(dim.name)
+                        self.emit(1, f"{self.name(dim)} = {self.name(p)}.shape[{axis}]")
+        self.block(1, f.body)
+        last = f.body.stmts[-1] if f.body.stmts else None
+        if self.is_kernel and not isinstance(last, st.ReturnStmt):
+            self.emit(1, f"return {self.outs()}")
+        return self.lines
+
+
+def _main_block(entry: Function, fname: str) -> list[str]:
+    lines = ['if __name__ == "__main__":', "    torch.manual_seed(0)", "    main_inputs = ["]
+    for p in entry.params:
+        t = p.type
+        if isinstance(t, TensorType) and all(isinstance(d, ex.ConstInt) for d in t.shape):
+            shape = tuple(d.value for d in t.shape)  # type: ignore[attr-defined]
+            dt = _torch_dtype(t.dtype)
+            maker = f"torch.randn{shape}" if t.dtype.is_float() else f"torch.randint(-8, 8, {shape})"
+            lines.append(f"        {maker}.to({dt}),")
+        elif isinstance(t, ScalarType):
+            lines.append(f"        {1.0 if t.dtype.is_float() else 1},")
+        else:
+            lines.append(f"        None,  # '{p.name}' has a dynamic shape: supply it")
+    lines += ["    ]", f"    {fname}(*main_inputs)",
+              "    for i in OUTPUTS:",
+              "        t = main_inputs[i]",
+              "        print(f'output {i}: shape {tuple(t.shape)} dtype {t.dtype} sum {t.double().sum().item():.6g}')"]
+    return lines
+
+
+def torch_codegen(node: Program | Function, entry: str | None = None) -> str:
+    """A standalone PyTorch script (text) for `node` (see the module docstring).
+
+    Args:
+        node: an `ir.Program` at any pass stage, or a single `ir.Function`.
+        entry: name of the entry function (default: as `CompiledProgram` picks it).
+
+    Raises:
+        NotImplementedError: an op without a PyTorch template (the message names it), or a
+            construct the script cannot express.
+        ValueError: an unknown `entry`.
+    """
+    from ..runtime.compiled import select_entry
+
+    program = node if isinstance(node, Program) else Program(node.name, (node,))
+    fnames: dict[str, str] = {}
+    for f in program.functions:
+        base = re.sub(r"\W", "_", f.name)
+        if keyword.iskeyword(base) or base in _RESERVED or base.startswith("_"):
+            base = f"f_{base}"
+        fnames[f.name] = base
+    ent = select_entry(program, entry)
+    out = [f"# PyTorch reference of PyPTO program '{program.name}' (generated by pypto.debug.torch_codegen).",
+           "# Standalone: needs only torch. Run it to execute the entry on random inputs.", ""]
+    out += inspect.getsource(torch_prelude).splitlines()
+    for f in program.functions:
+        out += ["", ""] + _FunctionEmitter(f, program, fnames).function()
+    outputs = [i for i, d in enumerate(ent.param_directions) if d in _OUT]
+    out += ["", "", f"ENTRY = {fnames[ent.name]}", f"OUTPUTS = {outputs}", "", "",
+            "def run(*args):",
+            '    """Run the entry on `args` (torch tensors and numbers); Out/InOut tensors are updated."""',
+            "    return ENTRY(*args)", "", ""]
+    out += _main_block(ent, fnames[ent.name])
+    return "\n".join(out) + "\n"

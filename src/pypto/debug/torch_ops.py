@@ -1,0 +1,104 @@
+"""Per-op PyTorch expression templates used by `torch_codegen` (data, one row per op).
+
+A template is a `str.format` pattern producing one Python expression:
+
+- `{0}`, `{1}`, ... are the call's positional arguments (rendered as Python expressions; a missing
+  optional argument renders as `None`);
+- `{<attr>}` is an attribute (the call's value or the OpSpec default; dtypes render as `torch.*`
+  dtypes, enums as their name in quotes);
+- `{valid}` is the tuple of valid shapes of the OpSpec's `valid_args` (None where fully valid).
+
+Helpers named `_x` are defined in `torch_prelude`, which every script embeds. A key without a
+namespace (`add`) serves both `tensor.add` and `tile.add`; a full name (`tile.create`) overrides it.
+An op with neither raises `NotImplementedError` naming it (gather/sort and the cross-core pipe ops
+of mixed kernels have no template yet).
+"""
+
+from __future__ import annotations
+
+__all__ = ["TEMPLATES", "template_for"]
+
+_RED = {f"{side}_{k}": f"_reduce({k!r}, {{0}}, {axis}, {{valid}})"
+        for side, axis in (("row", -1), ("col", -2))
+        for k in ("sum", "max", "min", "prod", "argmax", "argmin")}
+
+_EXPAND = {f"{side}_expand{suffix}": tmpl
+           for side in ("row", "col")
+           for suffix, tmpl in (("", "{1}.expand({0}.shape).clone()"), ("_add", "torch.add({0}, {1})"),
+                                ("_sub", "torch.sub({0}, {1})"), ("_mul", "torch.mul({0}, {1})"),
+                                ("_div", "_div({0}, {1})"), ("_max", "torch.maximum({0}, {1})"),
+                                ("_min", "torch.minimum({0}, {1})"), ("_expdif", "torch.exp({0} - {1})"))}
+
+#  op (leaf or full name)  template
+TEMPLATES: dict[str, str] = {
+    # elementwise, binary and scalar forms
+    "add": "torch.add({0}, {1})", "adds": "torch.add({0}, {1})",
+    "sub": "torch.sub({0}, {1})", "subs": "torch.sub({0}, {1})",
+    "mul": "torch.mul({0}, {1})", "muls": "torch.mul({0}, {1})",
+    "div": "_div({0}, {1})", "divs": "_div({0}, {1})",
+    "maximum": "_maximum({0}, {1})", "maximums": "_maximum({0}, {1})",
+    "minimum": "_minimum({0}, {1})", "minimums": "_minimum({0}, {1})",
+    "fmod": "torch.fmod({0}, {1})", "fmods": "torch.fmod({0}, {1})",
+    "rem": "torch.remainder({0}, {1})", "rems": "torch.remainder({0}, {1})",
+    # unary and activations
+    "exp": "torch.exp({0})", "log": "torch.log({0})", "sqrt": "torch.sqrt({0})",
+    "rsqrt": "torch.rsqrt({0})", "recip": "torch.reciprocal({0})", "sin": "torch.sin({0})",
+    "cos": "torch.cos({0})", "neg": "torch.neg({0})", "abs": "torch.abs({0})", "relu": "torch.relu({0})",
+    "lrelu": "torch.where({0} >= 0, {0}, {0} * {1})", "prelu": "torch.where({0} >= 0, {0}, {0} * {1})",
+    # bitwise
+    "and": "torch.bitwise_and({0}, {1})", "ands": "torch.bitwise_and({0}, {1})",
+    "or": "torch.bitwise_or({0}, {1})", "ors": "torch.bitwise_or({0}, {1})",
+    "xor": "torch.bitwise_xor({0}, {1})", "xors": "torch.bitwise_xor({0}, {1})",
+    "shl": "torch.bitwise_left_shift({0}, {1})", "shls": "torch.bitwise_left_shift({0}, {1})",
+    "shr": "torch.bitwise_right_shift({0}, {1})", "shrs": "torch.bitwise_right_shift({0}, {1})",
+    "not": "torch.bitwise_not({0})",
+    # cast, compare, select
+    "cast": "_cast({0}, {target_type}, {mode})",
+    "cmp": "_cmp({0}, {1}, {cmp_type})", "cmps": "_cmp({0}, {1}, {cmp_type})",
+    "sel": "torch.where({0} != 0, {1}, {2})", "sels": "({0} if {2} else {1}).clone()",
+    # reductions and broadcasts
+    **_RED, **_EXPAND,
+    "expands": "torch.full_like({0}, {1})",
+    # creation
+    "create": "torch.zeros({0}, dtype={dtype})",
+    "full": "torch.full({0}, {1}, dtype={dtype})",
+    "ci": "_ci({0}, {1}, {dtype}, {descending})",
+    "tri": "_tri({0}, {1}, {dtype}, {upper})",
+    # memory
+    "tile.load": "_load({0}, {1}, {2}, {3})",
+    "tile.store": "_store({0}, {1}, {2}, {valid})",
+    "tile.move": "{0}.clone()",
+    "read": "_read({0}, {1})", "write": "_write({0}, {1}, {2})",
+    "tensor.dim": "{0}.shape[{axis}]",
+    # matmul
+    "matmul": "_mm({0}, {1}, {out_dtype}, {a_trans}, {b_trans}, {valid})",
+    "tile.matmul": "_mm({0}, {1}, None, False, False, {valid})",
+    "matmul_acc": "_mm_acc({0}, {1}, {2}, {valid})",
+    "matmul_bias": "_mm_bias({0}, {1}, {2}, {valid})",
+    "gemv": "_mm({0}, {1}, None, False, False, {valid})",
+    # shape and views
+    "reshape": "{0}.reshape({1})", "view": "{0}.reshape({1})",
+    "transpose": "{0}.transpose({axis1}, {axis2}).contiguous()",
+    "transpose_view": "{0}.transpose(-1, -2)",
+    "slice": "_slice({0}, {1}, {2})",
+    "assemble": "_assemble({0}, {1}, {2}, {valid})",
+    "concat": "torch.cat([{0}, {1}], dim={axis})",
+    "set_validshape": "{0}",
+    "fillpad": "_fillpad({0}, {pad_value}, {valid})",
+    "tile.extract": "_slice({0}, {2}, {1}).clone()",
+    # block identity (the script runs as block 0 of 1) and synchronisation (no data effect)
+    "get_block_idx": "BLOCK['block_idx']", "get_block_num": "BLOCK['block_num']",
+    "get_subblock_idx": "BLOCK['subblock_idx']",
+    "system.sync_src": "None", "system.sync_dst": "None", "system.bar_v": "None",
+    "system.bar_m": "None", "system.bar_all": "None",
+}
+
+
+def template_for(op_name: str) -> str | None:
+    """The template of IR op `op_name` (full name first, then its leaf), or None."""
+    t = TEMPLATES.get(op_name)
+    if t is None and "." in op_name:
+        ns, leaf = op_name.split(".", 1)
+        if ns in ("tensor", "tile"):
+            t = TEMPLATES.get(leaf)
+    return t

@@ -1,0 +1,192 @@
+"""Helper functions of generated PyTorch scripts (copied verbatim into every script).
+
+This module imports nothing but `torch` and `math`: `torch_codegen` pastes its source text into the
+scripts it writes, so they run without PyPTO installed. The per-op templates of `torch_ops` call
+these helpers for the ops whose semantics take more than one torch call (partial tiles, casts with
+rounding modes, matmul accumulation, ...). They are the reference meaning of the ops for the
+accuracy workflow; `tests/debug` checks them against the simulator.
+
+Conventions: tensors and tiles are torch tensors; offsets / shapes are tuples of ints; `valid` is
+the tuple of valid shapes (or None) of an op's partially valid operands. Outside a valid region a
+value is zero here (the simulator poisons it instead, so a leak shows up as a divergence).
+"""
+
+import math  # noqa: F401  (scripts use it for scalar math)
+
+import torch
+
+BLOCK = {"block_idx": 0, "block_num": 1, "subblock_idx": 0}
+
+
+def _region(offsets, shape):
+    return tuple(slice(o, o + s) for o, s in zip(offsets, shape))
+
+
+def _lead(shape):
+    return tuple(slice(0, n) for n in shape)
+
+
+def _tile(x, dtype, shape):
+    """A tile value of `dtype` and `shape`: converted, a scalar broadcast, never a view."""
+    if not isinstance(x, torch.Tensor):
+        return torch.full(shape, x, dtype=dtype)
+    if x.dim() == 0 and len(shape):
+        return x.to(dtype).expand(shape).clone()
+    if x.dtype != dtype:
+        return x.to(dtype)
+    return x.clone() if x._base is not None else x
+
+
+def _as(x, dtype):
+    """A tensor value of `dtype` (converted when the op produced another dtype)."""
+    if isinstance(x, torch.Tensor) and dtype is not None and x.dtype != dtype:
+        return x.to(dtype)
+    return x
+
+
+def _is_int(x):
+    if isinstance(x, torch.Tensor):
+        return not x.is_floating_point() and not x.is_complex()
+    return isinstance(x, int)
+
+
+def _div(a, b):
+    if _is_int(a) and _is_int(b):
+        return torch.div(a, b, rounding_mode="trunc")
+    return torch.div(a, b)
+
+
+def _maximum(a, b):
+    return torch.maximum(a, b) if isinstance(b, torch.Tensor) else torch.clamp(a, min=b)
+
+
+def _minimum(a, b):
+    return torch.minimum(a, b) if isinstance(b, torch.Tensor) else torch.clamp(a, max=b)
+
+
+_ROUND = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc}
+
+
+def _cast(x, dtype, mode="round"):
+    if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
+        x = _ROUND[mode](x)
+    return x.to(dtype)
+
+
+_CMP = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+
+
+def _cmp(a, b, cmp_type="eq"):
+    return _CMP[cmp_type](a, b).to(torch.uint8)
+
+
+def _ci(start, shape, dtype, descending=False):
+    step = -1 if descending else 1
+    row = start + step * torch.arange(shape[-1], dtype=torch.int64)
+    return row.expand(shape).to(dtype).clone()
+
+
+def _tri(shape, diagonal, dtype, upper=False):
+    rows = torch.arange(shape[0]).unsqueeze(1)
+    cols = torch.arange(shape[1]).unsqueeze(0)
+    mask = cols >= rows + diagonal if upper else cols <= rows + diagonal
+    return mask.to(dtype)
+
+
+_REDUCE = {
+    "sum": lambda x, a: torch.sum(x, dim=a, keepdim=True, dtype=x.dtype),
+    "max": lambda x, a: torch.amax(x, dim=a, keepdim=True),
+    "min": lambda x, a: torch.amin(x, dim=a, keepdim=True),
+    "prod": lambda x, a: torch.prod(x, dim=a, keepdim=True, dtype=x.dtype),
+    "argmax": lambda x, a: torch.argmax(x, dim=a, keepdim=True).to(torch.int32),
+    "argmin": lambda x, a: torch.argmin(x, dim=a, keepdim=True).to(torch.int32),
+}
+
+
+def _reduce(kind, x, axis, valid=None):
+    vs = valid[0] if valid else None
+    if vs is None:
+        return _REDUCE[kind](x, axis)
+    r = _REDUCE[kind](x[_lead(vs)], axis)
+    shape = list(x.shape)
+    shape[axis] = 1
+    out = torch.zeros(shape, dtype=r.dtype)
+    out[_lead(r.shape)] = r
+    return out
+
+
+def _mm(a, b, out_dtype=None, a_trans=False, b_trans=False, valid=None):
+    acc = torch.float32 if a.is_floating_point() else torch.int64
+    a = a.T if a_trans else a
+    b = b.T if b_trans else b
+    if valid:
+        k = a.shape[1]
+        if valid[0] is not None:
+            k = min(k, valid[0][0] if a_trans else valid[0][1])
+        if valid[1] is not None:
+            k = min(k, valid[1][1] if b_trans else valid[1][0])
+        a, b = a[:, :k], b[:k, :]
+    r = torch.matmul(a.to(acc), b.to(acc))
+    if out_dtype is not None:
+        return r.to(out_dtype)
+    return r if acc is torch.float32 else r.to(torch.int32)
+
+
+def _mm_acc(acc, a, b, valid=None):
+    return acc + _mm(a, b, valid=valid).to(acc.dtype)
+
+
+def _mm_bias(a, b, bias, valid=None):
+    return _mm(a, b, valid=valid).to(bias.dtype) + bias
+
+
+def _load(t, offsets, shape, valid_shape=None):
+    if valid_shape is None:
+        return t[_region(offsets, shape)].clone()
+    out = torch.zeros(shape, dtype=t.dtype)
+    out[_lead(valid_shape)] = t[_region(offsets, valid_shape)]
+    return out
+
+
+def _store(tile, offsets, out, valid=None):
+    vs = tuple(valid[0]) if valid and valid[0] is not None else tuple(tile.shape)
+    out[_region(offsets, vs)].copy_(tile[_lead(vs)])
+    return out
+
+
+def _slice(x, shape, offset):
+    return x[_region(offset, shape)]
+
+
+def _assemble(target, src, offset, valid=None):
+    vs = tuple(valid[0]) if valid and valid[0] is not None else tuple(src.shape)
+    target[_region(offset, vs)].copy_(src[_lead(vs)])
+    return target
+
+
+def _read(x, indices):
+    return x[tuple(indices)].item()
+
+
+def _write(x, indices, value):
+    x[tuple(indices)] = value
+    return x
+
+
+def _pad_scalar(dtype, pad):
+    if pad == "zero":
+        return 0
+    if dtype.is_floating_point:
+        return math.inf if pad == "max" else -math.inf
+    info = torch.iinfo(dtype)
+    return info.max if pad == "max" else info.min
+
+
+def _fillpad(x, pad="zero", valid=None):
+    vs = valid[0] if valid else None
+    out = x.clone()
+    if vs is None:
+        return out
+    keep = torch.zeros(x.shape, dtype=torch.bool)
+    keep[_lead(vs)] = True
+    return out.masked_fill_(~keep, _pad_scalar(x.dtype, pad))

@@ -1,0 +1,189 @@
+"""`validate_ir`: find the first compiler pass whose numbers diverge (User Manual "Torch Codegen
+Debug Guide", the accuracy workflow).
+
+For each IR snapshot in `<output_dir>/passes_dump/` (`00_frontend.py`, `NN_after_<Pass>.py`; compile
+with `dump_passes=True`), the program is re-parsed, turned into a PyTorch script by `torch_codegen`
+and run on copies of the inputs; its outputs (the entry's Out/InOut tensors) are compared with the
+expected ones. A last stage, `simulator`, runs the compiled program itself on the simulator, where
+tiles live at their planned addresses: a divergence only there points at memory planning or the
+runtime rather than at a pass's meaning.
+
+The report lists every stage with its status — "ok", "mismatch" (numbers differ beyond tolerance),
+"error" (the stage's script or run raised) or "skipped" (the script needs an op without a PyTorch
+template) — and names the first stage that is a mismatch or an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..runtime.compiled import select_entry
+from .torch_codegen import torch_codegen
+
+__all__ = ["validate_ir", "ValidationReport", "StageResult", "DEFAULT_TOLERANCES"]
+
+#  dtype            (rtol, atol)  — loose enough for reassociated sums, tight enough for real bugs
+DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float32: (1e-4, 1e-4),
+    torch.float64: (1e-7, 1e-7),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 5e-2),
+}
+
+
+@dataclass
+class StageResult:
+    """One stage: `stage` (dump file stem or "simulator"), `pass_name`, `status`, the largest
+    absolute error per output (None where not computed), and the error text of a failed stage."""
+
+    stage: str
+    pass_name: str
+    status: str
+    max_abs_errors: list[float | None] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass
+class ValidationReport:
+    """Results per stage in pipeline order; `first_divergent` is the first stage's pass name whose
+    status is "mismatch" or "error" (None when every stage matches)."""
+
+    stages: list[StageResult]
+
+    @property
+    def first_divergent(self) -> str | None:
+        for s in self.stages:
+            if s.status in ("mismatch", "error"):
+                return s.pass_name
+        return None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_divergent is None
+
+    def __str__(self) -> str:
+        rows = [f"{'stage':<40} {'status':<9} max |error|"]
+        for s in self.stages:
+            errs = ", ".join("-" if e is None else f"{e:.3g}" for e in s.max_abs_errors)
+            rows.append(f"{s.stage:<40} {s.status:<9} {errs}" + (f"  ({s.message})" if s.message else ""))
+        first = self.first_divergent
+        rows.append(f"first divergent pass: {first}" if first else "every stage matches the expected outputs")
+        return "\n".join(rows)
+
+
+def _pass_name(stem: str) -> str:
+    m = re.match(r"\d+_after_(.+)$", stem)
+    if m:
+        return m.group(1)
+    return re.sub(r"^\d+_", "", stem)
+
+
+def _clone(args: Sequence[Any]) -> list[Any]:
+    out = []
+    for a in args:
+        t = getattr(a, "tensor", a)
+        out.append(t.clone() if isinstance(t, torch.Tensor) else a)
+    return out
+
+
+def _expected(compiled: Any, expected: Any) -> list[torch.Tensor]:
+    idx = compiled.output_indices
+    if isinstance(expected, torch.Tensor):
+        expected = [expected]
+    if isinstance(expected, Mapping):
+        params = compiled.entry_function.params
+        missing = [params[i].name for i in idx if params[i].name not in expected]
+        if missing:
+            raise ValueError(f"expected values lack output(s) {', '.join(map(repr, missing))}")
+        expected = [expected[params[i].name] for i in idx]
+    expected = list(expected)
+    if len(expected) != len(idx):
+        raise ValueError(f"'{compiled.entry}' has {len(idx)} Out/InOut parameter(s), got "
+                         f"{len(expected)} expected tensor(s)")
+    return expected
+
+
+def _compare(got: list[Any], want: list[torch.Tensor], rtol: float | None,
+             atol: float | None) -> tuple[bool, list[float | None], str]:
+    ok, errs, notes = True, [], []
+    for k, (g, w) in enumerate(zip(got, want)):
+        if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(w.shape):
+            ok = False
+            errs.append(None)
+            notes.append(f"output {k}: shape {tuple(getattr(g, 'shape', ()))} != {tuple(w.shape)}")
+            continue
+        r, a = DEFAULT_TOLERANCES.get(w.dtype, (0.0, 0.0))
+        r, a = rtol if rtol is not None else r, atol if atol is not None else a
+        gd, wd = g.double(), w.double()
+        diff = (gd - wd).abs()
+        finite = torch.isfinite(gd) == torch.isfinite(wd)
+        errs.append(float(diff[torch.isfinite(diff)].max()) if diff.numel() and torch.isfinite(diff).any() else 0.0)
+        good = bool(finite.all()) and bool(torch.isclose(gd, wd, rtol=r, atol=a, equal_nan=True).all())
+        if not good:
+            ok = False
+            notes.append(f"output {k} differs")
+    return ok, errs, "; ".join(notes)
+
+
+def _run_stage(program: Any, entry_name: str, inputs: Sequence[Any]) -> list[Any]:
+    script = torch_codegen(program, entry=entry_name if program.get_function(entry_name) else None)
+    ns: dict[str, Any] = {"__name__": "pypto_torch_reference"}
+    exec(compile(script, f"<torch reference of {program.name}>", "exec"), ns)  # noqa: S102
+    args = _clone(inputs)
+    ns["run"](*args)
+    entry = select_entry(program, entry_name if program.get_function(entry_name) else None)
+    return [args[i] for i, d in enumerate(entry.param_directions) if d.name in ("Out", "InOut")]
+
+
+def validate_ir(compiled: Any, inputs: Sequence[Any], expected: Any, rtol: float | None = None,
+                atol: float | None = None) -> ValidationReport:
+    """Compare every pass dump of `compiled` (and the simulator run) against `expected`.
+
+    Args:
+        compiled: a CompiledProgram built with `dump_passes=True`.
+        inputs: the entry's arguments, as for a call (they are copied, never modified).
+        expected: the expected Out/InOut tensors, in parameter order (one tensor, a sequence, or a
+            dict by parameter name).
+        rtol / atol: tolerances; None uses `DEFAULT_TOLERANCES` for each output's dtype.
+
+    Raises:
+        FileNotFoundError: the build has no pass dumps. ValueError: `expected` does not match the
+            entry's outputs.
+    """
+    from ..language import loads
+
+    want = _expected(compiled, expected)
+    dump = Path(compiled.output_dir) / "passes_dump"
+    files = sorted(dump.glob("*.py")) if dump.is_dir() else []
+    if not files:
+        raise FileNotFoundError(f"no pass dumps under {str(dump)!r}: compile with dump_passes=True "
+                                f"(ir.compile(..., dump_passes=True) or RunConfig(dump_passes=True))")
+    stages: list[StageResult] = []
+    for f in files:
+        name = _pass_name(f.stem)
+        try:
+            program = loads(str(f))
+            got = _run_stage(program, compiled.entry, inputs)
+        except NotImplementedError as e:
+            stages.append(StageResult(f.stem, name, "skipped", [], str(e)))
+            continue
+        except Exception as e:  # noqa: BLE001  (a failing stage is a result, not a crash)
+            stages.append(StageResult(f.stem, name, "error", [], f"{type(e).__name__}: {e}"))
+            continue
+        ok, errs, note = _compare(got, want, rtol, atol)
+        stages.append(StageResult(f.stem, name, "ok" if ok else "mismatch", errs, note))
+    args = _clone(inputs)
+    try:
+        compiled(*args)
+        got = [args[i] for i in compiled.output_indices]
+        ok, errs, note = _compare(got, want, rtol, atol)
+        stages.append(StageResult("simulator", "simulator", "ok" if ok else "mismatch", errs, note))
+    except Exception as e:  # noqa: BLE001
+        stages.append(StageResult("simulator", "simulator", "error", [], f"{type(e).__name__}: {e}"))
+    return ValidationReport(stages)

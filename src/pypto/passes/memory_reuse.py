@@ -1,0 +1,112 @@
+"""MemoryReuse: buffers whose lifetimes do not overlap share one buffer (SPEC §5 "MemoryReuse").
+
+Runs between InitMemRef (every tile has its own MemRef, except the sharing InitMemRef itself does
+for carried values) and AllocateMemoryAddr (one address per MemRef id). For each kernel and memory
+space, the buffers' live intervals (`liveness.buffer_intervals`, which keeps loop-carried and
+loop-returned values alive through the whole loop and until their last use) are packed by a linear
+scan: buffers in order of first definition, each joining the *best-fitting* earlier group whose
+buffers are all dead before it starts (smallest group at least as large; else the largest group,
+which grows), or opening a new group. Every Var of a group then carries the group's MemRef (the id
+of its first buffer, the size of its largest), so AllocateMemoryAddr places the group at one address.
+
+Records, per kernel and memory space, in `ctx.records["memory_reuse"][kernel][space]`:
+`naive` (bytes if every buffer had its own address, each rounded to the 32-byte alignment),
+`reused` (bytes after sharing) and `buffers` / `groups` (counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..core.enums import FunctionType, MemorySpace
+from ..ir.expr import Var
+from ..ir.function import Function, Program
+from ..ir.types import MemRef, TileType
+from ..ir.visitor import IRMutator
+from .base import FunctionPass, PassContext
+from .init_memref import align_up
+from .liveness import BufferKey, Interval, buffer_intervals
+
+__all__ = ["MemoryReuse", "plan_reuse"]
+
+
+@dataclass
+class _Group:
+    id: int
+    size: int
+    end: int
+    members: list[int] = field(default_factory=list)
+
+
+def plan_reuse(intervals: dict[BufferKey, Interval]) -> dict[BufferKey, tuple[int, int]]:
+    """Map each buffer to (shared id, shared size in bytes); see the module docstring.
+
+    Buffers of different memory spaces never share. Deterministic: ties break on buffer id.
+    """
+    plan: dict[BufferKey, tuple[int, int]] = {}
+    by_space: dict[MemorySpace, list[tuple[int, Interval]]] = {}
+    for (space, mid), iv in intervals.items():
+        by_space.setdefault(space, []).append((mid, iv))
+    for space, bufs in by_space.items():
+        groups: list[_Group] = []
+        for mid, iv in sorted(bufs, key=lambda b: (b[1].start, b[0])):
+            free = [g for g in groups if g.end < iv.start]
+            fits = [g for g in free if g.size >= iv.size]
+            if fits:
+                g = min(fits, key=lambda g: (g.size, g.id))
+            elif free:
+                g = max(free, key=lambda g: (g.size, -g.id))
+            else:
+                g = _Group(mid, 0, -1)
+                groups.append(g)
+            g.size, g.end = max(g.size, iv.size), max(g.end, iv.end)
+            g.members.append(mid)
+        for g in groups:
+            for mid in g.members:
+                plan[(space, mid)] = (g.id, g.size)
+    return plan
+
+
+class _Share(IRMutator):
+    def __init__(self, plan: dict[BufferKey, tuple[int, int]]) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def visit_binding(self, v: Var) -> Var:
+        if v in self.var_map:
+            return self.var_map[v]  # type: ignore[return-value]
+        t = v.type
+        if isinstance(t, TileType) and t.memref is not None:
+            m = t.memref
+            gid, size = self.plan[(m.memory_space, m.id)]
+            if (gid, size) != (m.id, m.size):
+                nv = replace(v, var_type=replace(t, memref=MemRef(m.memory_space, gid, size)))
+                self.var_map[v] = nv
+                return nv
+        return super().visit_binding(v)
+
+
+class MemoryReuse(FunctionPass):
+    """Share on-chip buffers between tiles whose live ranges do not overlap."""
+
+    name = "MemoryReuse"
+
+    def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
+        if func.func_type is FunctionType.Orchestration:
+            return func
+        intervals = buffer_intervals(func)
+        if not intervals:
+            return func
+        plan = plan_reuse(intervals)
+        align = ctx.soc.alignment
+        stats: dict[str, dict[str, int]] = {}
+        for (space, mid), iv in sorted(intervals.items(), key=lambda kv: (kv[0][0].name, kv[0][1])):
+            s = stats.setdefault(space.name, {"naive": 0, "reused": 0, "buffers": 0, "groups": 0})
+            s["naive"] += align_up(iv.size, align)
+            s["buffers"] += 1
+            gid, size = plan[(space, mid)]
+            if gid == mid:
+                s["reused"] += align_up(size, align)
+                s["groups"] += 1
+        ctx.records.setdefault("memory_reuse", {})[func.name] = stats
+        return _Share(plan).visit_function(func)

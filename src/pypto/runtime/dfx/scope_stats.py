@@ -1,0 +1,58 @@
+"""Per-scope statistics of a run (SPEC §7 runtime DFX).
+
+Scopes are the runtime scopes the orchestration opened (`ScopeInfo`): the entry function, nested
+orchestration calls and `pl.scope()` blocks. Instances of the same scope (same path, e.g. a scope
+inside a loop) are aggregated into one row:
+
+- `instances`: how many times the scope was entered;
+- `tasks`: tasks submitted inside it, nested scopes included; `direct_tasks`: not in a nested scope;
+- `busy_cycles`: the sum of those tasks' durations (core time);
+- `span_cycles`: summed over instances, last task end minus first task start (wall time on chip);
+- `first_start_cycle` / `last_end_cycle`: over all instances; `*_us`: the same in microseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sim.cost_model import cycles_to_us
+from ..sim.record import RunRecord
+
+__all__ = ["scope_stats"]
+
+
+def scope_stats(record: RunRecord) -> list[dict[str, Any]]:
+    """One dict per scope path, in order of first entry."""
+    scopes = record.scopes
+    per_instance: dict[int, list[Any]] = {s.scope_id: [0, 0, 0, None, None] for s in scopes}
+    for t in record.tasks:
+        for k, sid in enumerate(t.scope):
+            row = per_instance[sid]
+            row[0] += 1
+            row[1] += k == len(t.scope) - 1
+            row[2] += t.cycles
+            if t.start_cycle is not None:
+                row[3] = t.start_cycle if row[3] is None else min(row[3], t.start_cycle)
+                row[4] = t.end_cycle if row[4] is None else max(row[4], t.end_cycle)
+    out: dict[str, dict[str, Any]] = {}
+    for s in scopes:
+        tasks, direct, busy, first, last = per_instance[s.scope_id]
+        path = s.path(scopes)
+        row = out.get(path)
+        if row is None:
+            row = out[path] = {"scope": path, "name": s.name,
+                               "line": s.span.begin_line if s.span is not None and s.span.is_known() else None,
+                               "instances": 0, "tasks": 0, "direct_tasks": 0, "busy_cycles": 0,
+                               "span_cycles": 0, "first_start_cycle": None, "last_end_cycle": None}
+        row["instances"] += 1
+        row["tasks"] += tasks
+        row["direct_tasks"] += direct
+        row["busy_cycles"] += busy
+        if first is not None:
+            row["span_cycles"] += last - first
+            row["first_start_cycle"] = first if row["first_start_cycle"] is None else min(row["first_start_cycle"], first)
+            row["last_end_cycle"] = last if row["last_end_cycle"] is None else max(row["last_end_cycle"], last)
+    for row in out.values():
+        row["busy_us"] = cycles_to_us(row["busy_cycles"])
+        row["span_us"] = cycles_to_us(row["span_cycles"])
+    return list(out.values())

@@ -1,0 +1,297 @@
+"""The simulator's cost model: cycles per op, per task and per submission (DESIGN idea 5).
+
+Every number the model uses is in `CONSTANTS`, one row each, with its unit and where it comes from
+(a public source, the SoC model of SPEC §6, or "estimate" with the reasoning). Nothing else in the
+simulator holds a timing constant.
+
+How a cost is formed (all results are whole cycles of the AI-core clock):
+
+- **Vector ops** (OpSpec trait "vector", or "elementwise"/"reduction"): `vector_issue` +
+  ceil(bytes / `vector_bytes_per_cycle`), where bytes is the largest tile the op reads or writes.
+- **Cube ops** (trait "cube"): the cube unit consumes one 16 × k0 × 16 block per cycle, k0 being 32
+  bytes of the operand dtype (16 FP16, 32 INT8, 8 FP32: the 512-byte fractal of SPEC §6):
+  `cube_issue` + ceil(M/16) · ceil(N/16) · ceil(K/k0) / `cube_blocks_per_cycle`.
+- **Memory ops** (trait "memory"): `mte_issue` + ceil(bytes / bandwidth of the path), the path being
+  (source space, destination space) — DDR → Vec/Mat on MTE2, Vec → DDR on MTE3, Mat → Left/Right/Bias
+  on MTE1, Acc → anywhere on the FIXPIPE. DDR transfers are charged whole access granules: each
+  contiguous row of the tile costs ceil(row bytes / `soc.ddr_access_granularity`) granules.
+- **Creation and view ops** cost nothing; any other op (scalar reads, system ops) costs
+  `scalar_op`.
+- A **task** costs `task_launch` plus the sum of its ops as executed (loop trips counted): the pipes
+  of one core are modelled as serial, since the lowered kernels do not double-buffer yet.
+- The **orchestrator** spends `orch_submit` per task it submits.
+
+DDR bandwidth is per core and not shared: concurrent tasks do not slow each other down.
+
+Per-op cost entries: when an OpSpec carries a `cost` entry (`pypto.ops.cost.Cost`: unit, pipe,
+measure, factor), its measured amount of work drives the cycles: vector work in elements (times
+the element size, over the vector width), cube work in multiply-accumulates (over the MACs of one
+block per cycle), scalar work in instructions, unit "none" is free. Memory traffic always comes from
+the call's source and destination spaces (path, bytes, granules) as above, and the traits are the
+fallback for ops without an entry or with a dynamically shaped amount (see `op_cost`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ...backend.soc import SoCModel
+from ...core.enums import MemorySpace
+from ...ir.expr import Call
+from ...ir.types import TensorType, TileType
+from ...ops.registry import OpSpec
+
+__all__ = ["Constant", "CONSTANTS", "const", "OpCost", "TaskCost", "PIPES", "op_cost", "copy_cost",
+           "cycles_to_us", "task_cost"]
+
+M = MemorySpace
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One number of the cost model: `value` in `unit`, and where it comes from."""
+
+    value: float
+    unit: str
+    source: str
+
+
+_HC31 = ("Huawei, 'DaVinci: A Scalable Architecture for Neural Network Computing', Hot Chips 31 "
+         "(2019)")
+
+#  name                  value   unit                         source
+CONSTANTS: dict[str, Constant] = {
+    "clock_ghz": Constant(1.8, "GHz", "estimate: AI-core clock of the Ascend 910 class parts"),
+    "cube_blocks_per_cycle": Constant(1, "16x16xk0 blocks / cycle",
+                                      f"{_HC31}: the cube does 16x16x16 FP16 MACs (4096) per cycle"),
+    "cube_issue": Constant(32, "cycles", "estimate: cube pipeline fill per matmul instruction"),
+    "vector_bytes_per_cycle": Constant(256, "bytes / cycle", f"{_HC31}: 2048-bit vector unit"),
+    "vector_issue": Constant(16, "cycles", "estimate: vector pipeline start-up per instruction"),
+    "mte_issue": Constant(64, "cycles", "estimate: descriptor set-up per MTE / FIXPIPE transfer"),
+    "mte2_bytes_per_cycle": Constant(64, "bytes / cycle",
+                                     "estimate: ~1.6 TB/s HBM over 24 cube + 48 vector cores at "
+                                     "1.8 GHz is ~12 B/cycle each when all stream; one core alone "
+                                     "reaches several times that"),
+    "mte3_bytes_per_cycle": Constant(64, "bytes / cycle", "estimate: as mte2 (same DDR path)"),
+    "mte1_bytes_per_cycle": Constant(256, "bytes / cycle",
+                                     "estimate: L1 -> L0 feeds the cube one 512-byte fractal per "
+                                     "2 cycles"),
+    "fixpipe_bytes_per_cycle": Constant(128, "bytes / cycle", "estimate: L0C drain, half of MTE1"),
+    "onchip_bytes_per_cycle": Constant(128, "bytes / cycle",
+                                       "estimate: Vec <-> Mat / Acc -> Vec copies (Ascend950)"),
+    "scalar_op": Constant(8, "cycles", "estimate: one scalar-unit instruction with its operands"),
+    "task_launch": Constant(900, "cycles", "estimate: ~0.5 us from dispatch to kernel start"),
+    "orch_submit": Constant(360, "cycles", "estimate: ~0.2 us of AICPU time to submit one task"),
+}
+
+PIPES: tuple[str, ...] = ("vector", "cube", "mte1", "mte2", "mte3", "fixpipe", "scalar")
+
+
+def const(name: str) -> float:
+    """The value of constant `name`. Raises KeyError naming it."""
+    try:
+        return CONSTANTS[name].value
+    except KeyError:
+        raise KeyError(f"the cost model has no constant {name!r}") from None
+
+
+def cycles_to_us(cycles: float) -> float:
+    """Cycles of the AI-core clock in microseconds."""
+    return cycles / (const("clock_ghz") * 1e3)
+
+
+class OpCost(NamedTuple):
+    """Cost of one execution of one op: `cycles` on `pipe`; memory ops also move `nbytes` bytes
+    along `path` = (source space, destination space)."""
+
+    pipe: str
+    cycles: int
+    path: tuple[MemorySpace, MemorySpace] | None = None
+    nbytes: int = 0
+
+
+FREE = OpCost("scalar", 0)
+
+
+class TaskCost(NamedTuple):
+    """Totals of one task: cycles (launch included), cycles per pipe, bytes per memory path."""
+
+    cycles: int
+    pipe_cycles: dict[str, int]
+    path_bytes: dict[tuple[MemorySpace, MemorySpace], int]
+
+
+def task_cost(costs: list[OpCost] | tuple[OpCost, ...], counts: list[int] | None = None) -> TaskCost:
+    """Sum op costs (each executed `counts[i]` times, once when `counts` is None) plus the launch."""
+    pipes: dict[str, int] = {}
+    paths: dict[tuple[MemorySpace, MemorySpace], int] = {}
+    total = int(const("task_launch"))
+    for i, c in enumerate(costs):
+        n = 1 if counts is None else counts[i]
+        if not n or (not c.cycles and not c.nbytes):
+            continue
+        total += n * c.cycles
+        pipes[c.pipe] = pipes.get(c.pipe, 0) + n * c.cycles
+        if c.path is not None:
+            paths[c.path] = paths.get(c.path, 0) + n * c.nbytes
+    return TaskCost(total, pipes, paths)
+
+
+# ---- op costs ------------------------------------------------------------------------------------
+
+def _shape(t: Any) -> tuple[int, ...] | None:
+    dims = []
+    for d in getattr(t, "shape", ()):
+        v = getattr(d, "value", None)
+        if not isinstance(v, int):
+            return None
+        dims.append(v)
+    return tuple(dims)
+
+
+def _nbytes(t: Any) -> int:
+    shape = _shape(t)
+    if shape is None:
+        return 0
+    return (math.prod(shape) * t.dtype.get_bit() + 7) // 8
+
+
+def _space(t: Any) -> MemorySpace | None:
+    if isinstance(t, TileType):
+        return t.memory_space
+    if isinstance(t, TensorType):
+        return M.DDR
+    return None
+
+
+def _pipe_of(path: tuple[MemorySpace, MemorySpace]) -> tuple[str, str]:
+    """(pipe, bandwidth constant) of a transfer from path[0] to path[1]."""
+    src, dst = path
+    if src is M.DDR:
+        return "mte2", "mte2_bytes_per_cycle"
+    if dst is M.DDR and src is not M.Acc:
+        return "mte3", "mte3_bytes_per_cycle"
+    if src is M.Acc:
+        return "fixpipe", "fixpipe_bytes_per_cycle"
+    if src is M.Mat:
+        return "mte1", "mte1_bytes_per_cycle"
+    return "vector", "onchip_bytes_per_cycle"
+
+
+def _ddr_bytes(t: Any, granule: int) -> int:
+    """Bytes of DDR traffic to move tile type `t`: whole access granules per contiguous row."""
+    shape = _shape(t)
+    if not shape:
+        return _nbytes(t)
+    row = (shape[-1] * t.dtype.get_bit() + 7) // 8
+    rows = math.prod(shape[:-1])
+    return rows * math.ceil(row / granule) * granule
+
+
+def transfer_cost(path: tuple[MemorySpace, MemorySpace], tile_type: Any, soc: SoCModel) -> OpCost:
+    """Cost of moving one tile of `tile_type` along `path` (DDR sides in whole granules)."""
+    pipe, bw = _pipe_of(path)
+    nbytes = _nbytes(tile_type)
+    moved = _ddr_bytes(tile_type, soc.ddr_access_granularity) if M.DDR in path else nbytes
+    cycles = int(const("mte_issue")) + math.ceil(moved / const(bw))
+    return OpCost(pipe, cycles, path, nbytes)
+
+
+def copy_cost(space: MemorySpace, nbytes: int) -> OpCost:
+    """Cost of an on-chip copy of `nbytes` within `space` (carried-value copies of loops/ifs)."""
+    cycles = int(const("vector_issue")) + math.ceil(nbytes / const("vector_bytes_per_cycle"))
+    return OpCost("vector", cycles, (space, space), nbytes)
+
+
+def _memory_cost(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost:
+    reads = [call.args[i].type for i in spec.reads if i < len(call.args)]
+    src_t = next((t for t in reads if _space(t) is not None), None)
+    res = call.result_type
+    if isinstance(res, TileType):
+        dst_t = res
+    else:
+        writes = [call.args[i].type for i in spec.writes if i < len(call.args)]
+        dst_t = next((t for t in writes if _space(t) is not None), res)
+    src, dst = _space(src_t), _space(dst_t)
+    if src is None or dst is None:
+        return FREE
+    tile_t = src_t if isinstance(src_t, TileType) else dst_t
+    return transfer_cost((src, dst), tile_t, soc)
+
+
+def _cube_cost(spec: OpSpec, call: Call) -> OpCost:
+    res = _shape(call.result_type)
+    lhs = None
+    for i, spaces in spec.operand_spaces.items():
+        if M.Left in spaces and i < len(call.args):
+            lhs = call.args[i].type
+    if lhs is None:   # no declared Left operand: the first tile argument is the lhs
+        lhs = next((a.type for a in call.args if isinstance(a.type, TileType)), None)
+    lshape = _shape(lhs) if lhs is not None else None
+    if not res or len(res) < 2 or not lshape:
+        return OpCost("cube", int(const("cube_issue")))
+    m, n, k = res[-2], res[-1], lshape[-1]
+    k0 = max(1, 256 // lhs.dtype.get_bit())   # 32 bytes of K per block
+    blocks = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / k0)
+    cycles = int(const("cube_issue")) + math.ceil(blocks / const("cube_blocks_per_cycle"))
+    return OpCost("cube", cycles)
+
+
+def _vector_cost(call: Call) -> OpCost:
+    sizes = [_nbytes(a.type) for a in call.args if isinstance(a.type, TileType)]
+    if isinstance(call.result_type, TileType):
+        sizes.append(_nbytes(call.result_type))
+    nbytes = max(sizes, default=0)
+    return OpCost("vector", int(const("vector_issue")) + math.ceil(nbytes / const("vector_bytes_per_cycle")))
+
+
+def _elem_bytes(call: Call) -> float:
+    for t in (call.result_type, *(a.type for a in call.args)):
+        if isinstance(t, (TileType, TensorType)):
+            return t.dtype.get_bit() / 8
+    return 4.0
+
+
+def _from_entry(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost | None:
+    """Cost from the OpSpec's `cost` entry, or None to derive it from the traits."""
+    entry = getattr(spec, "cost", None)
+    unit = getattr(entry, "unit", None)
+    if unit is None:
+        return None
+    if unit == "none":
+        return FREE
+    if unit == "mte":
+        return _memory_cost(spec, call, soc)
+    from ...ops.cost import work_of
+
+    amount = work_of(call).amount
+    if amount is None:
+        return None
+    if unit == "vector":
+        nbytes = amount * _elem_bytes(call)
+        return OpCost("vector", int(const("vector_issue")) + math.ceil(nbytes / const("vector_bytes_per_cycle")))
+    if unit == "cube":
+        lhs = next((a.type for a in call.args if isinstance(a.type, (TileType, TensorType))), None)
+        bits = lhs.dtype.get_bit() if lhs is not None else 16
+        macs_per_cycle = 16 * 16 * max(1, 256 // bits) * const("cube_blocks_per_cycle")
+        return OpCost("cube", int(const("cube_issue")) + math.ceil(amount / macs_per_cycle))
+    return OpCost("scalar", math.ceil(amount * const("scalar_op")))
+
+
+def op_cost(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost:
+    """Cost of one execution of `call` (an op of `spec`) on a core of `soc` (see the module doc)."""
+    cost = _from_entry(spec, call, soc)
+    if cost is not None:
+        return cost
+    traits = spec.traits
+    if traits & {"creation", "view"}:
+        return FREE
+    if "memory" in traits:
+        return _memory_cost(spec, call, soc)
+    if "cube" in traits:
+        return _cube_cost(spec, call)
+    if traits & {"vector", "elementwise", "reduction"}:
+        return _vector_cost(call)
+    return OpCost("scalar", int(const("scalar_op")))

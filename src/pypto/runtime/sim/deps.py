@@ -1,0 +1,119 @@
+"""Automatic task dependencies from overlapping DDR regions (SPEC §1, §7).
+
+`DepTracker.add(task_id, accesses)` returns the earlier tasks a new task must wait for, with the
+kind of each conflict:
+
+- RAW: the new task reads a region an earlier task writes;
+- WAW: both write it;
+- WAR: the new task writes a region an earlier task reads.
+
+An argument's direction gives its access: In reads, Out writes, InOut does both. Regions are
+compared exactly for boxes of the same buffer (`regions.Region`), conservatively otherwise.
+
+Index: per DDR buffer, accesses are kept in buckets of a fixed byte size (chosen from the first
+access to that buffer, a power of two between 4 KiB and 4 MiB), so a query only looks at accesses
+whose byte ranges share a bucket. An access fully covered by a later write is dropped: anything
+that later conflicts with it also conflicts with the covering write, which already depends on it,
+so the order is kept transitively and the index stays small when a buffer is rewritten in a loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .regions import Region
+
+__all__ = ["DepTracker", "Access"]
+
+_MIN_BUCKET, _MAX_BUCKET = 1 << 12, 1 << 22
+
+Access = tuple[Region, bool, bool]   # (region, reads, writes)
+
+
+class _Entry:
+    __slots__ = ("region", "task", "write", "alive")
+
+    def __init__(self, region: Region, task: int, write: bool) -> None:
+        self.region, self.task, self.write, self.alive = region, task, write, True
+
+
+class _Buffer:
+    """The accesses of one DDR buffer, bucketed by byte range."""
+
+    __slots__ = ("size", "buckets")
+
+    def __init__(self, span: int) -> None:
+        size = _MIN_BUCKET
+        while size < span and size < _MAX_BUCKET:
+            size <<= 1
+        self.size = size
+        self.buckets: dict[int, list[_Entry]] = {}
+
+    def cells(self, r: Region) -> range:
+        return range(r.lo // self.size, max(r.hi - 1, r.lo) // self.size + 1)
+
+    def candidates(self, r: Region) -> Iterable[_Entry]:
+        cells = self.cells(r)
+        if len(cells) == 1:
+            bucket = self.buckets.get(cells[0])
+            return self._alive(cells[0], bucket) if bucket else ()
+        seen: dict[int, _Entry] = {}
+        for c in cells:
+            bucket = self.buckets.get(c)
+            if bucket:
+                for e in self._alive(c, bucket):
+                    seen[id(e)] = e
+        return seen.values()
+
+    def _alive(self, cell: int, bucket: list[_Entry]) -> list[_Entry]:
+        live = [e for e in bucket if e.alive]
+        if len(live) != len(bucket):
+            if live:
+                self.buckets[cell] = live
+            else:
+                del self.buckets[cell]
+        return live
+
+    def insert(self, e: _Entry) -> None:
+        for c in self.cells(e.region):
+            self.buckets.setdefault(c, []).append(e)
+
+
+class DepTracker:
+    """Region-based dependency finder for one run (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[int, _Buffer] = {}
+
+    def reset(self) -> None:
+        """Forget every access (start of a run)."""
+        self._buffers = {}
+
+    def add(self, task_id: int, accesses: Iterable[Access]) -> dict[int, str]:
+        """Record the accesses of task `task_id`; return {earlier task id: "RAW" | "WAW" | "WAR"}.
+
+        When a pair conflicts in several ways, RAW wins over WAW, and WAW over WAR.
+        """
+        deps: dict[int, str] = {}
+        new: list[tuple[_Buffer, _Entry]] = []
+        for region, reads, writes in accesses:
+            buf = self._buffers.get(region.key)
+            if buf is None:
+                buf = self._buffers[region.key] = _Buffer(region.hi - region.lo)
+            for e in buf.candidates(region):
+                if e.task == task_id or not (writes or e.write) or not e.region.overlaps(region):
+                    continue
+                kind = "RAW" if (reads and e.write) else ("WAW" if e.write else "WAR")
+                old = deps.get(e.task)
+                if old is None or _RANK[kind] < _RANK[old]:
+                    deps[e.task] = kind
+                if writes and region.covers(e.region):
+                    e.alive = False
+            if reads or writes:
+                new.append((buf, _Entry(region, task_id, writes)))
+        for buf, e in new:
+            buf.insert(e)
+        return deps
+
+
+_RANK = {"RAW": 0, "WAW": 1, "WAR": 2}

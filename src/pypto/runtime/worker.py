@@ -1,0 +1,203 @@
+"""`ChipWorker`: explicit dispatch with device-resident tensors (User Manual "Running on Device",
+"JITFunction.compile()"; SPEC §7).
+
+    worker = ChipWorker(config=RunConfig(platform="a2a3sim"))
+    w_dev = worker.alloc_tensor(w.shape, w.dtype, init=w)     # resident weights
+    handle = worker.register(my_kernel.compile(x, w, out))    # a callable handle
+    for x, out in batches:
+        handle(x, w_dev, out)                                 # host tensors copied, w_dev used in place
+    worker.free_tensor(w_dev)
+    worker.close()
+
+A worker owns one simulated chip (`SimDevice`): every program it runs shares that chip's cores and
+memories. `init()` opens it (implicitly on first use), `close()` frees every tensor it allocated;
+both are idempotent and the worker is a context manager. After `close()` the worker refuses work
+until `init()` is called again. Real-NPU platforms (`a2a3`, `a5`) fail in `init()` with a
+RuntimeError naming what this machine lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..core.dtype import DataType
+from .compiled import CompiledProgram
+from .config import RunConfig, backend_for_platform, is_simulator
+from .device_tensor import DeviceTensor
+from .sim.device import SimDevice
+from .toolchain import require_npu_runtime
+
+__all__ = ["ChipWorker", "KernelHandle"]
+
+
+class KernelHandle:
+    """A program registered on a worker: `handle(*args)` is `worker.run(compiled, *args)`."""
+
+    def __init__(self, worker: ChipWorker, compiled: CompiledProgram) -> None:
+        self.worker = worker
+        self.compiled = compiled
+
+    def __call__(self, *args: Any) -> Any:
+        return self.worker.run(self.compiled, *args)
+
+    def __repr__(self) -> str:
+        return f"KernelHandle({self.compiled.program.name!r}, platform={self.worker.config.platform!r})"
+
+
+def _torch_dtype(dtype: Any) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, DataType):
+        return dtype.to_torch()   # TypeError for dtypes torch lacks
+    raise TypeError(f"dtype must be a torch dtype or a PyPTO DataType (pl.FP32), got {dtype!r}")
+
+
+class ChipWorker:
+    """One chip to run compiled programs on (see the module docstring).
+
+    Args:
+        config: platform, device id and the runtime switches used for every run (DFX outputs,
+            sanitizer); default `RunConfig()` (the `a2a3sim` simulator).
+
+    Raises:
+        TypeError: `config` is not a RunConfig.
+    """
+
+    def __init__(self, config: RunConfig | None = None) -> None:
+        if config is None:
+            config = RunConfig()
+        if not isinstance(config, RunConfig):
+            raise TypeError(f"ChipWorker(config=...) expects a RunConfig, got {type(config).__name__}")
+        self.config = config
+        self._device: SimDevice | None = None
+        self._tensors: list[DeviceTensor] = []
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "open" if self._device is not None else ("closed" if self._closed else "not initialised")
+        return f"ChipWorker(platform={self.config.platform!r}, device_id={self.config.device_id}, {state})"
+
+    # ---- life cycle ----------------------------------------------------------------------------
+    def init(self) -> ChipWorker:
+        """Open the chip (idempotent; reopens a closed worker).
+
+        Raises:
+            RuntimeError: a real-NPU platform on a machine without the toolkit/driver (the message
+                names what is missing and the simulator platform to use instead).
+        """
+        if self._device is not None:
+            return self
+        if not is_simulator(self.config.platform):
+            require_npu_runtime(self.config.platform)
+        self._device = SimDevice(backend_for_platform(self.config.platform))
+        self._closed = False
+        return self
+
+    def close(self) -> None:
+        """Free every tensor this worker allocated and release the chip (idempotent)."""
+        for t in self._tensors:
+            t._release()
+        self._tensors = []
+        if self._device is not None:
+            self._device = None
+            self._closed = True
+
+    @property
+    def is_open(self) -> bool:
+        return self._device is not None
+
+    def __enter__(self) -> ChipWorker:
+        return self.init()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def device(self) -> SimDevice:
+        """The simulated chip (opens the worker on first use). Raises RuntimeError once closed."""
+        if self._device is None:
+            if self._closed:
+                raise RuntimeError("this ChipWorker is closed; call init() to open it again")
+            self.init()
+        return self._device  # type: ignore[return-value]
+
+    # ---- device memory -------------------------------------------------------------------------
+    def alloc_tensor(self, shape: Sequence[int], dtype: Any, init: Any = None) -> DeviceTensor:
+        """A new resident tensor of `shape` and `dtype` (torch dtype or `pl.FP32`-style DataType),
+        zero-filled, or holding `init` (a tensor of the same shape, converted to `dtype`).
+
+        Raises:
+            TypeError: a bad dtype or a non-tensor `init`. ValueError: a negative dimension or an
+                `init` of another shape. RuntimeError: the worker is closed.
+        """
+        self.device  # noqa: B018  (opens the worker, or raises when closed)
+        tdt = _torch_dtype(dtype)
+        dims = tuple(int(d) for d in shape)
+        if any(d < 0 for d in dims):
+            raise ValueError(f"alloc_tensor: shape {list(dims)} has a negative dimension")
+        buf = torch.zeros(dims, dtype=tdt)
+        if init is not None:
+            if not isinstance(init, torch.Tensor):
+                raise TypeError(f"alloc_tensor(init=...) expects a torch.Tensor, got {type(init).__name__}")
+            if tuple(init.shape) != dims:
+                raise ValueError(f"alloc_tensor: init has shape {list(init.shape)}, expected {list(dims)}")
+            buf.copy_(init.detach())
+        t = DeviceTensor(buf, self)
+        self._tensors.append(t)
+        return t
+
+    def free_tensor(self, t: DeviceTensor) -> None:
+        """Release `t`; any later use of it raises.
+
+        Raises:
+            TypeError: not a DeviceTensor. ValueError: allocated by another worker, or already freed.
+        """
+        if not isinstance(t, DeviceTensor):
+            raise TypeError(f"free_tensor expects a DeviceTensor, got {type(t).__name__}")
+        if t.worker is not self:
+            raise ValueError(f"{t!r} was not allocated by this worker")
+        if t.freed:
+            raise ValueError(f"{t!r} was already freed")
+        t._release()
+        self._tensors.remove(t)
+
+    # ---- dispatch ------------------------------------------------------------------------------
+    def _check_program(self, compiled: Any) -> CompiledProgram:
+        if not isinstance(compiled, CompiledProgram):
+            hint = (f"; get one with {compiled.__name__}.compile(*sample_args)"
+                    if hasattr(compiled, "specialize") else "")
+            raise TypeError(f"expected a CompiledProgram, got {type(compiled).__name__}{hint}")
+        chip = backend_for_platform(self.config.platform)
+        if compiled.backend_type is not chip:
+            raise ValueError(f"'{compiled.program.name}' was compiled for {compiled.backend_type.name}, "
+                             f"but this worker runs platform {self.config.platform!r} ({chip.name})")
+        return compiled
+
+    def register(self, compiled: CompiledProgram) -> KernelHandle:
+        """A callable handle running `compiled` on this worker.
+
+        Raises:
+            TypeError: not a CompiledProgram. ValueError: compiled for another chip.
+        """
+        self.device  # noqa: B018
+        return KernelHandle(self, self._check_program(compiled))
+
+    def run(self, compiled: CompiledProgram, *args: Any) -> Any:
+        """Run `compiled` with `args` on this chip; returns what calling it returns.
+
+        Host tensors are copied in and Out/InOut results copied back; DeviceTensors are used in
+        place and must belong to this worker.
+
+        Raises:
+            TypeError / ValueError: bad arguments (a DeviceTensor of another worker, a freed one,
+                a program for another chip, ...). RuntimeSimError: an error while running.
+        """
+        device = self.device
+        self._check_program(compiled)
+        for p, a in zip(compiled.entry_function.params, args):
+            if isinstance(a, DeviceTensor) and a.worker is not self:
+                raise ValueError(f"argument '{p.name}': {a!r} belongs to another ChipWorker")
+        return compiled.run_on(device, args, self.config)

@@ -1,0 +1,131 @@
+"""report/perf_hints.log (User Manual: "check report/perf_hints.log first"): PH001 narrow DDR rows
+against the backend's recommended bytes, PH002 L0 tiles off the 16-row fractal, PH003 Out
+parameters never written; and `python -m pypto.tools.perf_hints BUILD_DIR`."""
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto import ir
+from pypto.backend import BackendType
+from pypto.tools import perf_hints as ph
+
+HERE = Path(__file__).resolve()
+
+
+def _line_of(needle: str) -> int:
+    return next(i for i, line in enumerate(HERE.read_text().splitlines(), start=1) if needle in line)
+
+
+@pl.program
+class Narrow:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[64, 64], pl.FP32], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        for j in pl.range(0, 64, 32):
+            t = pl.load(x, [0, j], [64, 32])   # rows of 32 x FP32 = 128 B
+            y = pl.store(pl.exp(t), [0, j], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 64], pl.FP32], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        y = self.k(x, y)
+        return y
+
+
+def _hints(out: Path) -> list[str]:
+    return [line for line in (out / "report" / "perf_hints.log").read_text().splitlines()
+            if not line.startswith("#")]
+
+
+def test_ph001_narrow_rows_depend_on_the_backend(tmp_path):
+    ir.compile(Narrow, output_dir=tmp_path / "a2", backend_type=BackendType.Ascend910B)
+    hints = _hints(tmp_path / "a2")
+    assert len(hints) == 2 and all(h.startswith("PH001 ") for h in hints)
+    load_line = _line_of("t = pl.load(x, [0, j], [64, 32])")
+    assert re.match(rf"PH001 {re.escape(str(HERE))}:{load_line}:\d+: in 'k': 'tile.load' moves tile rows of "
+                    r"128 B \(32 x FP32\), below the 512 B innermost size Ascend910B recommends \(DDR is "
+                    r"accessed in 512 B units\); make the innermost tile dimension at least 128 elements", hints[0])
+    assert "'tile.store'" in hints[1]
+    # Ascend950 accesses DDR in 128 B units: 128 B rows are fine there
+    ir.compile(Narrow, output_dir=tmp_path / "a5", backend_type=BackendType.Ascend950)
+    assert _hints(tmp_path / "a5") == ["no performance hints"]
+
+
+@pl.program
+class SmallMatmul:
+    @pl.function(type=pl.FunctionType.InCore)
+    def mm(self, a: pl.Tensor[[8, 128], pl.FP16], b: pl.Tensor[[128, 256], pl.FP16],
+           c: pl.Out[pl.Tensor[[8, 256], pl.FP32]]) -> pl.Tensor[[8, 256], pl.FP32]:
+        a1 = pl.load(a, [0, 0], [8, 128], target_memory=pl.Mem.Mat)
+        b1 = pl.load(b, [0, 0], [128, 256], target_memory=pl.Mem.Mat)
+        a0 = pl.move(a1, target_memory=pl.Mem.Left)
+        b0 = pl.move(b1, target_memory=pl.Mem.Right)
+        acc = pl.matmul(a0, b0)
+        c = pl.store(acc, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[8, 128], pl.FP16], b: pl.Tensor[[128, 256], pl.FP16],
+             c: pl.Out[pl.Tensor[[8, 256], pl.FP32]]) -> pl.Tensor[[8, 256], pl.FP32]:
+        c = self.mm(a, b, c)
+        return c
+
+
+def test_ph002_l0_tiles_off_the_fractal(tmp_path):
+    compiled = ir.compile(SmallMatmul, output_dir=tmp_path / "b")
+    a, b, c = torch.randn(8, 128).half(), torch.randn(128, 256).half(), torch.zeros(8, 256)
+    compiled(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+    hints = [h for h in _hints(tmp_path / "b") if h.startswith("PH002")]
+    assert len(hints) == 2   # a0 (Left, 8 x 128) and acc (Acc, 8 x 256); b0 (128 x 256) is aligned
+    assert re.match(rf"PH002 {re.escape(str(HERE))}:{_line_of('a0 = pl.move(a1')}:\d+: in 'mm': tile 'a0' in "
+                    r"Left \(L0A\) is 8 x 128, not aligned to the 16-row fractal; the cube unit works on whole "
+                    r"16 x 16 boxes, so pad it to 16 x 128", hints[0])
+    assert "tile 'acc' in Acc (L0C) is 8 x 256" in hints[1]
+
+
+def test_ph003_out_parameter_never_written(tmp_path):
+    @pl.program
+    class Forgot:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[16, 128], pl.FP32], y: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+              z: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 128])
+            y = pl.store(t, [0, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 128], pl.FP32], y: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+                 z: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+            y = self.k(x, y, z)
+            return y
+
+    with pytest.warns(UserWarning, match="'z'"):
+        ir.compile(Forgot, output_dir=tmp_path / "b")
+    hints = _hints(tmp_path / "b")
+    ph3 = [h for h in hints if h.startswith("PH003")]
+    assert len(ph3) == 1
+    assert re.match(rf"PH003 {re.escape(str(HERE))}:\d+:\d+: in 'k': Out parameter 'z' is never written: the "
+                    r"caller's tensor keeps its old contents", ph3[0])
+    assert not any("'y'" in h for h in ph3)
+
+
+def test_log_header_and_cli(tmp_path, capsys):
+    ir.compile(Narrow, output_dir=tmp_path / "b")
+    log = (tmp_path / "b" / "report" / "perf_hints.log").read_text()
+    assert log.splitlines()[0] == "# Performance hints for program 'Narrow' on Ascend910B"
+    assert all(code in log.splitlines()[1] for code in ("PH001", "PH002", "PH003"))
+    assert ph.main([str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out == log
+    assert ph.main([str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_examples_without_problems_have_no_hints(tmp_path, examples_dir):
+    import softmax
+
+    ir.compile(softmax.RowSoftmax, output_dir=tmp_path / "b")
+    assert _hints(tmp_path / "b") == ["no performance hints"]

@@ -1,0 +1,68 @@
+"""DDR regions of task arguments and the RAW / WAR / WAW dependencies between tasks (issue 6)."""
+
+import torch
+
+from pypto.runtime.sim.deps import DepTracker
+from pypto.runtime.sim.regions import describe, region_of
+
+
+def test_slices_are_boxes_of_their_buffer() -> None:
+    base = torch.zeros(64, 128)
+    r = region_of(base[16:32, 64:128])
+    assert r.key == region_of(base).key
+    assert r.box == ((16, 32), (64, 128)) and describe(r) == "[16:32, 64:128]"
+    assert r.lo == (16 * 128 + 64) * 4 and r.hi == (31 * 128 + 128) * 4
+    assert region_of(base).box == ((0, 64), (0, 128))
+
+
+def test_overlap_is_exact_for_boxes_and_conservative_otherwise() -> None:
+    base = torch.zeros(64, 128)
+    left, right = region_of(base[0:16, 0:64]), region_of(base[0:16, 64:128])
+    assert left.lo < right.hi and right.lo < left.hi      # byte ranges interleave ...
+    assert not left.overlaps(right)                        # ... but the boxes are disjoint
+    assert left.overlaps(region_of(base[8:24, 32:96]))
+    assert not left.overlaps(region_of(torch.zeros(64, 128)))   # another buffer
+    t = region_of(base.t()[0:64, 0:16])                   # a transposed view: not a box
+    assert t.box is None and t.overlaps(left) and describe(t).startswith("bytes")
+    assert region_of(base).covers(left) and not left.covers(region_of(base))
+
+
+def test_raw_war_waw_and_independent_tasks() -> None:
+    a, tmp, out = torch.zeros(32, 64), torch.zeros(32, 64), torch.zeros(32, 64)
+    tr = DepTracker()
+
+    def acc(t, read=False, write=False):
+        return region_of(t), read, write
+
+    assert tr.add(0, [acc(a, read=True), acc(tmp[0:16], write=True)]) == {}
+    assert tr.add(1, [acc(a, read=True), acc(tmp[16:32], write=True)]) == {}   # disjoint halves
+    assert tr.add(2, [acc(tmp[0:16], read=True), acc(out[0:16], write=True)]) == {0: "RAW"}
+    assert tr.add(3, [acc(tmp, read=True, write=True)]) == {0: "RAW", 1: "RAW", 2: "WAR"}
+    assert tr.add(4, [acc(out, write=True)]) == {2: "WAW"}
+    assert tr.add(5, [acc(a, write=True)]) == {0: "WAR", 1: "WAR"}
+
+
+def test_covered_accesses_are_dropped_but_order_is_kept_transitively() -> None:
+    buf = torch.zeros(16, 16)
+    tr = DepTracker()
+    for i in range(100):   # the same region rewritten in a loop: each write depends on the last
+        deps = tr.add(i, [(region_of(buf), False, True)])
+        assert deps == ({} if i == 0 else {i - 1: "WAW"})
+    b = tr._buffers[region_of(buf).key]
+    assert sum(len(v) for v in b.buckets.values()) <= 2
+    tr.reset()
+    assert tr.add(0, [(region_of(buf), True, False)]) == {}
+
+
+def test_bucketed_index_finds_far_apart_overlaps() -> None:
+    big = torch.zeros(2048, 2048)
+    tr = DepTracker()
+    n = 0
+    for i in range(0, 2048, 128):
+        for j in range(0, 2048, 128):
+            assert tr.add(n, [(region_of(big[i:i + 128, j:j + 128]), False, True)]) == {}
+            n += 1
+    whole = tr.add(n, [(region_of(big), True, False)])
+    assert sorted(whole) == list(range(n)) and set(whole.values()) == {"RAW"}
+    corner = tr.add(n + 1, [(region_of(big[2000:2048, 2000:2048]), False, True)])
+    assert corner == {255: "WAW", n: "WAR"}

@@ -1,0 +1,155 @@
+"""Runtime DFX outputs under `<output_dir>/dfx_outputs/` (SPEC §7, issue 6): swimlane trace, task
+graph, scope statistics and PMU counters, parsed back and checked against the run."""
+
+import csv
+import json
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto import ir
+from pypto.runtime import RunConfig
+from pypto.runtime.sim.cost_model import cycles_to_us
+
+ROWS = 16
+
+
+@pl.program
+class Staged:
+    @pl.function(type=pl.FunctionType.InCore)
+    def scale(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
+              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
+        t = pl.load(x, [0, 0], [ROWS, 64])
+        u = pl.mul(t, 2.0)
+        y = pl.store(u, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def mm(self, a: pl.Tensor[[32, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.FP16],
+           c: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+        a1 = pl.load(a, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+        b1 = pl.load(b, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+        a0 = pl.move(a1, target_memory=pl.Mem.Left)
+        b0 = pl.move(b1, target_memory=pl.Mem.Right)
+        c0 = pl.matmul(a0, b0)
+        c = pl.store(c0, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 64], pl.FP32], a: pl.Tensor[[32, 32], pl.FP16],
+             b: pl.Tensor[[32, 32], pl.FP16], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+             c: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        tmp = pl.create_tensor([64, 64], dtype=pl.FP32)
+        with pl.scope():
+            for i in pl.range(0, 64, ROWS):
+                xs = pl.slice(x, [ROWS, 64], [i, 0])
+                ts = pl.slice(tmp, [ROWS, 64], [i, 0])
+                ts = self.scale(xs, ts)
+        for i in pl.range(0, 64, ROWS):
+            ts2 = pl.slice(tmp, [ROWS, 64], [i, 0])
+            ys = pl.slice(y, [ROWS, 64], [i, 0])
+            ys = self.scale(ts2, ys)
+        c = self.mm(a, b, c)
+        return y
+
+
+ALL = RunConfig(enable_chip_swimlane=2, enable_dep_gen=True, enable_scope_stats=True, enable_pmu=2)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("staged")
+    cp = ir.compile(Staged, output_dir=out, dump_passes=False)
+    x = torch.randn(64, 64)
+    a, b = torch.randn(32, 32).half(), torch.randn(32, 32).half()
+    y, c = torch.zeros(64, 64), torch.zeros(32, 32)
+    cp(x, a, b, y, c, config=ALL)
+    assert torch.equal(y, 4 * x)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+    return cp, out / "dfx_outputs"
+
+
+def test_no_outputs_without_switches(tmp_path) -> None:
+    cp = ir.compile(Staged, output_dir=tmp_path, dump_passes=False)
+    cp(torch.randn(64, 64), torch.randn(32, 32).half(), torch.randn(32, 32).half(), torch.zeros(64, 64),
+       torch.zeros(32, 32))
+    assert not (tmp_path / "dfx_outputs").exists()
+
+
+def test_swimlane_has_a_track_per_core_and_a_slice_per_task(run) -> None:
+    cp, d = run
+    doc = json.loads((d / "swimlane.json").read_text())
+    ev = doc["traceEvents"]
+    tracks = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"
+              and e["pid"] == 1}
+    rec = cp.last_run
+    assert len(tracks) == rec.num_aic + rec.num_aiv == 72
+    assert tracks[0] == "AIC0" and tracks[rec.num_aic] == "AIV0" and tracks[71] == "AIV47"
+    slices = [e for e in ev if e["ph"] == "X" and e.get("cat") == "task"]
+    assert len(slices) == len(cp.tasks) == 9
+    for e in slices:
+        t = cp.tasks[e["args"]["task_id"]]
+        assert e["name"] == t.kernel and tracks[e["tid"]] == t.core
+        assert e["ts"] == pytest.approx(cycles_to_us(t.start_cycle))
+        assert e["dur"] == pytest.approx(cycles_to_us(t.cycles))
+    assert {tracks[e["tid"]][:3] for e in slices if e["name"] == "mm"} == {"AIC"}
+    # independent tasks overlap in time on different tracks
+    s0, s1 = slices[0], slices[1]
+    assert s1["ts"] < s0["ts"] + s0["dur"] and s0["tid"] != s1["tid"]
+    flows = [e for e in ev if e["ph"] in ("s", "f")]
+    assert len(flows) == 2 * sum(len(t.deps) for t in cp.tasks) == 8
+    assert doc["otherData"]["makespan_cycles"] == rec.makespan_cycles
+
+
+def test_task_graph_dot_and_json(run) -> None:
+    cp, d = run
+    g = json.loads((d / "task_graph.json").read_text())
+    assert [t["kernel"] for t in g["tasks"]] == ["scale"] * 8 + ["mm"]
+    edges = {(e["src"], e["dst"], e["kind"]) for e in g["edges"]}
+    assert edges == {(i, i + 4, "RAW") for i in range(4)}
+    dot = (d / "task_graph.dot").read_text()
+    assert dot.startswith('digraph "Staged tasks" {') and dot.rstrip().endswith("}")
+    for i in range(4):
+        assert f't{i} -> t{i + 4} [label="RAW"];' in dot
+    assert 't8 [label="mm\\n#8 AIC0"];' in dot
+
+
+def test_scope_stats(run) -> None:
+    cp, d = run
+    rows = {r["scope"]: r for r in json.loads((d / "scope_stats.json").read_text())}
+    with open(__file__) as f:
+        line = next(i for i, text in enumerate(f, 1) if "with pl.scope():" in text)
+    assert set(rows) == {"main", f"main/scope@{line}"}
+    inner = rows[f"main/scope@{line}"]
+    assert inner["line"] == line and inner["name"] == f"scope@{line}"
+    assert inner["tasks"] == inner["direct_tasks"] == 4 and inner["instances"] == 1
+    top = rows["main"]
+    assert top["tasks"] == 9 and top["direct_tasks"] == 5
+    t = cp.tasks
+    assert inner["busy_cycles"] == sum(k.cycles for k in t[:4])
+    assert inner["span_cycles"] == max(k.end_cycle for k in t[:4]) - t[0].start_cycle
+    assert top["last_end_cycle"] == cp.last_run.makespan_cycles
+    assert top["busy_us"] == pytest.approx(cycles_to_us(top["busy_cycles"]))
+
+
+def test_pmu_counters_per_core(run) -> None:
+    cp, d = run
+    with open(d / "pmu.csv", newline="") as f:
+        rows = {r["core"]: r for r in csv.DictReader(f)}
+    assert len(rows) == 72
+    busy = {}
+    for t in cp.tasks:
+        busy[t.core] = busy.get(t.core, 0) + t.cycles
+    for core, r in rows.items():
+        assert int(r["busy_cycles"]) == busy.get(core, 0)
+        assert int(r["busy_cycles"]) + int(r["idle_cycles"]) == cp.last_run.makespan_cycles
+    vec_in = sum(int(r["bytes_DDR_to_Vec"]) for r in rows.values())
+    assert vec_in == 8 * ROWS * 64 * 4                      # every scale task loads one fp32 block
+    assert sum(int(r["bytes_Vec_to_DDR"]) for r in rows.values()) == vec_in
+    aic = rows[cp.tasks[8].core]
+    assert int(aic["bytes_DDR_to_Mat"]) == 2 * 32 * 32 * 2 and int(aic["bytes_Mat_to_Left"]) == 2048
+    assert int(aic["bytes_Acc_to_DDR"]) == 32 * 32 * 4 and int(aic["cube_cycles"]) > 0
+    with open(d / "pmu_tasks.csv", newline="") as f:
+        per_task = list(csv.DictReader(f))
+    assert [int(r["cycles"]) for r in per_task] == [t.cycles for t in cp.tasks]
