@@ -96,17 +96,44 @@ def _float_text(v: float) -> str:
 
 
 class _DynCollector(IRVisitor):
+    """Dynamic dimensions: Vars in shapes that nothing in the printed node binds (a shape may also
+    use a scalar parameter or local, which prints under its own name)."""
+
     def __init__(self) -> None:
-        self.names: dict[str, None] = {}
+        self.dims: dict[Var, None] = {}
+        self.bound: set[Var] = set()
+
+    @property
+    def names(self) -> dict[str, None]:
+        return {d.name: None for d in self.dims if d not in self.bound}
 
     def visit_type(self, t: Type) -> None:
         if isinstance(t, (TensorType, TileType)):
-            for d in t.shape:
+            dims = list(t.shape)
+            if t.view is not None and getattr(t.view, "valid_shape", None) is not None:
+                dims += list(t.view.valid_shape)  # type: ignore[union-attr]
+            for d in dims:
                 if isinstance(d, Var):
-                    self.names[d.name] = None
+                    self.dims[d] = None
         elif isinstance(t, TupleType):
             for x in t.types:
                 self.visit_type(x)
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        self.bound.add(s.var)
+        super().visit_AssignStmt(s)
+
+    def visit_ForStmt(self, s: ForStmt) -> None:
+        self.bound.update((s.loop_var, *s.iter_args, *s.return_vars))
+        super().visit_ForStmt(s)
+
+    def visit_WhileStmt(self, s: WhileStmt) -> None:
+        self.bound.update((*s.iter_args, *s.return_vars))
+        super().visit_WhileStmt(s)
+
+    def visit_IfStmt(self, s: IfStmt) -> None:
+        self.bound.update(s.return_vars)
+        super().visit_IfStmt(s)
 
     def visit_Var(self, e: Var) -> None:
         self.visit_type(e.type)
@@ -118,6 +145,7 @@ class _DynCollector(IRVisitor):
         super().visit_Call(e)
 
     def visit_function(self, f: Function) -> None:
+        self.bound.update(f.params)
         for t in f.return_types:
             self.visit_type(t)
         super().visit_function(f)

@@ -96,6 +96,9 @@ class IRVisitor:
         if isinstance(t, (TensorType, TileType)):
             for d in t.shape:
                 self.visit_expr(d)
+            vs = getattr(t.view, "valid_shape", None) if t.view is not None else None
+            for d in vs or ():
+                self.visit_expr(d)
         elif isinstance(t, TupleType):
             for x in t.types:
                 self.visit_type(x)

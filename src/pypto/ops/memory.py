@@ -185,6 +185,7 @@ for _ns in ("tensor", "tile"):
     _host = frozenset({"orchestration"}) if _ns == "tensor" else frozenset()
     register(OpSpec(f"{_ns}.read", ("x", "indices"), _read_rule(_ns), _read, reads=(0,), traits=_host,
                     pto=None if _ns == "tensor" else "pto.tgetval", cost=scalar(), family="memory",
+                    tile_op="tile.read" if _ns == "tensor" else None,
                     dtypes=ANY.text, doc="The single element of `x` at `indices`, as a scalar."))
     _t = _ns == "tile"
     register(OpSpec(f"{_ns}.write", ("x", "indices", "value"), _write_rule(_ns), _tile_write if _t else _write,

@@ -23,7 +23,7 @@ from ..core.span import Span
 from ..ir.expr import Call, Expr, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
-from ..ir.types import TensorType, TileType
+from ..ir.types import ScalarType, TensorType, TileType
 from ..ir.visitor import IRMutator
 from ..ops import get_op
 from .base import FunctionPass, PassContext
@@ -50,6 +50,9 @@ class _Converter:
         self.regions: dict[Var, _Region] = {}
         self.out: list[Stmt] = []
         self.counter = 0
+
+    def renames(self) -> dict[Var, Expr]:
+        return {k: v for k, v in self.tiles.items() if type(k.type) is type(v.type)}
 
     def sub(self, e: Expr) -> Expr:
         """Rewrite uses of renamed vars (re-created iter args and results); tensor values that now
@@ -209,6 +212,10 @@ class _Converter:
             stored = build_call("tile.store", [tile, offsets, self.sub(target)], {}, span)
             self.out.append(AssignStmt(var, stored, span=span))
             return
+        if spec.tile_op is None and isinstance(call.type, ScalarType):
+            # a scalar result (tensor.read, tensor.dim) is computed by the core's scalar unit
+            self.out.append(AssignStmt(var, IRMutator(self.renames()).visit_expr(call), span=span))
+            return
         if spec.tile_op is None:
             raise CompileError(f"op '{call.op}' has no tile-level form and cannot run inside an InCore "
                                f"function", span)
@@ -232,7 +239,10 @@ class _Converter:
             operands = [self.cast_to(o, call.type.dtype, span) for o in operands]
         tile_attrs = {k: v for k, v in attrs.items() if k in tile_spec.attrs}
         tcall = build_call(spec.tile_op, operands, tile_attrs, span)
-        self.tiles[var] = self.emit_assign(f"{var.name}_tile", tcall, span)
+        result = self.emit_assign(f"{var.name}_tile", tcall, span)
+        if isinstance(call.type, TensorType):  # e.g. matmul(out_dtype=FP16): the tile op gives FP32
+            result = self.cast_to(result, call.type.dtype, span)  # type: ignore[assignment]
+        self.tiles[var] = result
 
 
 class ConvertTensorToTileOps(FunctionPass):

@@ -374,11 +374,21 @@ class ExprParser:
         first_args = [self.to_expr(a, node) if not isinstance(a, (DataType, str)) else None
                       for a in args[:2]]
         types = [a.type if a is not None else None for a in first_args]
+        if name == "cast" and isinstance(types[0], ScalarType):
+            return self.scalar_cast(first_args[0], args, kwargs, node)  # type: ignore[arg-type]
         try:
             op_name = resolve_unified(name, types)  # type: ignore[arg-type]
         except ValueError as e:
             raise ParserTypeError(str(e), self.span(node)) from None
         return self.call_op(op_name, args, kwargs, node)
+
+    def scalar_cast(self, x: Expr, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Expr:
+        """`pl.cast(scalar, dtype)`: a scalar conversion (IR UnaryExpr "cast"), not a tile op."""
+        dt = args[1] if len(args) > 1 else kwargs.get("target_type")
+        if not isinstance(dt, DataType):
+            raise ParserTypeError("pl.cast of a scalar needs a data type, e.g. pl.cast(i, pl.FP32)",
+                                  self.span(node))
+        return UnaryExpr("cast", x, dt, span=self.span(node))
 
     def check_op_placement(self, op_name: str, node: ast.AST) -> None:
         """Orchestration functions may only create/view tensors and dispatch; compute needs pl.at."""
