@@ -45,6 +45,8 @@ struct TaskArgs {
 };
 void submit_aiv_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
 void submit_aic_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
+struct MixedPart { int32_t func_id; const TaskArgs& args; };
+void submit_mixed_task(PTO2Runtime*, std::initializer_list<MixedPart> parts);
 struct PTO2ScopeGuard { explicit PTO2ScopeGuard(PTO2Runtime*); ~PTO2ScopeGuard(); };
 #define PTO2_SCOPE(rt) if (PTO2ScopeGuard pto2_scope_guard{rt}; true)
 Tensor tensor_create(std::initializer_list<int64_t> shape, DataType dt);
@@ -231,3 +233,48 @@ def test_data_compute_op_in_host_code_is_an_error():
                   SeqStmts((AssignStmt(t, Call("tensor.create", (MakeTuple((ConstInt(16, INDEX),)),),
                                                (("dtype", FP32),), c.type)), ReturnStmt((c,)))))
     assert "Tensor t = tensor_create({16}, DataType::FP32);" in emit_orchestration(ok, Program("P", (ok,)), {})
+
+
+@pl.program
+class Grouped:
+    @pl.function(type=pl.FunctionType.AIC)
+    def mm_aic(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
+               p: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        a1 = pl.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+        b1 = pl.load(b, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+        acc = pl.matmul(pl.move(a1, target_memory=pl.Mem.Left), pl.move(b1, target_memory=pl.Mem.Right))
+        p = pl.store(acc, [0, 0], p)
+        return p
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def exp_aiv(self, p: pl.Tensor[[16, 16], pl.FP32], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        t = pl.load(p, [0, 0], [16, 16])
+        c = pl.store(pl.exp(t), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Group)
+    def mm_exp(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
+               p: pl.Out[pl.Tensor[[16, 16], pl.FP32]], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        p = self.mm_aic(a, b, p)
+        c = self.exp_aiv(p, c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
+             c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        p = pl.create_tensor([16, 16], dtype=pl.FP32)
+        c = self.mm_exp(a, b, p, c)
+        return c
+
+
+def test_group_kernels_are_one_cluster_task(tmp_path):
+    text = emit_orchestration(Grouped.get_function("main"), Grouped, {"mm_aic": 0, "exp_aiv": 1})
+    assert "FUNC_MM_AIC = 0,  // kernels/aic/mm_aic.pto" in text and "FUNC_EXP_AIV = 1,  // kernels/aiv/exp_aiv.pto" in text
+    group = text.split("static Tensor mm_exp(PTO2Runtime* rt, Tensor a", 1)[1].split("\n}\n", 1)[0]
+    assert "submit_aic_task" not in group and "submit_aiv_task" not in group
+    assert re.findall(r"task\d\.(\w+)\((\w+)\);", group) == [("add_input", "a"), ("add_input", "b"),
+                                                          ("add_output", "p"), ("add_input", "p_1"),
+                                                          ("add_output", "c")]
+    assert "submit_mixed_task(rt, {{FUNC_MM_AIC, task0}, {FUNC_EXP_AIV, task1}});" in group
+    assert group.rstrip().endswith("return c_1;")
+    compiles_as_cpp(text, tmp_path)

@@ -162,7 +162,10 @@ def test_if_with_tile_result_and_scalar_parameters(tmp_path):
     assert re.search(r"pto\.texp ins\(%t : [^)]*\) outs\(%a : ", then) and "scf.yield %a" in then
     # the scalar operand is typed f32; b is copied into the result's buffer (a's) before the yield
     assert re.search(r"pto\.tadds ins\(%t, %s : !pto\.tile_buf<[^>]*>, f32\) outs\(%b : ", els)
-    assert re.search(r"pto\.tmov ins\(%b : [^)]*\) outs\(%a : ", els) and "scf.yield %a" in els
+    assert re.search(r"pto\.tmov ins\(%b : [^)]*\) outs\(%r_1 : ", els) and "scf.yield %r_1" in els
+    pto = check_pto(text)
+    addr = {n: a for n, a, _ in pto.allocs}
+    assert addr["%r_1"] == addr["%a"] != addr["%b"]
 
 
 M = pl.dynamic("M")

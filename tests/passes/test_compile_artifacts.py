@@ -298,3 +298,12 @@ def test_spec7_extraction_surface(tmp_path):
         compiled.build_call_config(RunConfig(platform="a2a3sim"))
     compiled(x, 2.0, y)
     torch.testing.assert_close(y, x * 2.0)
+
+
+def test_foreign_files_under_artifact_names_are_never_deleted(tmp_path):
+    out = tmp_path / "project"
+    (out / "kernels").mkdir(parents=True)
+    (out / "kernels" / "mine.txt").write_text("user data")
+    with pytest.raises(FileExistsError, match="already has 'kernels', which is not from a complete PyPTO build"):
+        ir.compile(Add, output_dir=out)
+    assert (out / "kernels" / "mine.txt").read_text() == "user data"

@@ -6,6 +6,7 @@ import pypto.language as pl
 from pypto import ir
 from pypto.passes.base import PassContext
 from pypto.passes.flatten_tile_nd_to_2d import FlattenTileNdTo2D
+from pypto.runtime import RunConfig
 
 X = [4, 8, 64]
 
@@ -77,5 +78,5 @@ def test_nd_loop_kernel_runs_like_torch(tmp_path):
     assert "pl.tile.add(acc_2d, exp" in body or "pl.tile.add(acc_2d" in body
     x = torch.randn(4, 2, 8, 32)
     y = torch.zeros(2, 8, 32)
-    compiled(x, y)
+    compiled(x, y, config=RunConfig(platform="a2a3sim", sanitize=True))  # reshapes share buffers
     torch.testing.assert_close(y, x[0] + torch.exp(x[1:]).sum(0), rtol=1e-5, atol=1e-5)

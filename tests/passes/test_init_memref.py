@@ -8,12 +8,12 @@ from pypto.backend import BackendType, get_soc
 from pypto.passes.init_memref import buffer_bytes
 
 SOC = get_soc(BackendType.Ascend910B)
-I = ir.ConstInt
+CI = ir.ConstInt
 
 
 def tile(shape, dtype, space, layout=None):
     view = ir.TileView(None, layout, pl.PadValue.null) if layout is not None else None
-    return ir.TileType(tuple(I(d) for d in shape), dtype, space, view=view)
+    return ir.TileType(tuple(CI(d) for d in shape), dtype, space, view=view)
 
 
 @pytest.mark.parametrize("shape,dtype,space,layout,want", [

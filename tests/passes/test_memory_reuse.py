@@ -4,6 +4,7 @@ reused while a loop's carried or returned value still lives in it — checked by
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 import pypto.language as pl
@@ -12,6 +13,7 @@ from pypto.backend import BackendType
 from pypto.passes.base import PassContext
 from pypto.passes.liveness import buffer_intervals
 from pypto.passes.memory_reuse import MemoryReuse
+from pypto.runtime import RunConfig
 
 R, C, N = 64, 128, 4
 KIB32 = R * C * 4  # one [64, 128] FP32 tile: 32 KiB
@@ -122,9 +124,33 @@ def test_naive_allocation_over_capacity_compiles_runs_and_reports_peak(tmp_path)
         compiled = ir.compile(Chain, output_dir=out, backend_type=backend, platform=platform,
                               verification_level=ir.VerificationLevel.ROUNDTRIP)
         y = torch.zeros(R, C)
-        compiled(x, z, y)
+        compiled(x, z, y, config=RunConfig(platform=platform, sanitize=True))  # checks live buffers
         torch.testing.assert_close(y, _reference(x, z), rtol=1e-5, atol=1e-5)
         usage = json.loads((Path(out) / "report" / "memory_usage.json").read_text())["chain"]["Vec"]
         assert usage["naive"] > 184 * 1024 >= usage["peak"]
         assert usage["peak"] < usage["naive"]
         assert usage["capacity"] == (184 if backend is BackendType.Ascend910B else 240) * 1024
+
+
+def test_the_run_catches_a_reuse_that_ignores_lifetimes(tmp_path, monkeypatch):
+    """Guard for the test above: sharing buffers that are still live gives wrong numbers, which
+    the simulator (tiles at their planned addresses) and its sanitizer catch."""
+    import pypto.passes.memory_reuse as mr
+    from pypto.runtime.sim.sanitizer import SanitizerError
+
+    real = mr.buffer_intervals
+
+    def too_short(func):
+        ivs = real(func)
+        for iv in ivs.values():
+            iv.end = iv.start  # as if every value died where it is made
+        return ivs
+
+    monkeypatch.setattr(mr, "buffer_intervals", too_short)
+    compiled = ir.compile(Chain, output_dir=tmp_path / "bad")
+    x, z = torch.randn(N * R, C), torch.randn(R, C)
+    y = torch.zeros(R, C)
+    compiled(x, z, y)
+    assert not torch.allclose(y, _reference(x, z), rtol=1e-5, atol=1e-5)
+    with pytest.raises(SanitizerError, match="overlapping-live-buffers"):
+        compiled(x, z, torch.zeros(R, C), config=RunConfig(platform="a2a3sim", sanitize=True))

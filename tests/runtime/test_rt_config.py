@@ -16,6 +16,7 @@ def test_defaults() -> None:
     assert c.strategy is None and c.backend_type is BackendType.Ascend910B
     assert not (c.dump_passes or c.save_kernels or c.codegen_only or c.enable_dep_gen
                 or c.enable_scope_stats or c.sanitize)
+    assert c.auto_deps
     assert c.enable_chip_swimlane == 0 and c.enable_pmu == 0
     assert c.is_simulator
 

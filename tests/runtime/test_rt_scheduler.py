@@ -199,3 +199,43 @@ def test_config_without_region_tracking_runs_independent_of_order(pipeline) -> N
     assert all(not t.deps for t in pipeline.tasks)
     # stage-2 tasks no longer wait for stage 1: they start as soon as they are submitted
     assert all(t.start_cycle == t.submit_cycle for t in pipeline.tasks)
+
+
+@pl.program
+class ReadBack:
+    """The orchestrator reads one element a task wrote, and passes it to the next task."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def twice(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
+              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
+        t = pl.load(x, [0, 0], [ROWS, 64])
+        u = pl.add(t, t)
+        y = pl.store(u, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def shift(self, x: pl.Tensor[[ROWS, 64], pl.FP32], s: pl.Scalar[pl.FP32],
+              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
+        t = pl.load(x, [0, 0], [ROWS, 64])
+        u = pl.add(t, s)
+        y = pl.store(u, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
+             y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
+        tmp = pl.create_tensor([ROWS, 64], dtype=pl.FP32)
+        tmp = self.twice(x, tmp)
+        s = pl.tensor.read(tmp, [0, 0])
+        y = self.shift(x, s, y)
+        return y
+
+
+def test_host_read_of_task_data_waits_for_the_task(tmp_path) -> None:
+    cp = ir.compile(ReadBack, output_dir=tmp_path, dump_passes=False)
+    x, y = torch.randn(ROWS, 64), torch.zeros(ROWS, 64)
+    cp(x, y)
+    assert torch.equal(y, x + 2 * x[0, 0])
+    first, second = cp.tasks
+    # the read made the orchestrator wait for the first task before submitting the second
+    assert second.submit_cycle == first.end_cycle + const("orch_submit") and not second.deps

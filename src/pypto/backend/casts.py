@@ -32,7 +32,7 @@ rounded conversion by one unit in the last place of the destination (double roun
 from __future__ import annotations
 
 import heapq
-from functools import lru_cache
+from functools import cache
 
 from ..core import dtype as D
 from ..core.dtype import DataType
@@ -83,7 +83,7 @@ def holds_all_values(src: DataType, dst: DataType) -> bool:
     return False
 
 
-@lru_cache(maxsize=None)
+@cache
 def cast_chain(backend: str, src: DataType, dst: DataType) -> tuple[DataType, ...] | None:
     """The dtypes a cast from `src` to `dst` passes through on `backend` (a BackendType name),
     ending with `dst` and excluding `src`: `(dst,)` for a native pair (or `src is dst`), a longer

@@ -58,6 +58,7 @@ class ValidationReport:
 
     @property
     def first_divergent(self) -> str | None:
+        """Pass name of the first stage that is a mismatch or an error (None if there is none)."""
         for s in self.stages:
             if s.status in ("mismatch", "error"):
                 return s.pass_name
@@ -65,6 +66,7 @@ class ValidationReport:
 
     @property
     def ok(self) -> bool:
+        """True when every stage matches (skipped stages aside)."""
         return self.first_divergent is None
 
     def __str__(self) -> str:

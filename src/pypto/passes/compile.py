@@ -13,8 +13,8 @@ report/pass_timings.json, report/compile_time.json    (ms per pass; ms per stage
 report/error.log                                      (only when compilation failed)
 compiled_meta.json                                    (written last: marks a complete build)
 ```
-Nothing that looks like a complete build is left by a failed compile: artifacts of an earlier build
-in the folder are removed first, code is generated into a hidden staging folder and moved into
+Nothing that looks like a complete build is left by a failed compile: artifacts of an earlier complete
+build in the folder are removed first (other files under those names are refused, never deleted), code is generated into a hidden staging folder and moved into
 place only when every step succeeded, and `compiled_meta.json` is written last. The error of a
 failed compile is in `report/error.log`.
 """
@@ -120,13 +120,26 @@ def _warn_unwritten_outputs(program: Program) -> None:
 
 def _clear_previous_build(out: Path) -> None:
     """Remove what an earlier build left in `out` (compiled_meta.json first, so it never looks
-    complete)."""
-    (out / "compiled_meta.json").unlink(missing_ok=True)
+    complete). Artifacts are removed only when `out` holds a complete PyPTO build (its
+    compiled_meta.json); anything else under those names is refused, never deleted.
+
+    Raises:
+        FileExistsError: `out` has a `kernels`, `orchestration`, `kernel_config.py` or
+            `program.msgpack` that is not from a complete PyPTO build.
+    """
+    meta = out / "compiled_meta.json"
+    ours = meta.is_file()
+    meta.unlink(missing_ok=True)
     for name in _ARTIFACTS:
         p = out / name
+        if not p.exists():
+            continue
+        if not ours:
+            raise FileExistsError(f"output folder {os.fspath(out)!r} already has '{name}', which is not "
+                                  f"from a complete PyPTO build; choose an empty output_dir or remove it")
         if p.is_dir():
             shutil.rmtree(p)
-        elif p.exists():
+        else:
             p.unlink()
     for name in _REPORTS:
         (out / "report" / name).unlink(missing_ok=True)
@@ -188,6 +201,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
 
     Raises:
         ValueError: unknown `strategy` or `$PYPTO_VERIFY_LEVEL`, or a platform for another chip.
+        FileExistsError: `output_dir` holds files named like build artifacts that are not from a
+            complete PyPTO build (they are never deleted).
         CompileError (MemoryCapacityError, VerificationError, CodegenError, ...): the program cannot
             be compiled; the message is also written to `report/error.log`.
     """

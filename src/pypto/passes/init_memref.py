@@ -15,8 +15,9 @@ value (`tile.move` within the same memory) and donates the copy, so a value stil
 loop is never overwritten by the loop (SPEC §9, "buffer reused while a value still lives in it").
 Yielded values are copied into the shared buffer at run time when their buffers differ.
 
-A view op (trait "view", e.g. the `tile.reshape` FlattenTileNdTo2D inserts) whose source tile has
-no other use lives in the source's buffer, so the reshape moves no data.
+A view op (trait "view") of a whole tile — `tile.reshape` (which FlattenTileNdTo2D inserts),
+`tile.view`, `tile.transpose_view`; not a sub-block `tile.slice` — whose source tile has no other
+use lives in the source's buffer, so it moves no data.
 """
 
 from __future__ import annotations
@@ -202,7 +203,9 @@ class _Assign(IRMutator):
             m = getattr(src.type, "memref", None)
             t = s.var.type
             if m is not None and (t.memory_space or m.memory_space) is m.memory_space \
-                    and tile_bytes(t) <= m.size:
+                    and tile_bytes(t) == tile_bytes(src.type) \
+                    and buffer_bytes(replace(t, memory_space=m.memory_space), self.soc) <= m.size:
+                # a whole-tile view (not a sub-block) that fits the source's physical layout
                 self.shared[s.var] = m
         return super().visit_AssignStmt(s)
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from ..core.enums import MemorySpace
 from ..ir.expr import Call, Expr, GlobalVar, Var
-from ..ir.stmt import AssignStmt, EvalStmt, Stmt
+from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TileType
 from ..ir.visitor import IRVisitor
 from ..ops import get_op
+from .analysis import used_vars
 
-__all__ = ["C", "V", "B", "X", "CUBE_SPACES", "stmt_side", "tile_side", "sides_used"]
+__all__ = ["C", "V", "B", "X", "CUBE_SPACES", "stmt_side", "tile_side", "sides_used", "side_uses"]
 
 C, V, B, X = "C", "V", "B", "X"
 CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
@@ -67,15 +68,62 @@ def stmt_side(s: Stmt) -> str:
 class _Sides(IRVisitor):
     def __init__(self) -> None:
         self.sides: set[str] = set()
+        self.pipes = False
 
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         self.sides.add(stmt_side(s))
+        value = s.value if isinstance(s, AssignStmt) else s.expr  # type: ignore[attr-defined]
+        if isinstance(value, Call) and isinstance(value.op, str):
+            spec = get_op(value.op)
+            self.pipes |= spec.has_trait("system") and (spec.has_trait("cube") or spec.has_trait("vector"))
 
     visit_EvalStmt = visit_AssignStmt  # type: ignore[assignment]
 
 
-def sides_used(body: Stmt) -> set[str]:
-    """The sides of every leaf statement in `body`."""
+def sides_used(body: Stmt) -> tuple[set[str], bool]:
+    """The sides of every leaf statement in `body`, and whether it already uses cross-core pipe
+    ops (system ops of one side: a kernel whose pipes the author placed by hand)."""
     v = _Sides()
     v.visit_stmt(body)
-    return v.sides
+    return v.sides, v.pipes
+
+
+def side_uses(body: SeqStmts) -> dict[Var, set[str]]:
+    """Var -> the sides that read it (see kernel_sides)."""
+    uses: dict[Var, set[str]] = {}
+
+    def mark(e: object, sides: set[str]) -> None:
+        for v in used_vars(e) if isinstance(e, Stmt) else used_vars(EvalStmt(e)):  # type: ignore[arg-type]
+            uses.setdefault(v, set()).update(sides)
+
+    def walk(s: Stmt, targets: tuple[Var, ...] = ()) -> None:
+        if isinstance(s, SeqStmts):
+            for x in s.stmts:
+                walk(x, targets)
+        elif isinstance(s, (AssignStmt, EvalStmt)):
+            side = stmt_side(s)
+            value = s.value if isinstance(s, AssignStmt) else s.expr
+            if side == X:
+                mark(value, {tile_side(value.args[0].type)})  # type: ignore[attr-defined]
+            else:
+                mark(value, {C, V} if side == B else {side})
+        elif isinstance(s, (YieldStmt, ReturnStmt)):
+            for i, v in enumerate(s.values):
+                t = targets[i].type if i < len(targets) else v.type
+                mark(v, {tile_side(t)} if tile_side(t) else {C, V})
+        elif isinstance(s, (ForStmt, WhileStmt)):
+            heads = [s.cond] if isinstance(s, WhileStmt) else [s.start, s.stop, s.step]
+            for e in heads:
+                mark(e, {C, V})
+            for ia in s.iter_args:
+                if ia.init is not None:
+                    mark(ia.init, {tile_side(ia.type)} if tile_side(ia.type) else {C, V})
+            walk(s.body, tuple(s.iter_args))
+        elif isinstance(s, IfStmt):
+            mark(s.cond, {C, V})
+            walk(s.then_body, s.return_vars)
+            if s.else_body is not None:
+                walk(s.else_body, s.return_vars)
+
+    walk(body)
+    return uses

@@ -9,19 +9,20 @@ from .auto_derive_task_dependencies import AutoDeriveTaskDependencies
 from .base import Pass
 from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
 from .convert_to_ssa import ConvertToSSA
-from .derive_call_directions import DeriveCallDirections
 from .ctrl_flow_transform import CtrlFlowTransform
+from .derive_call_directions import DeriveCallDirections
+from .expand_mixed_kernel import ExpandMixedKernel
 from .flatten_call_expr import FlattenCallExpr
 from .flatten_tile_nd_to_2d import FlattenTileNdTo2D
 from .infer_tile_memory_space import InferTileMemorySpace
 from .init_memref import InitMemRef
+from .inline_functions import InlineFunctions
 from .legalize_tile_cast import LegalizeTileCast
 from .memory_reuse import MemoryReuse
-from .inline_functions import InlineFunctions
 from .outline_cluster_scopes import OutlineClusterScopes
-from .resolve_backend_op_layouts import ResolveBackendOpLayouts
 from .outline_hierarchy_scopes import OutlineHierarchyScopes
 from .outline_incore_scopes import OutlineIncoreScopes
+from .resolve_backend_op_layouts import ResolveBackendOpLayouts
 from .simplify import Simplify
 from .unroll_loops import UnrollLoops
 
@@ -52,6 +53,7 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
     LegalizeTileCast,
     InferTileMemorySpace,
     ResolveBackendOpLayouts,
+    ExpandMixedKernel,
     InitMemRef,
     MemoryReuse,
     AllocateMemoryAddr,
@@ -60,8 +62,9 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
 ]
 DEBUG_TILE_PIPELINE: list[type[Pass]] = [
     InlineFunctions, UnrollLoops, CtrlFlowTransform, ConvertToSSA, Simplify, FlattenCallExpr,
-    FlattenTileNdTo2D, LegalizeTileCast, InferTileMemorySpace, ResolveBackendOpLayouts, InitMemRef,
-    MemoryReuse, AllocateMemoryAddr, DeriveCallDirections, AutoDeriveTaskDependencies,
+    FlattenTileNdTo2D, LegalizeTileCast, InferTileMemorySpace, ResolveBackendOpLayouts,
+    ExpandMixedKernel, InitMemRef, MemoryReuse, AllocateMemoryAddr, DeriveCallDirections,
+    AutoDeriveTaskDependencies,
 ]
 
 _BY_STRATEGY = {OptimizationStrategy.Default: DEFAULT_PIPELINE,

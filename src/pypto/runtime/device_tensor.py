@@ -43,10 +43,12 @@ class DeviceTensor:
 
     @property
     def worker(self) -> Any:
+        """The ChipWorker that allocated it (None for a tensor made outside a worker)."""
         return self._worker
 
     @property
     def freed(self) -> bool:
+        """True once `free_tensor` (or the worker's `close`) released it."""
         return self._freed
 
     @property
@@ -57,9 +59,11 @@ class DeviceTensor:
         return self._tensor
 
     def dim(self) -> int:
+        """Number of dimensions."""
         return len(self.shape)
 
     def numel(self) -> int:
+        """Number of elements. Raises RuntimeError once freed."""
         return self.tensor.numel()
 
     def to_host(self) -> torch.Tensor:
@@ -86,4 +90,5 @@ class DeviceTensor:
 
 
 def is_device_tensor(x: Any) -> bool:
+    """True for a `DeviceTensor`."""
     return isinstance(x, DeviceTensor)

@@ -107,6 +107,7 @@ class ChipWorker:
 
     @property
     def is_open(self) -> bool:
+        """True between `init()` (explicit or implicit) and `close()`."""
         return self._device is not None
 
     def __enter__(self) -> ChipWorker:

@@ -7,8 +7,10 @@ dimension (`pl.dynamic`) of the parameter shapes, in first-appearance order.
 
 Each call of a kernel builds a task argument list — `add_input` / `add_output` / `add_inout` from the
 kernel's parameter directions, `add_scalar` for scalars — and submits it to the AIV or AIC queue
-(`submit_aiv_task` / `submit_aic_task`) with the kernel's `func_id` from `kernel_config.py`. The
-value of a kernel call is its Out/InOut tensor(s). Runtime scopes (`pl.scope()`) become
+(`submit_aiv_task` / `submit_aic_task`) with the kernel's `func_id` from `kernel_config.py`; the
+kernels a Group function calls (the AIC and AIV halves of a mixed kernel, joined by cross-core
+pipes) are submitted together as one cluster task (`submit_mixed_task`). The value of a kernel call
+is its Out/InOut tensor(s). Runtime scopes (`pl.scope()`) become
 `PTO2_SCOPE(rt) { ... }`; a function with `auto_scope=True` and no explicit scope gets one scope
 around its body. Other host functions it calls (Opaque, nested Orchestration) become static C++
 functions in the same file. Host ops (creation, views, shape queries) are spelled generically as
@@ -18,7 +20,7 @@ data is an error (it belongs inside an InCore kernel).
 
 from __future__ import annotations
 
-from ...core.enums import ParamDirection, ScopeKind
+from ...core.enums import FunctionType, ParamDirection, ScopeKind
 from ...core.span import Span
 from ...ir.expr import Call, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
 from ...ir.function import Function, Program
@@ -91,6 +93,8 @@ class _FunctionEmitter:
         self.depth = 1
         self.tasks = 0
         self.yields: list[list[str]] = []   # target C++ names of the enclosing loop / if
+        # A Group function's kernels (AIC + AIV of a split mixed kernel) are one cluster task.
+        self.mixed: list[tuple[str, str, str]] | None = [] if func.func_type is FunctionType.Group else None
         self.span = func.span
 
     def emit(self, line: str) -> None:
@@ -137,6 +141,10 @@ class _FunctionEmitter:
         else:
             for x in stmts:
                 self.stmt(x)
+        if self.mixed:
+            parts = ", ".join(f"{{{fid}, {t}}}" for fid, t, _ in self.mixed)
+            cores = " + ".join(f"{c.upper()} {fid}" for fid, _, c in self.mixed)
+            self.emit(f"submit_mixed_task(rt, {{{parts}}});  // one cluster: {cores}")
         for x in tail:
             self.stmt(x)
 
@@ -149,7 +157,9 @@ class _FunctionEmitter:
             elif isinstance(s, AssignStmt):
                 self.assign(s)
             elif isinstance(s, EvalStmt):
-                self.emit(self.expr(s.expr) + ";")
+                text = self.expr(s.expr)
+                if not self._is_kernel_call(s.expr):  # a submission is complete; its value is unused
+                    self.emit(text + ";")
             elif isinstance(s, ForStmt):
                 self.for_(s)
             elif isinstance(s, WhileStmt):
@@ -207,6 +217,12 @@ class _FunctionEmitter:
         args = [self.expr(a) for a in e.args] + [c_literal(v) for _, v in e.kwargs]
         return f"{spec.namespace}_{spec.short_name}({', '.join(args)})"
 
+    def _is_kernel_call(self, e: Expr) -> bool:
+        if not (isinstance(e, Call) and isinstance(e.op, GlobalVar)):
+            return False
+        f = self.program.get_function(e.op.name)
+        return f is not None and is_kernel(f)
+
     def submit(self, kernel: Function, e: Call, span: Span | None) -> str:
         """Emit the task argument list and submission; returns the call's value (its outputs)."""
         t = self.names.fresh(f"task{self.tasks}")
@@ -229,7 +245,10 @@ class _FunctionEmitter:
                 for dep in (v if isinstance(v, tuple) else (v,)):
                     self.emit(f"{t}.add_dep({self.expr(dep) if isinstance(dep, Expr) else c_literal(dep)});")
         core = kernel_core_type(kernel)
-        self.emit(f"submit_{core}_task(rt, {kernel_enum_name(kernel.name)}, {t});")
+        if self.mixed is not None and self.depth == 1:
+            self.mixed.append((kernel_enum_name(kernel.name), t, core))
+        else:
+            self.emit(f"submit_{core}_task(rt, {kernel_enum_name(kernel.name)}, {t});")
         if not outs:
             return "std::make_tuple()"
         return outs[0] if len(outs) == 1 else "std::make_tuple(" + ", ".join(outs) + ")"

@@ -44,7 +44,7 @@ class ControlFlow:
                 self.env[ia] = self.env[rv] = init
                 continue
             if isinstance(ia.type, TileType):
-                init = self.move_into(init, ia.type, None, ia.span)
+                init = self.move_into(init, ia.type, None, ia.span, f"{ia.name}_init")
             else:
                 init = self.sc.coerce(init, ia.type.dtype, self.loc(ia.span))
             out.append((pos, ia, rv, init))
@@ -108,7 +108,7 @@ class ControlFlow:
         for pos, var, target in y.targets:
             v = self.value(s.values[pos])
             if isinstance(var.type, TileType):
-                v = self.move_into(v, var.type, target, s.span)
+                v = self.move_into(v, var.type, target, s.span, var.name)
             else:
                 v = self.sc.coerce(v, var.type.dtype, self.loc(s.span))
             vals.append(v)

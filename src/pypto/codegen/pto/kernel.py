@@ -1,9 +1,10 @@
 """PTO MLIR text of one kernel (SPEC §5 "PTO MLIR facts").
 
 Layout of the generated function, in order: `arith.constant`s, one `pto.make_tensor_view` per
-tensor parameter, one `pto.alloc_tile addr = ...` per distinct tile buffer (address, memory space
-and type from memory planning), then the body. Every op carries `loc("file.py":line:col)` of the
-user's statement.
+tensor parameter (dynamic dimensions are `index` arguments after the parameters), one
+`pto.alloc_tile addr = ...` per tile (address, memory space and type from memory planning; tiles
+sharing a buffer get allocations at the same address), then the body. Every op carries
+`loc("file.py":line:col)` of the user's statement.
 
 Ops are emitted from their OpSpec alone (DESIGN "One registry, many readers"; nothing here knows a
 specific op): the instruction is `OpSpec.pto`; arguments the op reads (and scratch tiles) go to
@@ -14,8 +15,9 @@ error naming the op, except creation ops (`tile.create`), which only allocate.
 
 Control flow becomes `scf.for` / `scf.if` / `scf.while`; loop-carried tiles and scalars are
 `iter_args`. Tiles are buffers (destination-passing style): when a yielded tile sits in another
-buffer than the carried value, a `pto.tmov` copies it there first, as the simulator does.
-DDR tensors are not carried: a tensor value is always a view of the parameter it aliases.
+buffer than the carried value, a `pto.tmov` copies it there first, as the simulator does
+(control.py). DDR tensors are not carried: a tensor value is always a view of the parameter it
+aliases.
 """
 
 from __future__ import annotations
@@ -200,14 +202,16 @@ class KernelEmitter(ControlFlow):
         return v
 
     def alloc(self, t: TileType, hint: str, span: Span | None) -> TileVal:
-        """The buffer value of tile type `t`: hoisted `pto.alloc_tile` (one per buffer and type)."""
+        """The buffer value of tile `hint` of type `t`: a `pto.alloc_tile` at the planned address,
+        hoisted to the function top when its valid shape is static (one per tile name and type;
+        tiles that memory planning put in the same buffer get allocations at the same address)."""
         if t.memref is None or t.memref.addr < 0:
             raise self.fail(f"tile '{hint}' has no address; memory planning (InitMemRef, "
                             f"AllocateMemoryAddr) must run before codegen", span)
         tstr = tile_buf_type(t)
         dims = t.view.valid_shape if t.view is not None and t.view.valid_shape is not None else t.shape
         static = all(isinstance(d, ConstInt) for d in dims)
-        key = (*buffer_key(t), tstr, tuple(d.value for d in dims) if static else None)
+        key = (*buffer_key(t), tstr, tuple(d.value for d in dims) if static else None, hint)
         if static and key in self.allocs:
             return self.allocs[key]
         saved = (self.block, self.depth)
@@ -235,12 +239,14 @@ class KernelEmitter(ControlFlow):
             rows = v if rows.name == self.sc.index(1).name else self._mul(rows, v, self.loc(span))
         return rows, vals[-1]
 
-    def move_into(self, v: TileVal, target: TileType, target_name: str | None, span: Span | None) -> TileVal:
-        """`v` if it already sits in `target`'s buffer, else a `pto.tmov` of `v` into that buffer."""
+    def move_into(self, v: TileVal, target: TileType, target_name: str | None, span: Span | None,
+                  hint: str = "moved") -> TileVal:
+        """`v` if it already sits in `target`'s buffer, else a `pto.tmov` of `v` into that buffer
+        (the SSA value `target_name`, or a new allocation named `hint`)."""
         if buffer_key(v.type) == buffer_key(target) and v.tstr == tile_buf_type(target):
             return v
         dst = TileVal(target_name, target, tile_buf_type(target)) if target_name else \
-            self.alloc(target, "moved", span)
+            self.alloc(target, hint, span)
         self.emit(f"pto.tmov ins({v.name} : {v.tstr}) outs({dst.name} : {dst.tstr}) {self.loc(span)}")
         return dst
 
@@ -282,7 +288,7 @@ class KernelEmitter(ControlFlow):
                 raise self.fail(f"a kernel cannot call function '{e.op_name}'", s.span)
             self.op_call(e, v, s.span, v.name)
         elif isinstance(e, Var) and isinstance(v.type, TileType):
-            self.env[v] = self.move_into(self.tile(e), v.type, None, s.span)
+            self.env[v] = self.move_into(self.tile(e), v.type, None, s.span, v.name)
         elif isinstance(e, Var):
             val = self.value(e)
             if isinstance(v.type, TensorType) and not isinstance(val, TensorVal):

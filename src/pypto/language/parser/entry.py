@@ -13,9 +13,9 @@ from typing import Any
 
 from ...core.enums import FunctionType, Level, Role
 from ...core.errors import ParserSyntaxError, ParserTypeError
-from ...ir.expr import Expr, GlobalVar, MakeTuple
+from ...ir.expr import ConstBool, ConstFloat, ConstInt, Expr, GlobalVar, MakeTuple, Var
 from ...ir.function import Function, Program
-from ...ir.stmt import ReturnStmt
+from ...ir.stmt import AssignStmt, ReturnStmt
 from ...ir.types import Type
 from .function_parser import FunctionParser, ProgramContext, parse_header
 from .source import Namespace, SourceInfo, source_of, source_of_text
@@ -219,12 +219,24 @@ def call_external(parser: FunctionParser, fn: Function, node: ast.Call) -> Expr:
     return parser.call_function(GlobalVar(fn.name, span=parser.span(node)), node)
 
 
+def _assigned_names(fdef: ast.FunctionDef) -> set[str]:
+    """Names the body of `fdef` assigns to (assignment, loop and `with ... as` targets)."""
+    return {n.id for st in fdef.body for n in ast.walk(st)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
                 overrides_from_args: bool = False) -> Expr:
     """Splice the body of an inline function at the call site; returns the value it returns.
 
     Names in the inline body resolve in the inline function's own module/closure, so an inline
     helper may call another inline helper (SPEC §9).
+
+    Parameters behave like Python's: each argument is evaluated once, and a parameter the body
+    assigns to is a variable of the helper. So a parameter stands directly for its argument only when
+    the argument is a variable or a constant and the body never rebinds it; otherwise the argument is
+    first bound to a fresh variable named after the parameter (`acc = <arg>` at the call site). This
+    keeps a rebinding inside a loop loop-carried and leaves the caller's variables untouched.
     """
     info = source_of(pyfunc)
     fdef = find_def(info)
@@ -245,9 +257,18 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
         if not type_compatible(p.type, a.type):
             raise ParserTypeError(f"argument '{p.name}' of inline function '{fdef.name}' expects "
                                   f"{type_text(p.type)}, got {type_text(a.type)}", parser.span(node))
+    rebound = _assigned_names(fdef)
+    env: dict[str, Expr] = {}
+    for p, a, a_node in zip(header.params, args, node.args):
+        if isinstance(a, (Var, ConstInt, ConstFloat, ConstBool)) and p.name not in rebound:
+            env[p.name] = a
+            continue
+        var = Var(p.name, a.type, span=parser.span(a_node))
+        parser.emit(AssignStmt(var, a, span=parser.span(a_node)))
+        env[p.name] = var
     saved = (parser.info, parser.ns, parser.env, parser.returns)
     parser.info, parser.ns = info, ns
-    parser.env = {p.name: a for p, a in zip(header.params, args)}
+    parser.env = env
     parser.returns = []
     start = len(parser.block)
     try:

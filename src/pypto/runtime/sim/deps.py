@@ -10,9 +10,9 @@ kind of each conflict:
 An argument's direction gives its access: In reads, Out writes, InOut does both. Regions are
 compared exactly for boxes of the same buffer (`regions.Region`), conservatively otherwise.
 
-Index: per DDR buffer, accesses are kept in buckets of a fixed byte size (chosen from the first
-access to that buffer, a power of two between 4 KiB and 4 MiB), so a query only looks at accesses
-whose byte ranges share a bucket. An access fully covered by a later write is dropped: anything
+Index: per DDR buffer, reads and writes are kept apart, each in buckets of a fixed byte size (chosen
+from the first access to that buffer, a power of two between 4 KiB and 4 MiB), so a query only
+looks at accesses of the kind it can conflict with whose byte ranges share a bucket. An access fully covered by a later write is dropped: anything
 that later conflicts with it also conflicts with the covering write, which already depends on it,
 so the order is kept transitively and the index stays small when a buffer is rewritten in a loop.
 """
@@ -37,15 +37,12 @@ class _Entry:
         self.region, self.task, self.write, self.alive = region, task, write, True
 
 
-class _Buffer:
-    """The accesses of one DDR buffer, bucketed by byte range."""
+class _Index:
+    """Accesses of one kind (reads or writes) to one DDR buffer, bucketed by byte range."""
 
     __slots__ = ("size", "buckets")
 
-    def __init__(self, span: int) -> None:
-        size = _MIN_BUCKET
-        while size < span and size < _MAX_BUCKET:
-            size <<= 1
+    def __init__(self, size: int) -> None:
         self.size = size
         self.buckets: dict[int, list[_Entry]] = {}
 
@@ -53,6 +50,7 @@ class _Buffer:
         return range(r.lo // self.size, max(r.hi - 1, r.lo) // self.size + 1)
 
     def candidates(self, r: Region) -> Iterable[_Entry]:
+        """Live entries sharing a bucket with `r` (each once)."""
         cells = self.cells(r)
         if len(cells) == 1:
             bucket = self.buckets.get(cells[0])
@@ -79,15 +77,35 @@ class _Buffer:
             self.buckets.setdefault(c, []).append(e)
 
 
+def _bucket_size(span: int) -> int:
+    size = _MIN_BUCKET
+    while size < span and size < _MAX_BUCKET:
+        size <<= 1
+    return size
+
+
 class DepTracker:
-    """Region-based dependency finder for one run (see the module docstring)."""
+    """Region-based dependency finder for one run (see the module docstring).
+
+    Reads and writes of a buffer are indexed apart: a read only has to look at earlier writes, so
+    a tensor read by many tasks (weights) costs its readers nothing.
+    """
 
     def __init__(self) -> None:
-        self._buffers: dict[int, _Buffer] = {}
+        self._buffers: dict[int, tuple[_Index, _Index]] = {}
 
     def reset(self) -> None:
         """Forget every access (start of a run)."""
         self._buffers = {}
+
+    def live_entries(self) -> int:
+        """How many recorded accesses are still indexed (dropped ones excluded)."""
+        seen: set[int] = set()
+        for idx in self._buffers.values():
+            for index in idx:
+                for bucket in index.buckets.values():
+                    seen.update(id(e) for e in bucket if e.alive)
+        return len(seen)
 
     def add(self, task_id: int, accesses: Iterable[Access]) -> dict[int, str]:
         """Record the accesses of task `task_id`; return {earlier task id: "RAW" | "WAW" | "WAR"}.
@@ -95,24 +113,35 @@ class DepTracker:
         When a pair conflicts in several ways, RAW wins over WAW, and WAW over WAR.
         """
         deps: dict[int, str] = {}
-        new: list[tuple[_Buffer, _Entry]] = []
+        new: list[tuple[_Index, _Entry]] = []
         for region, reads, writes in accesses:
-            buf = self._buffers.get(region.key)
-            if buf is None:
-                buf = self._buffers[region.key] = _Buffer(region.hi - region.lo)
-            for e in buf.candidates(region):
-                if e.task == task_id or not (writes or e.write) or not e.region.overlaps(region):
+            idx = self._buffers.get(region.key)
+            if idx is None:
+                size = _bucket_size(region.hi - region.lo)
+                idx = self._buffers[region.key] = (_Index(size), _Index(size))
+            readers, writers = idx
+            for e in writers.candidates(region):
+                if e.task == task_id or not e.region.overlaps(region):
                     continue
-                kind = "RAW" if (reads and e.write) else ("WAW" if e.write else "WAR")
+                kind = "RAW" if reads else "WAW"
                 old = deps.get(e.task)
                 if old is None or _RANK[kind] < _RANK[old]:
                     deps[e.task] = kind
                 if writes and region.covers(e.region):
                     e.alive = False
-            if reads or writes:
-                new.append((buf, _Entry(region, task_id, writes)))
-        for buf, e in new:
-            buf.insert(e)
+            if writes:
+                for e in readers.candidates(region):
+                    if e.task == task_id or not e.region.overlaps(region):
+                        continue
+                    deps.setdefault(e.task, "WAR")
+                    if region.covers(e.region):
+                        e.alive = False
+            if writes:
+                new.append((writers, _Entry(region, task_id, True)))
+            elif reads:
+                new.append((readers, _Entry(region, task_id, False)))
+        for index, e in new:
+            index.insert(e)
         return deps
 
 

@@ -127,6 +127,11 @@ class SimDevice:
         """
         ex = self.kernel(func)
         tid = len(self.tasks)
+        deps = tuple(deps)
+        for d in deps:
+            if not isinstance(d, int) or not 0 <= d < tid:
+                raise ValueError(f"task {tid} ('{func.name}'): dependency {d!r} is not an earlier task "
+                                 f"of this run")
         cache = self._region_cache
         accesses = tuple((i, region_of(a, cache), d in _READS, d in _WRITES)
                          for i, (a, d) in enumerate(zip(args, func.param_directions))
@@ -134,9 +139,6 @@ class SimDevice:
         found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses]) \
             if self._auto_deps else {}
         for d in deps:
-            if not isinstance(d, int) or not 0 <= d < tid:
-                raise ValueError(f"task {tid} ('{func.name}'): dependency {d!r} is not an earlier task "
-                                 f"of this run")
             found.setdefault(d, "explicit")
         self._clock += int(const("orch_submit"))
         task = Task(tid, func.name, ex.core_type, tuple(args), func.param_directions, executor=ex,

@@ -9,6 +9,8 @@ template, binds the parameters and runs the closures.
 Semantics of a tile assignment `t = op(args)`: `OpSpec.compute` runs on the argument values (tiles
 are their arena views) and its result is copied into `t`'s view, converted to `t`'s dtype; a `None`
 result, or an op without `compute` that has the "creation" trait (`tile.create`), writes nothing.
+A compute may return a view of its inputs (a DDR region, another tile): the copy reads it directly,
+after first detaching it only when it views the destination's own memory.
 Assigning a tile Var to another tile Var copies bytes unless both are at the same address. Ops with
 tensor results (`tile.store`) bind the Var to the returned DDR tensor, which they wrote in place.
 
@@ -227,7 +229,7 @@ class _KernelCompiler(FunctionCompiler):
             if res.shape != dst.shape and res.dim() != 0:
                 raise RuntimeSimError(f"{name} produced shape {_shape_str(res.shape)} for tile "
                                       f"'{var.name}' of shape {_shape_str(dst.shape)}", span)
-            if res._base is not None:   # a view, possibly of arena bytes: detach before copying
+            if res._base is not None and res._base is dst._base:   # a view of this memory's bytes
                 res = res.clone()
             dst.copy_(res)
         run = self.counted(run, [k])

@@ -31,6 +31,7 @@ class Region(NamedTuple):
     strides: tuple[int, ...] | None
 
     def overlaps(self, other: Region) -> bool:
+        """True if some byte may be touched through both regions (exact for boxes)."""
         if self.key != other.key or self.lo >= other.hi or other.lo >= self.hi:
             return False
         if self.box is None or other.box is None or self.strides != other.strides:
