@@ -120,3 +120,35 @@ def test_keyword_call_and_friendly_errors():
         ir.compile(add)
     with pytest.raises(FileNotFoundError, match="use pl.parse"):
         pl.loads("# pypto.program: X\nimport pypto.language as pl\n")
+
+
+def test_out_written_through_slices_does_not_warn_and_dump_passes_is_part_of_the_cache_key(tmp_path):
+    @pl.jit.incore
+    def copy_half(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        t = pl.load(x, [0, 0], [8, 16])
+        y = pl.store(t, [0, 0], y)
+        return y
+
+    @pl.jit
+    def by_slices(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        top = pl.slice(y, [8, 16], [0, 0])
+        top = copy_half(x, top)
+        bot = pl.slice(y, [8, 16], [8, 0])
+        bot = copy_half(x, bot)
+        return y
+
+    from pathlib import Path
+
+    from pypto.runtime import RunConfig
+
+    x, y = torch.randn(8, 16), torch.zeros(16, 16)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        by_slices(x, y)
+    assert not [m for m in w if "never written" in str(m.message)]
+    torch.testing.assert_close(y, torch.cat([x, x]))
+    plain = by_slices.compile(x, y)
+    dumped = by_slices.compile(x, y, config=RunConfig(dump_passes=True))
+    assert plain is not dumped
+    assert not (Path(plain.output_dir) / "passes_dump").exists()
+    assert (Path(dumped.output_dir) / "passes_dump" / "00_frontend.py").exists()

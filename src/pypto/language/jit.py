@@ -40,7 +40,11 @@ def _source_hash(fn: Callable) -> str:
 def _bare_params(fn: Callable) -> list[str]:
     """Names of parameters annotated with bare `pl.Tensor` (possibly inside pl.Out / pl.InOut)."""
     out = []
-    for name, p in inspect.signature(fn).parameters.items():
+    try:  # `from __future__ import annotations` leaves strings: evaluate them
+        params = inspect.signature(fn, eval_str=True).parameters
+    except Exception:
+        params = inspect.signature(fn).parameters
+    for name, p in params.items():
         ann = p.annotation
         if isinstance(ann, DirectionAnnotation):
             ann = ann.inner
@@ -166,7 +170,8 @@ class JITFunction(_Specialisable):
         return Program(self.__name__, (entry, *ctx.external.values()), span=entry.span)
 
     def cache_key(self, args: tuple[Any, ...], config: Any) -> tuple:
-        """SPEC §7: source, shapes, dtypes, scalar values, platform, strategy."""
+        """SPEC §7: source, shapes, dtypes, scalar values, platform, strategy — plus the other
+        compile-side settings (`dump_passes`), so a cached build always has what was asked for."""
         parts: list[Any] = [self._src_hash]
         for a in args:
             t = getattr(a, "tensor", a)
@@ -174,7 +179,7 @@ class JITFunction(_Specialisable):
                 parts.append(("T", tuple(t.shape), str(t.dtype)))
             else:
                 parts.append(("S", type(a).__name__, a))
-        parts += [config.platform, repr(config.strategy), repr(config.backend_type)]
+        parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes)]
         return tuple(parts)
 
     @user_facing

@@ -130,6 +130,10 @@ class _Roots(IRVisitor):
                 self.root[s.var] = r
         elif isinstance(v, TupleGetItem) and isinstance(v.tuple_value, Var) and v.tuple_value in self.root:
             pass
+        elif isinstance(v, Call) and isinstance(v.op, str) and get_op(v.op).has_trait("view"):
+            r = self.root_of(v.args[0])  # a slice/view of a tensor is part of that tensor
+            if r is not None:
+                self.root[s.var] = r
         elif isinstance(v, Call) and isinstance(v.op, str):
             for w in get_op(v.op).writes:
                 if isinstance(v.args[w].type, TensorType):
