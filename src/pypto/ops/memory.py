@@ -89,7 +89,7 @@ def _load(args: list[Expr], attrs: dict[str, Any]) -> Type:
 def _load_compute(t: Any, offsets: tuple, shapes: tuple, valid_shape: tuple | None = None, **_: Any) -> Any:
     if valid_shape is None:
         check_region("load", tuple(t.shape), offsets, shapes)
-        return t[region(offsets, shapes)].clone()
+        return t[region(offsets, shapes)]  # a view: the executor copies it into the tile's buffer
     check_region("load", tuple(t.shape), offsets, valid_shape)
     out = torch.empty(shapes, dtype=t.dtype)
     out[tuple(slice(0, v) for v in valid_shape)] = t[region(offsets, valid_shape)]
@@ -178,7 +178,7 @@ register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _sto
                 cost=mte("MTE3", "in_bytes"), family="memory", dtypes=ANY.text,
                 doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "
                     "returns the tensor."))
-register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t.clone(), attrs={"target_memory": None},
+register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t, attrs={"target_memory": None},
                 reads=(0,), traits=_MEM, pto="pto.tmov", cost=mte("MTE1"), family="memory", dtypes=ANY.text,
                 doc="Copy a tile into another on-chip memory (e.g. Mat -> Left/Right); keeps its valid region."))
 for _ns in ("tensor", "tile"):
