@@ -6,7 +6,7 @@ from ..ir.expr import Var
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt
 from ..ir.visitor import IRVisitor
 
-__all__ = ["defined_vars", "used_vars", "assigned_vars"]
+__all__ = ["defined_vars", "used_vars", "assigned_vars", "UseVisitor", "unwritten_outputs"]
 
 
 class _Defs(IRVisitor):
@@ -58,14 +58,14 @@ def assigned_vars(s: Stmt) -> dict[Var, None]:
     return v.vars
 
 
-class _Uses(IRVisitor):
-    def __init__(self) -> None:
-        self.uses: dict[Var, None] = {}
-        self._binding = False
+class UseVisitor(IRVisitor):
+    """Visits every *use* of a Var (never a binding site); subclasses override `on_use`."""
+
+    def on_use(self, v: Var) -> None:
+        raise NotImplementedError
 
     def visit_Var(self, e: Var) -> None:
-        if not self._binding:
-            self.uses[e] = None
+        self.on_use(e)
         self.visit_type(e.type)
 
     visit_IterArg = visit_Var
@@ -93,6 +93,14 @@ class _Uses(IRVisitor):
         self.visit_stmt(s.then_body)
         if s.else_body is not None:
             self.visit_stmt(s.else_body)
+
+
+class _Uses(UseVisitor):
+    def __init__(self) -> None:
+        self.uses: dict[Var, None] = {}
+
+    def on_use(self, v: Var) -> None:
+        self.uses[v] = None
 
 
 def used_vars(s: Stmt) -> dict[Var, None]:

@@ -31,9 +31,9 @@ from ..ir.expr import Call, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import MemRef, TileType, num_elements, static_shape
-from ..ir.visitor import IRMutator, IRVisitor
+from ..ir.visitor import IRMutator
 from ..ops import get_op
-from .analysis import defined_vars
+from .analysis import UseVisitor, defined_vars
 from .base import FunctionPass, PassContext
 from .op_builder import build_call
 
@@ -72,38 +72,12 @@ def buffer_bytes(t: TileType, soc: SoCModel) -> int:
     return align_up(rows * align_up((cols * bits + 7) // 8, soc.alignment), soc.alignment)
 
 
-class _UseCount(IRVisitor):
+class _UseCount(UseVisitor):
     def __init__(self) -> None:
         self.count: Counter[Var] = Counter()
 
-    def visit_Var(self, e: Var) -> None:
-        self.count[e] += 1
-
-    visit_IterArg = visit_Var
-
-    def visit_AssignStmt(self, s: AssignStmt) -> None:
-        self.visit_expr(s.value)
-
-    def visit_ForStmt(self, s: ForStmt) -> None:
-        for e in (s.start, s.stop, s.step):
-            self.visit_expr(e)
-        for ia in s.iter_args:
-            if ia.init is not None:
-                self.visit_expr(ia.init)
-        self.visit_stmt(s.body)
-
-    def visit_WhileStmt(self, s: WhileStmt) -> None:
-        for ia in s.iter_args:
-            if ia.init is not None:
-                self.visit_expr(ia.init)
-        self.visit_expr(s.cond)
-        self.visit_stmt(s.body)
-
-    def visit_IfStmt(self, s: IfStmt) -> None:
-        self.visit_expr(s.cond)
-        self.visit_stmt(s.then_body)
-        if s.else_body is not None:
-            self.visit_stmt(s.else_body)
+    def on_use(self, v: Var) -> None:
+        self.count[v] += 1
 
 
 def _copy(v: Expr, span) -> tuple[Var, AssignStmt]:  # type: ignore[no-untyped-def]
