@@ -14,23 +14,15 @@ from dataclasses import replace
 
 from ..core.enums import FunctionType
 from ..core.errors import CompileError
-from ..ir.expr import Call, Expr, GlobalVar, MakeTuple, Var
+from ..ir.expr import Call, Expr, GlobalVar, MakeTuple
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, EvalStmt, ReturnStmt, SeqStmts, Stmt
 from ..ir.visitor import IRMutator
 from .analysis import defined_vars
 from .base import Pass, PassContext
+from .rewrite import FreshBindings
 
 __all__ = ["InlineFunctions"]
-
-
-class _Fresh(IRMutator):
-    def visit_binding(self, v: Var) -> Var:
-        if v in self.var_map:
-            return self.var_map[v]  # type: ignore[return-value]
-        nv = replace(v, var_type=self.visit_type(v.type))
-        self.var_map[v] = nv
-        return nv
 
 
 class _Inliner(IRMutator):
@@ -44,7 +36,7 @@ class _Inliner(IRMutator):
         if name in self.stack:
             raise CompileError(f"inline function '{name}' calls itself", call.span)
         f = self.inline[name]
-        ren = _Fresh(dict(zip(f.params, call.args)))
+        ren = FreshBindings(dict(zip(f.params, call.args)))
         for v in defined_vars(f.body):
             ren.visit_binding(v)
         body = _Inliner(self.inline, self.stack + (name,)).visit_seq(ren.visit_seq(f.body))

@@ -30,11 +30,12 @@ from ..ir.stmt import (
     WhileStmt,
     YieldStmt,
 )
-from ..ir.types import ScalarType, TensorType, TupleType
-from ..ir.visitor import IRMutator, IRVisitor, stmt_children
+from ..ir.types import TensorType, TupleType
+from ..ir.visitor import IRVisitor
 from ..ops import get_op
 from .analysis import defined_vars, used_vars
 from .base import Pass, PassContext
+from .rewrite import FreshBindings, is_dynamic_dim, rebuild_children, uses_outside
 
 __all__ = ["OutlineIncoreScopes"]
 
@@ -148,14 +149,14 @@ class _Outliner:
                     (st.level is None or st.level.level_number == 0):  # higher levels: scope_outline
                 out.extend(self.outline(st))
             else:
-                out.append(_rebuild_children(st, lambda b: self.block(b, root)))
+                out.append(rebuild_children(st, lambda b: self.block(b, root)))
         return replace(s, stmts=tuple(out))
 
     def outline(self, scope: ScopeStmt) -> list[Stmt]:
         inner_defs = defined_vars(scope.body)
         inside_uses = used_vars(scope.body)
-        used_after = _uses_outside(self.func.body, scope)
-        inputs = [v for v in inside_uses if v not in inner_defs and not _is_dyn_dim(v, self.func)]
+        used_after = uses_outside(self.func.body, scope)
+        inputs = [v for v in inside_uses if v not in inner_defs and not is_dynamic_dim(v, self.func)]
         order = {p: i for i, p in enumerate(self.func.params)}
         inputs.sort(key=lambda v: order.get(v, len(order)))  # stable: non-params keep first-use order
         targets = _AssembleTargets()
@@ -206,7 +207,7 @@ class _Outliner:
         name = self.fresh_name()
         ret_types = tuple(v.type for v in ret_values)
         body = SeqStmts(tuple(body_stmts) + (ReturnStmt(tuple(ret_values), span=scope.span),), span=scope.span)
-        body = _FreshBindings(dict(param_of)).visit_seq(body)
+        body = FreshBindings(dict(param_of)).visit_seq(body)
         self.new_funcs.append(Function(name, FunctionType.InCore, tuple(params), tuple(dirs), ret_types,
                                        body, scope.level, span=scope.span))
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
@@ -224,58 +225,11 @@ class _Outliner:
         return stmts
 
 
-class _FreshBindings(IRMutator):
-    """Copy of a body with a new Var for every binding: no Var is shared between two functions."""
-
-    def visit_binding(self, v: Var) -> Var:
-        if v in self.var_map:
-            return self.var_map[v]  # type: ignore[return-value]
-        nv = replace(v, var_type=self.visit_type(v.type))
-        self.var_map[v] = nv
-        return nv
-
-
 def _create(t: TensorType, span) -> Call:  # type: ignore[no-untyped-def]
     shape = MakeTuple(tuple(t.shape))
     spec = get_op("tensor.create")
     attrs = {"dtype": t.dtype}
     return Call("tensor.create", (shape,), tuple(attrs.items()), spec.infer([shape], attrs), span=span)
-
-
-def _is_dyn_dim(v: Var, func: Function) -> bool:
-    return isinstance(v.type, ScalarType) and v.type.dtype is INDEX and v not in func.params and \
-        v not in defined_vars(func.body)
-
-
-def _uses_outside(body: SeqStmts, scope: ScopeStmt) -> set[Var]:
-    """Vars used anywhere in the function except inside `scope`."""
-    class _V(IRVisitor):
-        def __init__(self) -> None:
-            self.uses: set[Var] = set()
-
-        def visit_Var(self, e: Var) -> None:
-            self.uses.add(e)
-
-        visit_IterArg = visit_Var
-
-        def visit_ScopeStmt(self, s: ScopeStmt) -> None:
-            if s is not scope:
-                super().visit_ScopeStmt(s)
-
-    v = _V()
-    v.visit_stmt(body)
-    return v.uses
-
-
-def _rebuild_children(s: Stmt, fn) -> Stmt:  # type: ignore[no-untyped-def]
-    if not stmt_children(s):
-        return s
-    if isinstance(s, IfStmt):
-        return replace(s, then_body=fn(s.then_body),
-                       else_body=fn(s.else_body) if s.else_body is not None else None)
-    if isinstance(s, (ForStmt, WhileStmt, ScopeStmt)):
-        return replace(s, body=fn(s.body))
-    return s
 
 
 class _ComputeOutsideScopes(IRVisitor):
@@ -337,3 +291,8 @@ class OutlineIncoreScopes(Pass):
             else:
                 funcs.append(f)
         return replace(program, functions=tuple(funcs)) if changed else program
+
+
+# Old private names, still imported by passes written before `rewrite.py` existed.
+_FreshBindings, _is_dyn_dim, _uses_outside, _rebuild_children = (
+    FreshBindings, is_dynamic_dim, uses_outside, rebuild_children)

@@ -28,7 +28,10 @@ from ..ir.stmt import AssignStmt, EvalStmt, ReturnStmt, ScopeStmt, SeqStmts, Stm
 from ..ir.types import TensorType, TupleType
 from .analysis import defined_vars, used_vars
 from .derive_call_directions import derived_direction
-from .outline_incore_scopes import _FreshBindings, _is_dyn_dim, _rebuild_children, _uses_outside
+from .rewrite import FreshBindings as _FreshBindings
+from .rewrite import is_dynamic_dim as _is_dyn_dim
+from .rewrite import rebuild_children as _rebuild_children
+from .rewrite import uses_outside as _uses_outside
 from .tensor_access import TensorAccess
 
 __all__ = ["outline_level_scopes"]
