@@ -79,7 +79,7 @@ def test_build_folder_layout(tmp_path):
     assert [f for f in files if not f.startswith("passes_dump/")] == [
         "compiled_meta.json", "kernel_config.py", "kernels/aiv/add_tiles.pto", "orchestration/main.cpp",
         "program.msgpack", "report/compile_time.json", "report/memory_usage.json", "report/pass_timings.json",
-        "report/perf_hints.log"]
+        "report/perf_hints.log", "report/task_dependencies.json"]
     assert "passes_dump/00_frontend.py" in files
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging folder left
     cfg = runpy.run_path(str(out / "kernel_config.py"))
@@ -307,3 +307,31 @@ def test_foreign_files_under_artifact_names_are_never_deleted(tmp_path):
     with pytest.raises(FileExistsError, match="already has 'kernels', which is not from a complete PyPTO build"):
         ir.compile(Add, output_dir=out)
     assert (out / "kernels" / "mine.txt").read_text() == "user data"
+
+
+def test_report_records_task_dependencies(tmp_path):
+    import json
+
+    import pypto.language as pl
+    from pypto import ir
+
+    @pl.program
+    class TwoTasks:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 16])
+            y = pl.store(t, [0, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+                 z: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            y = self.k(x, y)
+            z = self.k(y, z)  # reads what the first task wrote: a RAW edge
+            return z
+
+    out = ir.compile(TwoTasks, output_dir=tmp_path / "b", dump_passes=False)
+    deps = json.loads((tmp_path / "b" / "report" / "task_dependencies.json").read_text())
+    assert [t["callee"] for t in deps["main"]["tasks"]] == ["k", "k"]
+    assert "RAW" in json.dumps(deps["main"])
+    assert str(out) == str(tmp_path / "b")

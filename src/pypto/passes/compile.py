@@ -8,6 +8,7 @@ orchestration/<orch>.cpp                              (host code per Orchestrati
 kernel_config.py                                      (runtime, orchestration and kernel table)
 program.msgpack                                       (the lowered program, for CompiledProgram.from_dir)
 report/memory_usage.json                              (peak bytes per memory space per kernel)
+report/task_dependencies.json                         (RAW/WAR/WAW edges between task submissions)
 report/perf_hints.log                                 (performance hints, PH001...)
 report/pass_timings.json, report/compile_time.json    (ms per pass; ms per stage and pass)
 report/error.log                                      (only when compilation failed)
@@ -43,7 +44,8 @@ __all__ = ["compile", "OptimizationStrategy", "VerificationLevel", "default_outp
 
 # What a build writes outside report/ and passes_dump/ (removed before a new build in the folder).
 _ARTIFACTS = ("kernels", "orchestration", "kernel_config.py", "program.msgpack")
-_REPORTS = ("error.log", "perf_hints.log", "memory_usage.json", "pass_timings.json", "compile_time.json")
+_REPORTS = ("error.log", "perf_hints.log", "memory_usage.json", "pass_timings.json", "compile_time.json",
+            "task_dependencies.json")
 
 
 def default_output_dir(program_name: str) -> Path:
@@ -248,6 +250,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     _warn_unwritten_outputs(lowered)
     (report / "perf_hints.log").write_text(hints, encoding="utf-8")
     _write_json(report / "memory_usage.json", ctx.records.get("memory", {}))
+    _write_json(report / "task_dependencies.json", ctx.records.get("task_dependencies", {}))
     _write_json(report / "pass_timings.json", dict(pm.timings))
     for name in sorted(os.listdir(stage)):
         os.replace(stage / name, out / name)
