@@ -10,7 +10,8 @@ Kernels (all FP32 on the vector unit; matmul operands FP16 or FP32, accumulated 
 - `linear_kernel(BM, BN, BK, dtype, bias=...)`: y [BM, BN] = x [BM, K] @ w [K, BN] (+ b [1, BN]),
   K walked in blocks of BK (`nk` = K / BK blocks); operands DDR -> Mat -> Left/Right, the sum in
   Acc, the bias through Bias memory. Weights are stored [in, out] (a torch Linear's weight
-  transposed once when the model is loaded).
+  transposed once when the model is loaded). `dense_function(M, K, N, ...)` is the inline helper
+  that dispatches it over every block of an [M, N] result.
 - `rmsnorm_kernel(BR, N, eps)`: y = x * rsqrt(mean(x^2) + eps) * w, FP16 result (LLaMA).
 - `add_rmsnorm_kernel(BR, N, eps)`: s = x + d (FP32, stored) and y = RMSNorm(s) * w (FP16).
 - `add_layernorm_kernel(BR, N, eps)`: y = LayerNorm(x + d) * gamma + beta (BERT's residual + norm).
@@ -18,9 +19,15 @@ Kernels (all FP32 on the vector unit; matmul operands FP16 or FP32, accumulated 
 - `gelu_kernel(BR, N)`: the exact (erf) GELU.
 - `swiglu_kernel(BR, N)`: SiLU(g) * u, FP16 result.
 
-Capacities (SPEC §6): FP16 operand tiles of [BM, BK] / [BK, BN] must fit Left / Right (64 KiB);
-the FP32 [BM, BN] accumulator fits Acc (128 KiB on Ascend910B); vector kernels keep a few [BR, N]
-FP32 tiles in Vec (184 KiB). MemoryCapacityError names the kernel when a choice does not fit.
+Capacities (SPEC §6): operand tiles of [BM, BK] / [BK, BN] must fit Left / Right (64 KiB, two
+of them live while the K loop runs); the FP32 [BM, BN] accumulator fits Acc (128 KiB on
+Ascend910B); a bias row of BN FP32 values fits Bias (1 KiB on Ascend910B: BN <= 256); vector
+kernels keep a few [BR, N] FP32 tiles in Vec (184 KiB). MemoryCapacityError names the kernel when
+a choice does not fit.
+
+These modules do not use `from __future__ import annotations`: a kernel's annotations name the
+factory's arguments (`BM`, `dtype`, ...), which Python keeps in the kernel's closure only when the
+annotations are evaluated where they are written.
 """
 
 import math
@@ -32,8 +39,9 @@ import torch
 import pypto.language as pl
 from pypto import ir
 from pypto.backend import BackendType
+from pypto.runtime import RunConfig
 
-__all__ = ["linear_kernel", "rmsnorm_kernel", "add_rmsnorm_kernel", "add_layernorm_kernel", "add_kernel",
+__all__ = ["linear_kernel", "dense_function", "rmsnorm_kernel", "add_rmsnorm_kernel", "add_layernorm_kernel", "add_kernel",
            "gelu_kernel", "swiglu_kernel", "compile_program", "run_program", "Timings", "report", "BACKENDS"]
 
 BACKENDS = {"a2a3sim": BackendType.Ascend910B, "a5sim": BackendType.Ascend950}
@@ -83,6 +91,39 @@ def linear_kernel(BM: int, BN: int, BK: int, dtype, *, bias: bool = False):
         y = pl.store(acc, [0, 0], y)
     return linear_bias
 
+
+def dense_function(M: int, K: int, N: int, BM: int, BN: int, BK: int, dtype, *, bias: bool = False):
+    """An inline helper of Orchestration code: `y = dense(x, w, y)` (or `dense(x, w, b, y)` with
+    `bias`) computes y [M, N] FP32 = x [M, K] @ w [K, N] (+ b [1, N]) with one `linear_kernel` task
+    per [BM, BN] block of y; the tasks are independent (`pl.parallel`).
+
+    Raises:
+        ValueError: M, N or K not a multiple of BM, BN or BK.
+    """
+    for name, n, b in (("M", M, BM), ("N", N, BN), ("K", K, BK)):
+        if n % b:
+            raise ValueError(f"{name}={n} is not a multiple of its block size {b}")
+    linear = linear_kernel(BM, BN, BK, dtype, bias=bias)
+    if not bias:
+        @pl.inline
+        def dense(x: pl.Tensor[[M, K], dtype], w: pl.Tensor[[K, N], dtype],
+                  y: pl.Tensor[[M, N], pl.FP32]) -> pl.Tensor[[M, N], pl.FP32]:
+            for i in pl.parallel(M // BM):
+                for j in pl.parallel(N // BN):
+                    linear(pl.slice(x, [BM, K], [i * BM, 0]), pl.slice(w, [K, BN], [0, j * BN]), K // BK,
+                           pl.slice(y, [BM, BN], [i * BM, j * BN]))
+            return y
+        return dense
+
+    @pl.inline
+    def dense_bias(x: pl.Tensor[[M, K], dtype], w: pl.Tensor[[K, N], dtype], b: pl.Tensor[[1, N], pl.FP32],
+                   y: pl.Tensor[[M, N], pl.FP32]) -> pl.Tensor[[M, N], pl.FP32]:
+        for i in pl.parallel(M // BM):
+            for j in pl.parallel(N // BN):
+                linear(pl.slice(x, [BM, K], [i * BM, 0]), pl.slice(w, [K, BN], [0, j * BN]),
+                       pl.slice(b, [1, BN], [0, j * BN]), K // BK, pl.slice(y, [BM, BN], [i * BM, j * BN]))
+        return y
+    return dense_bias
 
 
 def _vector_helpers(BR: int, N: int):
@@ -206,6 +247,7 @@ class Timings:
         compile_s: `ir.compile` wall time (seconds). simulate_s: wall time of the simulated calls.
         tasks: tasks of the last call. cycles: its simulated makespan (cycles).
         calls: how many program calls `simulate_s` covers.
+        extra: "compiled": the CompiledProgram of the last call (its tasks, build folder, IR).
     """
 
     compile_s: float = 0.0
@@ -231,15 +273,19 @@ def compile_program(program, platform: str, timings: Timings):
     return compiled
 
 
-def run_program(compiled, args, timings: Timings):
-    """Call `compiled(*args)` on the simulator, timed into `timings`."""
+def run_program(compiled, args, timings: Timings, sanitize: bool = False):
+    """Call `compiled(*args)` on the simulator, timed into `timings`; with `sanitize` under the
+    simulator's sanitizer (uninitialised on-chip reads, overlapping live buffers, DDR accesses out of
+    bounds, unordered conflicting tasks raise SanitizerError)."""
+    config = RunConfig(platform=compiled.platform, sanitize=sanitize)
     t0 = time.perf_counter()
-    result = compiled(*args)
+    result = compiled(*args, config=config)
     timings.simulate_s += time.perf_counter() - t0
     timings.calls += 1
     timings.tasks = len(compiled.tasks)
     run = compiled.last_run
     timings.cycles = run.makespan_cycles if run is not None else 0
+    timings.extra["compiled"] = compiled
     return result
 
 

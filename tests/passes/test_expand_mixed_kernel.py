@@ -77,7 +77,7 @@ def test_mixed_kernel_splits_into_aic_and_aiv_joined_by_a_pipe():
     out = ExpandMixedKernel().run(Before, ctx)
     ir.assert_structural_equal(out, Expected)
     assert ctx.records["mixed_kernels"]["mm_exp"] == {"aic": "mm_exp_aic", "aiv": "mm_exp_aiv",
-                                                      "pipes": ["C->V"]}
+                                                      "pipes": ["C->V"], "split": "NONE"}
     assert ExpandMixedKernel().run(Expected, PassContext()) is Expected  # nothing mixed left
 
 

@@ -70,6 +70,16 @@ class SoCModel:
         """Dtypes a `src` → `dst` conversion passes through here (see `backend.casts.cast_chain`)."""
         return cast_chain(self.backend.name, src, dst)
 
+    def pipe_route(self, src: M, dst: M) -> str | None:
+        """How a cross-core pipe carries a tile from `src` (the sender's memory) to `dst` (the
+        receiver's): "direct" when the chip moves src → dst on chip, "gm" when it goes through a
+        DDR slot buffer (src → DDR, then DDR → dst), None when neither path exists."""
+        if (src, dst) in self.allowed_moves:
+            return "direct"
+        if (src, M.DDR) in self.allowed_moves and (M.DDR, dst) in self.allowed_moves:
+            return "gm"
+        return None
+
     def capacity_of(self, space: M) -> int:
         """Usable bytes of `space` per core. Raises KeyError for DDR (not an on-chip space)."""
         return self.capacity[space]

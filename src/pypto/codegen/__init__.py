@@ -12,6 +12,7 @@ path relative to the build folder:
 
 from __future__ import annotations
 
+from ..backend import BackendType
 from ..ir.function import Program
 from .common import CodegenError, is_kernel, kernel_core_type
 from .kernel_config import (
@@ -30,9 +31,11 @@ __all__ = ["generate", "CodegenError", "kernel_core_type", "is_kernel", "emit_ke
            "orchestration_table", "render_kernel_config", "runtime_settings"]
 
 
-def generate(program: Program, entry: str | None = None) -> dict[str, str]:
+def generate(program: Program, entry: str | None = None,
+             backend: BackendType = BackendType.Ascend910B) -> dict[str, str]:
     """Relative path → text of every `.pto` and orchestration `.cpp` of `program` (lowered);
-    `entry` names the entry function (it gets host code even when it is not an Orchestration one).
+    `entry` names the entry function (it gets host code even when it is not an Orchestration one);
+    `backend` is the target chip (it routes the cross-core pipes of mixed kernels).
 
     Raises:
         CodegenError: naming the op or construct that has no PTO / host-code form, at its line.
@@ -43,5 +46,5 @@ def generate(program: Program, entry: str | None = None) -> dict[str, str]:
         files[k.pto] = emit_kernel(program.get_function(k.name), program)  # type: ignore[arg-type]
     ids = {k.name: k.func_id for k in kernels}
     for o in orchestration_table(program, entry):
-        files[o.source] = emit_orchestration(program.get_function(o.name), program, ids)  # type: ignore[arg-type]
+        files[o.source] = emit_orchestration(program.get_function(o.name), program, ids, backend)  # type: ignore[arg-type]
     return files

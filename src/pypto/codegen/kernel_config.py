@@ -2,8 +2,10 @@
 
 `kernel_config.py` is plain Python data a runtime harness can import: `RUNTIME` (runtime name,
 platform, chip, launch settings), `ORCHESTRATION` (the entry's host code and its C symbol),
-`ORCHESTRATIONS` (every Orchestration function) and `KERNELS` (func_id, name, core type and source
-file of each kernel; the source is the `.cpp` ptoas made when it ran, else the `.pto`).
+`ORCHESTRATIONS` (every Orchestration function), `KERNELS` (func_id, name, core type and source
+file of each kernel; the source is the `.cpp` ptoas made when it ran, else the `.pto`) and `GROUPS`
+(each Group function — a mixed kernel's AIC + AIV halves run on one cluster —: its kernels, split
+mode, vector cores used and, per live pipe direction, ring slots, slot bytes and route).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import asdict, dataclass
 from ..backend import BackendType, get_soc
 from ..core.enums import FunctionType
 from ..ir.function import Program
+from .cluster_config import cluster_config
 from .common import is_kernel, kernel_core_type
 
 __all__ = ["KernelEntry", "OrchestrationEntry", "RUNTIME_NAME", "ENTRY_SYMBOL", "AICPU_THREADS",
-           "kernel_table", "orchestration_table", "runtime_settings", "render_kernel_config"]
+           "kernel_table", "orchestration_table", "runtime_settings", "render_kernel_config", "group_table"]
 
 RUNTIME_NAME = "tensormap_and_ringbuffer"  # the PTO2 runtime: task graph from tensor overlaps + scopes
 ENTRY_SYMBOL = "aicpu_orchestration_entry"
@@ -92,4 +95,20 @@ def render_kernel_config(program: Program, kernels: list[KernelEntry], backend: 
         "",
         f"KERNELS = {data([asdict(k) for k in kernels])}",
         "",
+        f"GROUPS = {data(group_table(program, backend))}",
+        "",
     ])
+
+
+def group_table(program: Program, backend: BackendType) -> list[dict[str, object]]:
+    """One entry per Group function of `program` (see the module docstring)."""
+    soc = get_soc(backend)
+    out: list[dict[str, object]] = []
+    for f in program.functions:
+        if f.func_type is FunctionType.Group:
+            cfg = cluster_config(f, program, soc)
+            out.append({"name": f.name, "kernels": list(cfg.members), "split": cfg.split.name,
+                        "vector_cores": cfg.vector_cores,
+                        "pipes": {d: {"slots": n, "slot_bytes": cfg.slot_bytes[d], "route": cfg.route[d]}
+                                  for d, n in cfg.depth.items()}})
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.enums import FunctionType, Level, ParamDirection, Role
 from ..core.span import Span
@@ -19,7 +20,11 @@ _NO_SPAN = Span.unknown()
 class Function:
     """A function: parameters with directions (In/Out/InOut), return types and a body.
 
-    `strict_ssa` and `auto_scope` record the decorator options the parser used.
+    `strict_ssa` and `auto_scope` record the decorator options the parser used. `optimizations`
+    holds the `pl.at(optimizations=[...])` entries of the scope an InCore function was outlined
+    from (or `@pl.function(optimizations=[...])`), in the form of `ScopeStmt.optimizations`:
+    (name, ((key, value), ...)) pairs such as `("split", (("mode", SplitMode.UP_DOWN),))`.
+    ExpandMixedKernel reads them and leaves them on the Group function it makes.
     """
 
     name: str
@@ -32,6 +37,7 @@ class Function:
     role: Role | None = None
     strict_ssa: bool = False
     auto_scope: bool = True
+    optimizations: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     span: Span = field(default=_NO_SPAN, kw_only=True, compare=False, repr=False)
 
 

@@ -354,14 +354,7 @@ class _Printer:
         if s.level is not None:
             args.append(f"level={s.level!r}")
         if s.optimizations:
-            opts = []
-            for name, params in s.optimizations:
-                if name == "split":
-                    opts.append(f"pl.split({format_value(dict(params)['mode'])})")
-                else:
-                    kw = ", ".join(f"{k}={format_value(v)}" for k, v in params)
-                    opts.append(f"pl.{name}({kw})")
-            args.append(f"optimizations=[{', '.join(opts)}]")
+            args.append(_optimizations_text(s.optimizations))
         return f"pl.at({', '.join(args)})"
 
     # ---- functions -----------------------------------------------------------------------
@@ -375,6 +368,8 @@ class _Printer:
             dec.append("strict_ssa=True")
         if not f.auto_scope:
             dec.append("auto_scope=False")
+        if f.optimizations:
+            dec.append(_optimizations_text(f.optimizations))
         self.emit(depth, f"@pl.function({', '.join(dec)})")
         params = ["self"] if self.in_program else []
         for v, d in zip(f.params, f.param_directions):
@@ -390,6 +385,18 @@ class _Printer:
             ret = ""
         self.emit(depth, f"def {f.name}({', '.join(params)}){ret}:")
         self.body(f.body, depth + 1)
+
+
+def _optimizations_text(optimizations: tuple) -> str:
+    """`optimizations=[pl.split(...), pl.cross_core_slot(slot_num=4)]` of a scope or function."""
+    opts = []
+    for name, params in optimizations:
+        if name == "split":
+            opts.append(f"pl.split({format_value(dict(params)['mode'])})")
+        else:
+            kw = ", ".join(f"{k}={format_value(v)}" for k, v in params)
+            opts.append(f"pl.{name}({kw})")
+    return f"optimizations=[{', '.join(opts)}]"
 
 
 def _dyn_names(node: Any) -> list[str]:

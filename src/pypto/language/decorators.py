@@ -40,12 +40,15 @@ def _is_method(fn: Callable) -> bool:
 @user_facing
 def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Opaque,
              level: Level | None = None, role: Role | None = None, strict_ssa: bool = False,
-             auto_scope: bool = True) -> Any:
+             auto_scope: bool = True, optimizations: list | tuple = ()) -> Any:
     """Parse a Python function into an `ir.Function` (or mark a `@pl.program` method).
+
+    `optimizations=[pl.split(...), pl.cross_core_slot(...)]` records the cross-core options of a
+    kernel or Group function (Language Guide "InCore Scopes").
 
     Raises the ParserError subclasses of SPEC §2.4 at the user's file and line.
     """
-    opts = FunctionOptions(type, level, role, strict_ssa, auto_scope)
+    opts = FunctionOptions(type, level, role, strict_ssa, auto_scope, optimizations)
 
     @user_facing
     def wrap(f: Callable) -> Function | MethodDef:

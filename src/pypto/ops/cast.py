@@ -53,7 +53,7 @@ def cast_compute(x: Any, target_type: Any = None, mode: str = "round") -> Any:
 for _ns in ("tensor", "tile"):
     register(OpSpec(f"{_ns}.cast", ("x",), _rule(_ns), cast_compute,
                     attrs={"target_type": None, "mode": "round"}, reads=(0,),
-                    traits=frozenset({"vector"}),  # not "elementwise": the operand keeps its dtype
+                    traits=frozenset({"vector", "positionwise"}),  # not "elementwise": the operand keeps its dtype
                     tile_op="tile.cast" if _ns == "tensor" else None,
                     pto="pto.tcvt" if _ns == "tile" else None, cost=vector(1.0), family="cast",
                     dtypes=ANY.text,

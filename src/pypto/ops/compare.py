@@ -118,7 +118,7 @@ for _ns in ("tensor", "tile"):
     _t = _ns == "tile"
     # not "elementwise": the operands keep their dtypes (ConvertTensorToTileOps casts the operands
     # of elementwise ops to the result dtype, which is the mask type here)
-    _common = dict(traits=frozenset({"vector"}), cost=vector(1.0), family="compare")
+    _common = dict(traits=frozenset({"vector", "positionwise"}), cost=vector(1.0), family="compare")
     register(OpSpec(f"{_ns}.cmp", ("lhs", "rhs"), _cmp_rule(_ns, False), _cmp, attrs={"cmp_type": "eq"},
                     reads=(0, 1), tile_op=None if _t else "tile.cmp", pto="pto.tcmp" if _t else None,
                     dtypes=NUMBER.text, **_common,

@@ -15,18 +15,26 @@ Cross-core pipes (a cube core and the two vector cores of its cluster):
   (on AIC, result in Mat): receive the next tile, in send order;
 - `tfree_to_aic(tile)` / `tfree_to_aiv(tile)`: give the popped tile's slot back to the producer.
 `split` (a `pl.SplitMode`) says how a tile is shared between the two vector cores: NONE (each
-receives the whole tile), UP_DOWN (vector core k gets / sends the k-th half of the rows),
-LEFT_RIGHT (halves of the columns). In the simulator the pipes are FIFOs of the `PipeChannel`
-current in the running thread (the runtime installs one per cluster with `pipe_context`).
+running vector core receives the whole tile; a vector core sends whole tiles), UP_DOWN (vector core
+k gets / sends the k-th half of the rows), LEFT_RIGHT (halves of the columns).
+
+In the simulator the pipes are the rings of the `PipeChannel` current in the running context: the
+runtime installs a fresh one (`pipe_context`) for every Group call it runs on a cluster, so two
+groups never share a pipe; outside one, a pipe op raises. Each (direction, vector subblock) is a
+FIFO ring of `depth` slots: a push takes a slot, the consumer's tfree gives it back, and a push
+into a full ring — like a pop from an empty one — waits while the cluster's other kernels run
+(`PipeRunner`). `PIPE_ROLES` tells other modules (runtime, codegen, cost model) what each pipe op
+does, so they need no op names.
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections import defaultdict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 
@@ -38,53 +46,203 @@ from .cost import Cost, scalar
 from .registry import OpSpec, OpTypeError, register
 from .typing_rules import ANY, attr_choice, attr_dtype, attr_int, expect_tile, static_ints
 
-__all__ = ["PIPE_NAMES", "PipeChannel", "current_pipes", "pipe_context", "UNIT"]
+__all__ = ["PIPE_NAMES", "PipeChannel", "PipeRunner", "PipeRole", "PIPE_ROLES", "pipe_role", "current_pipes",
+           "pipe_context", "UNIT", "TO_AIV", "TO_AIC"]
 
 PIPE_NAMES = ("MTE1", "MTE2", "MTE3", "V", "M", "S", "FIX")
 UNIT = TupleType(())
-_TO_AIV, _TO_AIC = "AIC->AIV", "AIV->AIC"
+TO_AIV, TO_AIC = "AIC->AIV", "AIV->AIC"
+
+
+@dataclass(frozen=True)
+class PipeRole:
+    """What a cross-core pipe op does: `kind` "push" / "pop" / "free", on the pipe `direction`
+    ("AIC->AIV" or "AIV->AIC"), run by the core `side` ("AIC" or "AIV"). Tiles of the direction
+    arrive in `receiver_space`; `sender_space` is where the sender usually holds them (Acc for a
+    matmul result, Vec on a vector core), which a pop assumes for its cost."""
+
+    kind: str
+    direction: str
+    side: str
+    sender_space: MemorySpace
+    receiver_space: MemorySpace
+
+
+_C2V = (TO_AIV, MemorySpace.Acc, MemorySpace.Vec)
+_V2C = (TO_AIC, MemorySpace.Vec, MemorySpace.Mat)
+PIPE_ROLES: dict[str, PipeRole] = {
+    "system.tpush_to_aiv": PipeRole("push", _C2V[0], "AIC", *_C2V[1:]),
+    "system.tpush_to_aic": PipeRole("push", _V2C[0], "AIV", *_V2C[1:]),
+    "system.tpop_from_aic": PipeRole("pop", _C2V[0], "AIV", *_C2V[1:]),
+    "system.tpop_from_aiv": PipeRole("pop", _V2C[0], "AIC", *_V2C[1:]),
+    "system.tfree_to_aic": PipeRole("free", _C2V[0], "AIV", *_C2V[1:]),
+    "system.tfree_to_aiv": PipeRole("free", _V2C[0], "AIC", *_V2C[1:]),
+}
+
+
+def pipe_role(op_name: str) -> PipeRole | None:
+    """The `PipeRole` of op `op_name`, None for an op that is not a cross-core pipe op."""
+    return PIPE_ROLES.get(op_name)
+
+
+class PipeRunner(Protocol):
+    """What a `PipeChannel` needs from the runtime that runs a cluster's kernels together.
+
+    - `block(ready, what)`: return once `ready()` holds, letting the cluster's other kernels run
+      meanwhile; raise RuntimeError (mentioning `what`) when no kernel of the cluster can make
+      progress any more (a deadlock);
+    - `now()`: the running kernel's clock (a non-decreasing count the runtime defines);
+    - `sync_to(t)`: the running kernel waits until its clock reads at least `t`.
+    """
+
+    def block(self, ready: Callable[[], bool], what: str) -> None: ...
+
+    def now(self) -> int: ...
+
+    def sync_to(self, t: int) -> None: ...
+
+
+class _Alone:
+    """The runner of a channel used outside a cluster run: nothing else runs, so waiting fails."""
+
+    def block(self, ready: Callable[[], bool], what: str) -> None:
+        if not ready():
+            raise RuntimeError(what)
+
+    def now(self) -> int:
+        return 0
+
+    def sync_to(self, t: int) -> None:
+        return None
+
+
+class _Ring:
+    """One FIFO ring: tiles in flight with the clock reading at their push, and the clock readings
+    at which the free slots were released (None: unbounded)."""
+
+    __slots__ = ("depth", "items", "free_at", "held", "max_held", "pushes")
+
+    def __init__(self, depth: int | None) -> None:
+        self.depth = depth
+        self.items: deque[tuple[Any, int]] = deque()
+        self.free_at: deque[int] | None = None if depth is None else deque([0] * depth)
+        self.held = self.max_held = self.pushes = 0
+
+    def has_slot(self) -> bool:
+        return self.free_at is None or bool(self.free_at)
 
 
 class PipeChannel:
-    """The cross-core pipes of one cluster: a FIFO per (direction, vector subblock).
+    """The cross-core pipes of one cluster: a FIFO ring per (direction, vector subblock).
+
+    Args:
+        depth: slots per ring — an int for every direction, a {direction: slots} mapping, or None
+            (unbounded). A slot is taken by a push and given back by the consumer's free (not by
+            its pop), so a producer that runs `depth` tiles ahead waits (SPEC §6 ring depth).
+        runner: the `PipeRunner` that lets a waiting kernel's cluster peers run; without one a
+            wait that cannot be satisfied at once raises RuntimeError.
+
+    Attributes:
+        rings: {(direction, subblock): ring}; `max_occupancy()` / `transfers()` report the most
+            slots each ring held at once and how many tiles went through it.
 
     Raises RuntimeError (which the simulator reports at the op's source line) when a pop finds its
-    FIFO empty, a popped tile has an unexpected shape, or a free has no popped tile to release.
+    ring empty or a push finds it full and nothing else can run, a popped tile has an unexpected
+    shape, or a free has no popped tile to release.
     """
 
-    def __init__(self) -> None:
-        self.fifos: dict[tuple[str, int], deque[Any]] = defaultdict(deque)
-        self.popped: dict[str, int] = defaultdict(int)
+    def __init__(self, depth: int | Mapping[str, int] | None = None, runner: PipeRunner | None = None) -> None:
+        self.depth = depth
+        self.runner: PipeRunner = runner or _Alone()
+        self.rings: dict[tuple[str, int], _Ring] = {}
+        self.unfreed: dict[tuple[str, int], deque[tuple[tuple[str, int], ...]]] = defaultdict(deque)
 
-    def push(self, direction: str, sub: int, value: Any) -> None:
-        self.fifos[(direction, sub)].append(value.clone())
+    def ring(self, direction: str, sub: int) -> _Ring:
+        r = self.rings.get((direction, sub))
+        if r is None:
+            d = self.depth.get(direction) if isinstance(self.depth, Mapping) else self.depth
+            r = self.rings[(direction, sub)] = _Ring(d)
+        return r
 
-    def pop(self, direction: str, sub: int) -> Any:
-        q = self.fifos[(direction, sub)]
+    def _where(self, direction: str, subs: tuple[int, ...]) -> str:
+        cores = " and ".join(str(s) for s in subs)
+        return f"pipe {direction} (vector core{'s' if len(subs) > 1 else ''} {cores})"
+
+    def push(self, direction: str, subs: tuple[int, ...], values: list[Any]) -> None:
+        """Send `values[k]` into the ring of subblock `subs[k]`, waiting for a free slot in each."""
+        rings = [self.ring(direction, s) for s in subs]
+        self.runner.block(lambda: all(r.has_slot() for r in rings),
+                          f"{self._where(direction, subs)} is full: all {rings[0].depth} slots hold "
+                          f"tiles the consumer has not freed")
+        for r in rings:
+            if r.free_at is not None:
+                self.runner.sync_to(r.free_at.popleft())
+        stamp = self.runner.now()
+        for r, v in zip(rings, values):
+            r.items.append((v.clone(), stamp))
+            r.held += 1
+            r.pushes += 1
+            r.max_held = max(r.max_held, r.held)
+
+    def pop(self, direction: str, subs: tuple[int, ...], consumer: int) -> list[Any]:
+        """Receive the next tile from the ring of each of `subs` (in send order); `consumer` names
+        the popping core (its subblock, 0 for the cube core) for the matching `free`."""
+        rings = [self.ring(direction, s) for s in subs]
+        self.runner.block(lambda: all(r.items for r in rings),
+                          f"{self._where(direction, subs)} is empty: no matching tpush has run")
+        got = []
+        for r in rings:
+            value, stamp = r.items.popleft()
+            self.runner.sync_to(stamp)
+            got.append(value)
+        self.unfreed[(direction, consumer)].append(tuple((direction, s) for s in subs))
+        return got
+
+    def free(self, direction: str, consumer: int) -> None:
+        """Give back the slots of the oldest tile `consumer` popped from `direction`."""
+        q = self.unfreed[(direction, consumer)]
         if not q:
-            raise RuntimeError(f"pipe {direction} (vector core {sub}) is empty: no matching tpush ran "
-                               f"before this tpop")
-        self.popped[direction] += 1
-        return q.popleft()
-
-    def free(self, direction: str) -> None:
-        if self.popped[direction] == 0:
             raise RuntimeError(f"tfree on pipe {direction} without a popped tile to release")
-        self.popped[direction] -= 1
+        now = self.runner.now()
+        for key in q.popleft():
+            r = self.rings[key]
+            r.held -= 1
+            if r.free_at is not None:
+                r.free_at.append(now)
+
+    def pending(self) -> dict[tuple[str, int], int]:
+        """{(direction, subblock): tiles pushed but never popped}, for the non-empty rings."""
+        return {k: len(r.items) for k, r in self.rings.items() if r.items}
+
+    def max_occupancy(self) -> dict[tuple[str, int], int]:
+        """{(direction, subblock): most slots the ring held at once}."""
+        return {k: r.max_held for k, r in self.rings.items()}
+
+    def transfers(self) -> dict[tuple[str, int], int]:
+        """{(direction, subblock): tiles pushed into the ring}."""
+        return {k: r.pushes for k, r in self.rings.items()}
 
 
 _CURRENT: contextvars.ContextVar[PipeChannel | None] = contextvars.ContextVar("pypto_pipes", default=None)
-_DEFAULT = PipeChannel()
 
 
 def current_pipes() -> PipeChannel:
-    """The PipeChannel of the running cluster (a per-process default outside `pipe_context`)."""
-    return _CURRENT.get() or _DEFAULT
+    """The PipeChannel of the running cluster.
+
+    Raises RuntimeError outside `pipe_context`: cross-core pipes exist only while the runtime runs a
+    Group function's kernels together, so two groups never share a pipe.
+    """
+    ch = _CURRENT.get()
+    if ch is None:
+        raise RuntimeError("cross-core pipe op outside a mixed-kernel group: call the AIC and AIV kernels "
+                           "that use pipes through a Group function (ExpandMixedKernel makes one)")
+    return ch
 
 
 @contextmanager
 def pipe_context(channel: PipeChannel | None = None) -> Iterator[PipeChannel]:
-    token = _CURRENT.set(channel or PipeChannel())
+    """Run the enclosed kernel code with `channel` (a fresh unbounded one by default) as its pipes."""
+    token = _CURRENT.set(channel if channel is not None else PipeChannel())
     try:
         yield current_pipes()
     finally:
@@ -103,11 +261,11 @@ def _halves(x: Any, split: SplitMode, n: int) -> list[Any]:
 def _push(direction: str):
     def compute(tile: Any, split: SplitMode = SplitMode.NONE) -> None:
         ch, blk = current_pipes(), current_block()
-        if direction == _TO_AIV:
-            for sub, part in enumerate(_halves(tile, split, blk.subblock_num if split is SplitMode.NONE else 2)):
-                ch.push(direction, sub, part)
+        if direction == TO_AIV:   # the cube core sends to its vector core(s)
+            n = blk.subblock_num if split is SplitMode.NONE else 2
+            ch.push(direction, tuple(range(n)), _halves(tile, split, n))
         else:
-            ch.push(direction, blk.subblock_idx if split is not SplitMode.NONE else 0, tile)
+            ch.push(direction, (blk.subblock_idx if split is not SplitMode.NONE else 0,), [tile])
         return None
     return compute
 
@@ -115,12 +273,12 @@ def _push(direction: str):
 def _pop(direction: str):
     def compute(shape: tuple, dtype: Any = None, split: SplitMode = SplitMode.NONE) -> Any:
         ch, blk = current_pipes(), current_block()
-        if direction == _TO_AIV:
-            got = ch.pop(direction, blk.subblock_idx)
+        if direction == TO_AIV:   # a vector core receives
+            got = ch.pop(direction, (blk.subblock_idx,), blk.subblock_idx)[0]
         elif split is SplitMode.NONE:
-            got = ch.pop(direction, 0)
+            got = ch.pop(direction, (0,), 0)[0]
         else:
-            got = torch.cat([ch.pop(direction, 0), ch.pop(direction, 1)], dim=0 if split is SplitMode.UP_DOWN else 1)
+            got = torch.cat(ch.pop(direction, (0, 1), 0), dim=0 if split is SplitMode.UP_DOWN else 1)
         if tuple(got.shape) != tuple(shape):
             raise RuntimeError(f"tpop expected a tile of shape {list(shape)}, the pipe delivered {list(got.shape)}")
         return got
@@ -129,7 +287,8 @@ def _pop(direction: str):
 
 def _free(direction: str):
     def compute(tile: Any) -> None:
-        current_pipes().free(direction)
+        blk = current_block()
+        current_pipes().free(direction, blk.subblock_idx if direction == TO_AIV else 0)
         return None
     return compute
 
@@ -187,17 +346,17 @@ _OPS = [  # name, params, rule, compute, attrs, reads, traits, pto, cost, doc
     ("bar_m", (), _unit, _noop, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on the cube pipe."),
     ("bar_all", (), _unit, _noop, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on all pipes."),
     ("tpush_to_aiv", ("tile",), _push_rule((MemorySpace.Acc, MemorySpace.Mat, MemorySpace.Vec)),
-     _push(_TO_AIV), _SPLIT, (0,), _AIC_SIDE, "pto.tpush", _MOVE,
+     _push(TO_AIV), _SPLIT, (0,), _AIC_SIDE, "pto.tpush", _MOVE,
      "Send a tile from the cube core to the vector cores of its cluster (split by `split`)."),
-    ("tpush_to_aic", ("tile",), _push_rule((MemorySpace.Vec,)), _push(_TO_AIC), _SPLIT, (0,), _AIV_SIDE,
+    ("tpush_to_aic", ("tile",), _push_rule((MemorySpace.Vec,)), _push(TO_AIC), _SPLIT, (0,), _AIV_SIDE,
      "pto.tpush", _MOVE, "Send a Vec tile from a vector core to the cube core of its cluster."),
-    ("tpop_from_aic", ("shape",), _pop_rule(MemorySpace.Vec), _pop(_TO_AIV), {"dtype": None, **_SPLIT}, (),
+    ("tpop_from_aic", ("shape",), _pop_rule(MemorySpace.Vec), _pop(TO_AIV), {"dtype": None, **_SPLIT}, (),
      _AIV_SIDE, "pto.tpop", _MOVE, "Receive the next tile sent by the cube core, into Vec."),
-    ("tpop_from_aiv", ("shape",), _pop_rule(MemorySpace.Mat), _pop(_TO_AIC), {"dtype": None, **_SPLIT}, (),
+    ("tpop_from_aiv", ("shape",), _pop_rule(MemorySpace.Mat), _pop(TO_AIC), {"dtype": None, **_SPLIT}, (),
      _AIC_SIDE, "pto.tpop", _MOVE, "Receive the next tile sent by the vector core(s), into Mat."),
-    ("tfree_to_aic", ("tile",), _free_rule, _free(_TO_AIV), {}, (0,), _AIV_SIDE, "pto.tfree", scalar(),
+    ("tfree_to_aic", ("tile",), _free_rule, _free(TO_AIV), {}, (0,), _AIV_SIDE, "pto.tfree", scalar(),
      "Release the pipe slot of a tile popped from the cube core (it counts as the tile's last read)."),
-    ("tfree_to_aiv", ("tile",), _free_rule, _free(_TO_AIC), {}, (0,), _AIC_SIDE, "pto.tfree", scalar(),
+    ("tfree_to_aiv", ("tile",), _free_rule, _free(TO_AIC), {}, (0,), _AIC_SIDE, "pto.tfree", scalar(),
      "Release the pipe slot of a tile popped from the vector cores (it counts as the tile's last read)."),
 ]
 

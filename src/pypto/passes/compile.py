@@ -160,7 +160,7 @@ def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tu
     from ..runtime.compiled import PROGRAM_IR_FILE
     from ..runtime.toolchain import find_ptoas, note_ptoas_missing, run_ptoas
 
-    for rel, text in generate(lowered, compiled.entry).items():
+    for rel, text in generate(lowered, compiled.entry, compiled.backend_type).items():
         path = stage / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -25,15 +25,28 @@ function `k` whose statements run on both sides (`kernel_sides`), the pass build
 A kernel that already sends or receives tiles with `pl.system` pipe ops is taken as partitioned
 by its author and left as it is.
 
-Split modes are not applied (`pl.split` is not carried into outlined kernels): every tile goes
-whole to the AIV kernel (`split=pl.SplitMode.NONE`). A scalar computed from a tile on one side and
-used on the other, or a pipe to/from Left/Right memory, raises CompileError.
+Split modes: `k.optimizations` (from `pl.at(..., optimizations=[pl.split(mode)])`, carried by
+OutlineIncoreScopes) selects how the vector work is shared by the cluster's two vector cores. With
+NONE the AIV kernel runs on one vector core and every tile crosses whole. With UP_DOWN (rows) or
+LEFT_RIGHT (columns) it runs on both, each on half of every Vec tile (`split_vector_kernel`): a
+tile of extent > 1 in the split dimension crosses with `split=mode` (the cube core sends / receives
+the whole tile, each vector core its half); a tile of extent 1 there goes whole to both vector
+cores (`split=NONE`), and may not be sent to the cube core (CompileError). The Group function keeps
+`k.optimizations`, so the runtime and codegen see the split mode and `pl.cross_core_slot` (ring
+depth).
+
+Each transfer needs a path between the sender's and the receiver's memory on the target
+(`SoCModel.pipe_route`): on chip where the chip moves the tile directly (Acc → Vec, Vec → Mat on
+Ascend950), else through a DDR slot buffer (Acc → DDR → Vec, Vec → DDR → Mat on Ascend910B);
+CompileError when neither exists (e.g. a Mat tile for a vector op). A scalar computed from a tile
+on one side and used on the other also raises CompileError.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ..backend import SoCModel
 from ..core.enums import FunctionType, MemorySpace, ParamDirection, SplitMode
 from ..core.errors import CompileError
 from ..ir.expr import Call, Expr, GlobalVar, IterArg, MakeTuple, TupleGetItem, Var
@@ -48,21 +61,23 @@ from .derive_call_directions import derived_direction
 from .kernel_sides import B, C, V, X, side_uses, sides_used, stmt_side, tile_side
 from .op_builder import build_call
 from .outline_incore_scopes import _FreshBindings
+from .split_vector_kernel import split_dim, split_vector_body
 from .tensor_access import TensorAccess
 
-__all__ = ["ExpandMixedKernel"]
+__all__ = ["ExpandMixedKernel", "split_mode"]
 
 _PUSH = {C: "system.tpush_to_aiv", V: "system.tpush_to_aic"}
 _POP = {C: "system.tpop_from_aiv", V: "system.tpop_from_aic"}   # the op the *receiving* side runs
 _FREE = {C: "system.tfree_to_aiv", V: "system.tfree_to_aic"}
 _OTHER = {C: V, V: C}
+_RECEIVER_SPACE = {C: MemorySpace.Vec, V: MemorySpace.Mat}   # where a tile sent by the side lands
 
 
 class _Side:
     """Builds the body of one side's kernel from the mixed body."""
 
-    def __init__(self, side: str, uses: dict[Var, set[str]]) -> None:
-        self.side, self.uses = side, uses
+    def __init__(self, side: str, uses: dict[Var, set[str]], split: SplitMode, soc: SoCModel) -> None:
+        self.side, self.uses, self.split, self.soc = side, uses, split, soc
         self.env: dict[Var, Expr] = {}
         self.flows: set[str] = set()   # directions used: "C->V", "V->C"
         self.popped: list[Var] = []    # tiles received in the block being built
@@ -75,16 +90,37 @@ class _Side:
     def used_here(self, v: Var) -> bool:
         return self.side in self.uses.get(v, ())
 
-    def transfer(self, v: Var, owner: str, out: list[Stmt], span) -> None:  # type: ignore[no-untyped-def]
-        """`v` (a tile of side `owner`) crosses to the other side at this point."""
+    def pipe_split(self, name: str, t: TileType, owner: str, span) -> SplitMode:  # type: ignore[no-untyped-def]
+        """The `split` of the transfer of tile `name` of type `t` sent by `owner` (module
+        docstring); checks that the target has a path for it."""
+        src, dst = t.memory_space or MemorySpace.Vec, _RECEIVER_SPACE[owner]
+        if self.soc.pipe_route(src, dst) is None:
+            raise CompileError(f"tile '{name}' ({t.dtype.name}, in {src.name} on the {_NAME[owner]} core) is "
+                               f"used on the {_NAME[_OTHER[owner]]} core, but {self.soc.backend.name} can move "
+                               f"{src.name} neither to {dst.name} nor to DDR; make the tile on the core "
+                               f"that uses it", span)
+        d = split_dim(t, self.split)
+        if d is None:
+            return SplitMode.NONE
+        if getattr(t.shape[d], "value", None) == 1:
+            if owner == V:
+                raise CompileError(f"a tile of shape {[getattr(x, 'value', x) for x in t.shape]} sent to "
+                                   f"the cube core has extent 1 in the dimension {self.split.name} splits, "
+                                   f"so the two vector cores cannot each send half of it", span)
+            return SplitMode.NONE  # both vector cores receive the whole tile
+        return self.split
+
+    def transfer(self, v: Var, owner: str, out: list[Stmt], span, sent: TileType | None = None) -> None:  # type: ignore[no-untyped-def]
+        """`v` (a tile of side `owner`, or the receiver's copy of `sent`) crosses to the other
+        side at this point."""
+        t = v.type
+        split = self.pipe_split(v.name, sent or t, owner, span)  # type: ignore[arg-type]
         if self.side == owner:
-            out.append(EvalStmt(build_call(_PUSH[owner], [self.sub(v)], {"split": SplitMode.NONE}, span),
-                                span=span))
+            out.append(EvalStmt(build_call(_PUSH[owner], [self.sub(v)], {"split": split}, span), span=span))
             self.flows.add(f"{owner}->{_OTHER[owner]}")
             return
-        t = v.type
         pop = build_call(_POP[self.side], [MakeTuple(tuple(t.shape))],  # type: ignore[attr-defined]
-                         {"dtype": t.dtype, "split": SplitMode.NONE}, span)  # type: ignore[attr-defined]
+                         {"dtype": t.dtype, "split": split}, span)  # type: ignore[attr-defined]
         nv = Var(v.name, pop.type, span=v.span)
         out.append(AssignStmt(nv, pop, span=span))
         self.env[v] = nv
@@ -131,7 +167,7 @@ class _Side:
             if self.side == owner:
                 self.transfer(src, owner, out, st.span)
             elif var is not None:
-                self.transfer(var, owner, out, st.span)  # type: ignore[arg-type]
+                self.transfer(var, owner, out, st.span, src.type)  # type: ignore[arg-type]
             return
         if side in (self.side, B):
             new = self.sub(value)
@@ -303,11 +339,14 @@ class ExpandMixedKernel(Pass):
                 continue
             f = _VectorResultsInVec().visit_function(f)
             uses = side_uses(f.body)
+            split = split_mode(f)
             kernels, flows = [], set()
             for side, suffix in ((C, "aic"), (V, "aiv")):
-                b = _Side(side, uses)
+                b = _Side(side, uses, split, ctx.soc)
                 b.params = set(f.params)
                 body = b.block(f.body)
+                if side == V:
+                    body = split_vector_body(body, split, f.span)
                 k = _kernel(f, side, body, _fresh(f"{f.name}_{suffix}", taken), b.returned)
                 kernels.append((k, [p for p in f.params if p in used_vars(body)], b.returned))
                 flows |= b.flows
@@ -316,10 +355,19 @@ class ExpandMixedKernel(Pass):
             funcs.extend(k for k, _, _ in kernels)
             funcs.append(_group(f, kernels))
             names = {k.func_type.name.lower(): k.name for k, _, _ in kernels}
-            ctx.records.setdefault("mixed_kernels", {})[f.name] = {**names, "pipes": sorted(flows)}
+            ctx.records.setdefault("mixed_kernels", {})[f.name] = {**names, "pipes": sorted(flows),
+                                                                  "split": split.name}
         if len(funcs) == len(program.functions):
             return program
         return replace(program, functions=tuple(funcs))
+
+
+def split_mode(func: Function) -> SplitMode:
+    """The `pl.split(...)` mode among `func.optimizations` (NONE when there is none)."""
+    for name, params in func.optimizations:
+        if name == "split":
+            return dict(params)["mode"]
+    return SplitMode.NONE
 
 
 def _fresh(name: str, taken: set[str]) -> str:

@@ -8,6 +8,8 @@ For a scope in function `f`, the k-th outlined function is `f_incore_<k>`:
 - a tensor computed inside and used after the scope gets a fresh Out parameter: the caller creates
   it with `tensor.create` and the body assembles the value into it.
 The scope is replaced by the call; values used afterwards are bound to the call's results.
+The scope's `optimizations` (`pl.split`, `pl.cross_core_slot`) go onto the outlined function, where
+ExpandMixedKernel reads them.
 """
 
 from __future__ import annotations
@@ -209,7 +211,8 @@ class _Outliner:
         body = SeqStmts(tuple(body_stmts) + (ReturnStmt(tuple(ret_values), span=scope.span),), span=scope.span)
         body = FreshBindings(dict(param_of)).visit_seq(body)
         self.new_funcs.append(Function(name, FunctionType.InCore, tuple(params), tuple(dirs), ret_types,
-                                       body, scope.level, span=scope.span))
+                                       body, scope.level, optimizations=scope.optimizations,
+                                       span=scope.span))
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
         call = Call(GlobalVar(name), tuple(args), (), rt, span=scope.span)
         if not outputs:

@@ -9,7 +9,8 @@ Each call of a kernel builds a task argument list — `add_input` / `add_output`
 kernel's parameter directions, `add_scalar` for scalars — and submits it to the AIV or AIC queue
 (`submit_aiv_task` / `submit_aic_task`) with the kernel's `func_id` from `kernel_config.py`; the
 kernels a Group function calls (the AIC and AIV halves of a mixed kernel, joined by cross-core
-pipes) are submitted together as one cluster task (`submit_mixed_task`). The value of a kernel call
+pipes) are submitted together as one cluster task (`submit_mixed_task`), with a `MixedConfig` of
+its split mode and pipe rings when it has any (`cluster_config`). The value of a kernel call
 is its Out/InOut tensor(s). Runtime scopes (`pl.scope()`) become
 `PTO2_SCOPE(rt) { ... }`; a function with `auto_scope=True` and no explicit scope gets one scope
 around its body. Other host functions it calls (Opaque, nested Orchestration) become static C++
@@ -20,6 +21,7 @@ data is an error (it belongs inside an InCore kernel).
 
 from __future__ import annotations
 
+from ...backend import BackendType, SoCModel, get_soc
 from ...core.enums import FunctionType, ParamDirection, ScopeKind
 from ...core.span import Span
 from ...ir.expr import Call, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
@@ -41,6 +43,7 @@ from ...ir.stmt import (
 from ...ir.types import ScalarType, TensorType, TupleType
 from ...ir.visitor import IRVisitor
 from ...ops import get_op
+from ..cluster_config import cluster_config, mixed_config_cpp
 from ..common import CodegenError, NameAllocator, dynamic_dims, is_kernel, kernel_core_type, span_or
 from .cexpr import CPP_KEYWORDS, HELPERS, c_expr, c_literal, c_scalar_type, c_type
 
@@ -85,8 +88,8 @@ class _FunctionEmitter:
     """C++ statements of one host function."""
 
     def __init__(self, func: Function, program: Program, kernel_ids: dict[str, int],
-                 lines: list[str], is_entry: bool) -> None:
-        self.func, self.program, self.kernel_ids = func, program, kernel_ids
+                 lines: list[str], is_entry: bool, soc: SoCModel) -> None:
+        self.func, self.program, self.kernel_ids, self.soc = func, program, kernel_ids, soc
         self.lines, self.is_entry = lines, is_entry
         self.names = NameAllocator(CPP_KEYWORDS)
         self.env: dict[Var, str] = {}
@@ -144,7 +147,10 @@ class _FunctionEmitter:
         if self.mixed:
             parts = ", ".join(f"{{{fid}, {t}}}" for fid, t, _ in self.mixed)
             cores = " + ".join(f"{c.upper()} {fid}" for fid, _, c in self.mixed)
-            self.emit(f"submit_mixed_task(rt, {{{parts}}});  // one cluster: {cores}")
+            config, note = mixed_config_cpp(cluster_config(self.func, self.program, self.soc))
+            if note:
+                self.emit(f"// cross-core pipes: {note}")
+            self.emit(f"submit_mixed_task(rt, {{{parts}}}{config});  // one cluster: {cores}")
         for x in tail:
             self.stmt(x)
 
@@ -342,9 +348,9 @@ def _ret_type(f: Function) -> str:
     return "std::tuple<" + ", ".join(c_type(t) for t in f.return_types) + ">"
 
 
-def _helper(f: Function, program: Program, kernel_ids: dict[str, int]) -> list[str]:
+def _helper(f: Function, program: Program, kernel_ids: dict[str, int], soc: SoCModel) -> list[str]:
     lines: list[str] = []
-    em = _FunctionEmitter(f, program, kernel_ids, lines, is_entry=False)
+    em = _FunctionEmitter(f, program, kernel_ids, lines, is_entry=False, soc=soc)
     params = ["PTO2Runtime* rt"] + [f"{c_type(p.type)} {em.bind(p)}" for p in f.params]
     head = f"static {_ret_type(f)} {f.name}({', '.join(params)})"
     dims = [f"  const int64_t {em.bind(d)} = {em.env[f.params[i]]}.{kind}({axis});  // dynamic dim"
@@ -370,11 +376,13 @@ def _reachable_helpers(func: Function, program: Program) -> list[Function]:
     return order
 
 
-def emit_orchestration(func: Function, program: Program, kernel_ids: dict[str, int]) -> str:
+def emit_orchestration(func: Function, program: Program, kernel_ids: dict[str, int],
+                       backend: BackendType = BackendType.Ascend910B) -> str:
     """The C++ text of `orchestration/<func.name>.cpp` for host function `func` (an Orchestration
     function, or an Opaque entry), see the module docstring.
 
-    `kernel_ids` maps every kernel name to its `func_id` (the kernel table of `kernel_config.py`).
+    `kernel_ids` maps every kernel name to its `func_id` (the kernel table of `kernel_config.py`);
+    `backend` decides how the cross-core pipes of Group functions are routed.
 
     Raises:
         CodegenError: a data-computing op or an InCore scope left in host code, or a call of an
@@ -390,6 +398,7 @@ def emit_orchestration(func: Function, program: Program, kernel_ids: dict[str, i
     out += [f"  {kernel_enum_name(n)} = {i},  // kernels/{kernel_core_type(program.get_function(n))}/{n}.pto"
             for n, i in kernel_ids.items()]
     out += ["};", "", HELPERS, ""]
+    soc = get_soc(backend)
     helpers = _reachable_helpers(func, program)
     for h in helpers:
         out.append(f"static {_ret_type(h)} {h.name}(PTO2Runtime* rt"
@@ -397,10 +406,10 @@ def emit_orchestration(func: Function, program: Program, kernel_ids: dict[str, i
     if helpers:
         out.append("")
     for h in helpers:
-        out += _helper(h, program, kernel_ids)
+        out += _helper(h, program, kernel_ids, soc)
     out += ["}  // namespace", ""]
     lines: list[str] = []
-    em = _FunctionEmitter(func, program, kernel_ids, lines, is_entry=True)
+    em = _FunctionEmitter(func, program, kernel_ids, lines, is_entry=True, soc=soc)
     nparams = len(func.params)
     names = [em.bind(p) for p in func.params]
     dims_lines = [f"  const int64_t {em.bind(d)} = static_cast<int64_t>(args[{nparams + j}]);  // dynamic dim"

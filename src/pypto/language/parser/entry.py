@@ -16,6 +16,7 @@ from ...core.errors import ParserSyntaxError, ParserTypeError
 from ...ir.expr import ConstBool, ConstFloat, ConstInt, Expr, GlobalVar, MakeTuple, Var
 from ...ir.function import Function, Program
 from ...ir.stmt import AssignStmt, ReturnStmt
+from ...ir.structural import structural_equal
 from ...ir.types import Type
 from .function_parser import FunctionParser, ProgramContext, parse_header
 from .source import Namespace, SourceInfo, source_of, source_of_text
@@ -26,20 +27,34 @@ __all__ = ["FunctionOptions", "parse_function", "parse_program", "parse_text", "
 
 
 class FunctionOptions:
-    """Decorator options of `@pl.function(...)`."""
+    """Decorator options of `@pl.function(...)`.
 
-    __slots__ = ("func_type", "level", "role", "strict_ssa", "auto_scope")
+    `optimizations` is a list of `pl.split(...)` / `pl.cross_core_slot(...)` entries (as in
+    `pl.at(optimizations=[...])`), stored on the Function as (name, params) pairs. Raises
+    TypeError for a wrong `type` or `optimizations` value.
+    """
+
+    __slots__ = ("func_type", "level", "role", "strict_ssa", "auto_scope", "optimizations")
 
     def __init__(self, type: FunctionType = FunctionType.Opaque, level: Level | None = None,
-                 role: Role | None = None, strict_ssa: bool = False, auto_scope: bool = True) -> None:
+                 role: Role | None = None, strict_ssa: bool = False, auto_scope: bool = True,
+                 optimizations: list | tuple = ()) -> None:
+        from ..dsl import Optimization
+
         if not isinstance(type, FunctionType):
             raise TypeError(f"@pl.function(type=...) expects a pl.FunctionType, got {type!r}")
+        if not isinstance(optimizations, (list, tuple)) or \
+                not all(isinstance(o, Optimization) for o in optimizations):
+            raise TypeError("@pl.function(optimizations=...) expects a list of pl.split(...) / "
+                            f"pl.cross_core_slot(...), got {optimizations!r}")
         self.func_type, self.level, self.role = type, level, role
         self.strict_ssa, self.auto_scope = strict_ssa, auto_scope
+        self.optimizations = tuple((o.name, o.params) for o in optimizations)
 
     def kwargs(self) -> dict[str, Any]:
         return dict(func_type=self.func_type, level=self.level, role=self.role,
-                    strict_ssa=self.strict_ssa, auto_scope=self.auto_scope)
+                    strict_ssa=self.strict_ssa, auto_scope=self.auto_scope,
+                    optimizations=self.optimizations)
 
 
 def find_def(info: SourceInfo, name: str | None = None) -> ast.FunctionDef | ast.ClassDef:
@@ -207,7 +222,11 @@ def parse_text(code: str, filename: str | None = None) -> Program | Function:
 # ---- calls from inside a body ------------------------------------------------------------------
 
 def call_external(parser: FunctionParser, fn: Function, node: ast.Call) -> Expr:
-    """`f(...)` of a standalone `@pl.function` inside a program: add it, call it by GlobalVar."""
+    """`f(...)` of a standalone `@pl.function` inside a program: add it, call it by GlobalVar.
+
+    Two calls may name the same function or structurally equal ones (e.g. a kernel factory called
+    twice with the same sizes); two different functions of one name are a ParserSyntaxError.
+    """
     if parser.program is None:
         raise ParserSyntaxError(f"calling function '{fn.name}' needs an enclosing @pl.program or @pl.jit",
                                 parser.span(node))
@@ -215,6 +234,11 @@ def call_external(parser: FunctionParser, fn: Function, node: ast.Call) -> Expr:
     if existing is None and fn.name in parser.program.headers:
         raise ParserSyntaxError(f"external function '{fn.name}' clashes with a method of the program",
                                 parser.span(node))
+    if existing is not None and existing is not fn and not structural_equal(existing, fn):
+        # calls go by name: keeping one of two different functions would run the wrong body
+        raise ParserSyntaxError(f"this program already calls a different function named '{fn.name}' "
+                                f"(defined at {existing.span}); functions called in one program need "
+                                f"distinct names", parser.span(node))
     parser.program.external[fn.name] = fn
     return parser.call_function(GlobalVar(fn.name, span=parser.span(node)), node)
 

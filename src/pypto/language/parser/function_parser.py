@@ -161,11 +161,11 @@ class FunctionParser(ExprParser, StmtParser):
 
     def __init__(self, fdef: ast.FunctionDef, header: FunctionHeader, info: SourceInfo, ns: Namespace, *,
                  func_type: FunctionType, level: Level | None = None, role: Role | None = None,
-                 strict_ssa: bool = False, auto_scope: bool = True,
+                 strict_ssa: bool = False, auto_scope: bool = True, optimizations: tuple = (),
                  program: ProgramContext | None = None) -> None:
         self.fdef, self.header, self.info, self.ns = fdef, header, info, ns
         self.func_type, self.level, self.role = func_type, level, role
-        self.strict_ssa, self.auto_scope = strict_ssa, auto_scope
+        self.strict_ssa, self.auto_scope, self.optimizations = strict_ssa, auto_scope, optimizations
         self.program = program
         self.env: dict[str, Expr] = {v.name: v for v in header.params}
         self.param_dirs = dict(zip(header.params, header.directions))
@@ -211,4 +211,4 @@ class FunctionParser(ExprParser, StmtParser):
                                       f"but returns {len(vals)}", self.span(self.fdef))
         return Function(self.fdef.name, self.func_type, tuple(self.header.params),
                         tuple(self.header.directions), tuple(rets), body, self.level, self.role,
-                        self.strict_ssa, self.auto_scope, span=self.span(self.fdef))
+                        self.strict_ssa, self.auto_scope, self.optimizations, span=self.span(self.fdef))

@@ -15,6 +15,12 @@ How a cost is formed (all results are whole cycles of the AI-core clock):
   (source space, destination space) — DDR → Vec/Mat on MTE2, Vec → DDR on MTE3, Mat → Left/Right/Bias
   on MTE1, Acc → anywhere on the FIXPIPE. DDR transfers are charged whole access granules: each
   contiguous row of the tile costs ceil(row bytes / `soc.ddr_access_granularity`) granules.
+- **Cross-core pipe ops** (`pypto.ops.system.PIPE_ROLES`): where the chip moves the tile from the
+  sender's memory straight into the receiver's (`SoCModel.pipe_route` "direct", e.g. Acc → Vec on
+  Ascend950) the push costs that transfer and the pop `scalar_op` (a flag); through a DDR slot
+  buffer ("gm", Ascend910B) the push costs the store to DDR and the pop the load from it. A free
+  costs `scalar_op`. A pop assumes the role's usual sender memory (Acc for the cube core, Vec for
+  a vector core).
 - **Creation and view ops** cost nothing; any other op (scalar reads, system ops) costs
   `scalar_op`.
 - A **task** costs `task_launch` plus the sum of its ops as executed (loop trips counted): the pipes
@@ -42,6 +48,7 @@ from ...core.enums import MemorySpace
 from ...ir.expr import Call
 from ...ir.types import TensorType, TileType
 from ...ops.registry import OpSpec
+from ...ops.system import pipe_role
 
 __all__ = ["Constant", "CONSTANTS", "const", "OpCost", "TaskCost", "PIPES", "op_cost", "copy_cost",
            "cycles_to_us", "task_cost"]
@@ -280,8 +287,29 @@ def _from_entry(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost | None:
     return OpCost("scalar", math.ceil(amount * const("scalar_op")))
 
 
+def _pipe_cost(role: Any, call: Call, soc: SoCModel) -> OpCost:
+    """Cost of a cross-core pipe op (module docstring)."""
+    flag = OpCost("scalar", int(const("scalar_op")))
+    if role.kind == "free":
+        return flag
+    tile = call.args[0].type if role.kind == "push" else call.result_type
+    if not isinstance(tile, TileType):
+        return flag
+    src = (tile.memory_space or M.Vec) if role.kind == "push" else role.sender_space
+    dst = role.receiver_space if role.kind == "push" else (tile.memory_space or M.Vec)
+    route = soc.pipe_route(src, dst)
+    if route == "direct":
+        return transfer_cost((src, dst), tile, soc) if role.kind == "push" else flag
+    if route == "gm":
+        return transfer_cost((src, M.DDR) if role.kind == "push" else (M.DDR, dst), tile, soc)
+    return flag
+
+
 def op_cost(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost:
     """Cost of one execution of `call` (an op of `spec`) on a core of `soc` (see the module doc)."""
+    role = pipe_role(spec.name)
+    if role is not None:
+        return _pipe_cost(role, call, soc)
     cost = _from_entry(spec, call, soc)
     if cost is not None:
         return cost

@@ -107,11 +107,15 @@ class DepTracker:
                     seen.update(id(e) for e in bucket if e.alive)
         return len(seen)
 
-    def add(self, task_id: int, accesses: Iterable[Access]) -> dict[int, str]:
+    def add(self, task_id: int, accesses: Iterable[Access], since: int | None = None) -> dict[int, str]:
         """Record the accesses of task `task_id`; return {earlier task id: "RAW" | "WAW" | "WAR"}.
 
-        When a pair conflicts in several ways, RAW wins over WAW, and WAW over WAR.
+        When a pair conflicts in several ways, RAW wins over WAW, and WAW over WAR. With `since`,
+        accesses of tasks numbered `since` or later (the other tasks of the same Group call, which
+        run together and are ordered by their pipes) are neither dependencies nor dropped as
+        covered.
         """
+        lo = task_id if since is None else since
         deps: dict[int, str] = {}
         new: list[tuple[_Index, _Entry]] = []
         for region, reads, writes in accesses:
@@ -121,7 +125,7 @@ class DepTracker:
                 idx = self._buffers[region.key] = (_Index(size), _Index(size))
             readers, writers = idx
             for e in writers.candidates(region):
-                if e.task == task_id or not e.region.overlaps(region):
+                if e.task >= lo or not e.region.overlaps(region):
                     continue
                 kind = "RAW" if reads else "WAW"
                 old = deps.get(e.task)
@@ -131,7 +135,7 @@ class DepTracker:
                     e.alive = False
             if writes:
                 for e in readers.candidates(region):
-                    if e.task == task_id or not e.region.overlaps(region):
+                    if e.task >= lo or not e.region.overlaps(region):
                         continue
                     deps.setdefault(e.task, "WAR")
                     if region.covers(e.region):

@@ -10,7 +10,11 @@ on the hardware.
 
 1. the orchestration runs and `submit`s a Task per kernel call. Each submission costs the
    orchestrator `orch_submit` cycles; the task's dependencies are the earlier tasks whose DDR
-   regions conflict with its own (`deps.DepTracker`, unless `auto_deps=False`) plus explicit ones;
+   regions conflict with its own (`deps.DepTracker`, unless `auto_deps=False`) plus explicit ones.
+   A call of a Group function (`submit_group`) is one submission: its kernel calls become the
+   tasks of one cluster unit (the AIV kernel twice, as vector subblocks 0 and 1, under a split
+   mode), which the scheduler starts together on a whole cluster and `execute_group` runs
+   interleaved on a fresh `PipeChannel` (`cluster.py`);
 2. `sync()` (at the end, and before any host op that reads or writes tensor data) hands the
    pending tasks to the discrete-event `EventScheduler`, which starts each on a core and executes
    it there (`execute`);
@@ -32,10 +36,15 @@ from typing import Any
 import torch
 
 from ...backend.soc import BackendType, get_soc
-from ...core.enums import ParamDirection
+from ...codegen.cluster_config import ClusterConfig, cluster_config
+from ...core.enums import FunctionType, ParamDirection
+from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ...ir.function import Function, Program
+from ...ops.block import block_context
+from ...ops.system import PipeChannel, pipe_context
 from .arena import CoreArena
+from .cluster import ClusterMember, ClusterRun, PipeStats
 from .cost_model import const
 from .deps import DepTracker
 from .kernel import KERNEL_TYPES, KernelExecutor
@@ -43,7 +52,7 @@ from .orchestrator import Orchestrator
 from .record import RunRecord, ScopeInfo
 from .regions import region_of
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
-from .scheduler import EventScheduler
+from .scheduler import EventScheduler, named_error
 from .task import Task
 
 __all__ = ["SimDevice"]
@@ -69,7 +78,9 @@ class SimDevice:
         self.scheduler = EventScheduler(self)
         self.last_run: RunRecord | None = None
         self._arenas: dict[tuple[str, int], CoreArena] = {}
-        self._kernels: dict[tuple[Function, bool], KernelExecutor] = {}
+        self._kernels: dict[tuple[Function, bool, int | None], KernelExecutor] = {}
+        self._clusters: dict[Function, ClusterConfig] = {}
+        self._collect: list[tuple[Function, tuple, Span | None]] | None = None
         self._orchestrators: dict[Function, Orchestrator] = {}
         self._tracker = DepTracker()
         self._region_cache: dict[int, Any] = {}
@@ -97,13 +108,25 @@ class SimDevice:
             a = self._arenas[key] = CoreArena(self.soc, core_type, index)
         return a
 
-    def kernel(self, func: Function) -> KernelExecutor:
-        """The prepared executor of kernel `func` for the current mode (prepared on first use)."""
-        key = (func, self._sanitize)
+    def kernel(self, func: Function, member: int | None = None) -> KernelExecutor:
+        """The prepared executor of kernel `func` for the current mode (prepared on first use).
+
+        `member` (0 or 1) asks for the executor of a Group call's kernel instance: one per vector
+        subblock, counting its ops so its clock can be read while it runs.
+        """
+        key = (func, self._sanitize, member)
         ex = self._kernels.get(key)
         if ex is None:
-            ex = self._kernels[key] = KernelExecutor(func, self.soc, self._sanitizer if self._sanitize else None)
+            ex = self._kernels[key] = KernelExecutor(func, self.soc, self._sanitizer if self._sanitize else None,
+                                                     count=member is not None)
         return ex
+
+    def cluster_config(self, program: Program, group: Function) -> ClusterConfig:
+        """The split mode and pipe rings of Group function `group` (computed on first use)."""
+        cfg = self._clusters.get(group)
+        if cfg is None:
+            cfg = self._clusters[group] = cluster_config(group, program, self.soc)
+        return cfg
 
     def orchestrator(self, program: Program, func: Function) -> Orchestrator:
         """The compiled orchestration `func` of `program` (compiled on first use)."""
@@ -122,9 +145,14 @@ class SimDevice:
                 overlapping DDR regions.
             span: source location of the call (named by diagnostics).
 
+        Inside `submit_group` the call is only collected (None is returned).
+
         Raises:
             ValueError: a dependency on a task id that is not an earlier task of this run.
         """
+        if self._collect is not None:
+            self._collect.append((func, tuple(args), span))
+            return None  # type: ignore[return-value]
         ex = self.kernel(func)
         tid = len(self.tasks)
         deps = tuple(deps)
@@ -147,6 +175,124 @@ class SimDevice:
         self.tasks.append(task)
         self.scheduler.submit(task)
         return task
+
+    def submit_group(self, program: Program, group: Function, args: Sequence[Any],
+                     span: Span | None = None) -> tuple | None:
+        """Record a call of Group function `group` with `args` as one cluster unit and queue it.
+
+        The group's body runs like an orchestration function, except that its kernel calls are
+        collected: they become the unit's tasks (the AIV kernel once per vector core the split
+        uses), with dependencies on earlier tasks found per task but none between each other.
+        Returns the group's return values (tuple), like a nested orchestration function.
+
+        Raises:
+            RuntimeSimError: the group calls another group, or more than one kernel per core kind.
+        """
+        if self._collect is not None:
+            raise RuntimeSimError(f"Group function '{group.name}' is called inside another Group function; "
+                                  f"a cluster runs one group at a time", span)
+        self._collect = []
+        try:
+            result = self.orchestrator(program, group).run(args)
+        finally:
+            calls, self._collect = self._collect, None
+        if calls:
+            self._queue_group(program, group, calls, span)
+        return result
+
+    def _queue_group(self, program: Program, group: Function, calls: list[tuple[Function, tuple, Span | None]],
+                     span: Span | None) -> None:
+        cfg = self.cluster_config(program, group)
+        kinds: dict[str, list[str]] = {}
+        for func, _, _ in calls:
+            kinds.setdefault(self.kernel(func).core_type, []).append(func.name)
+        for core, names in kinds.items():
+            if len(names) > 1:
+                raise RuntimeSimError(f"Group function '{group.name}' calls {len(names)} {core} kernels "
+                                      f"({', '.join(names)}); a cluster runs one AIC and one AIV kernel",
+                                      span or group.span)
+        self._clock += int(const("orch_submit"))
+        gid = len(self.tasks)
+        stats = PipeStats(group.name, cfg.split, dict(cfg.depth), dict(cfg.route))
+        tasks: list[Task] = []
+        cache = self._region_cache
+        for func, args, cspan in calls:
+            core = self.kernel(func).core_type
+            for sub in (range(cfg.vector_cores) if core == "AIV" else (None,)):
+                ex = self.kernel(func, member=sub or 0)
+                tid = len(self.tasks)
+                accesses = tuple((i, region_of(a, cache), d in _READS, d in _WRITES)
+                                 for i, (a, d) in enumerate(zip(args, func.param_directions))
+                                 if isinstance(a, torch.Tensor))
+                found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=gid) \
+                    if self._auto_deps else {}
+                task = Task(tid, func.name, core, args, func.param_directions, executor=ex,
+                            span=cspan or span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
+                            submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats)
+                self.tasks.append(task)
+                tasks.append(task)
+        self.scheduler.submit_group(tasks)
+
+    def execute_group(self, tasks: list[Task]) -> None:
+        """Run the tasks of one Group call on their cluster now (called by the scheduler): the
+        kernels interleave on a fresh PipeChannel (`cluster.ClusterRun`); a kernel that conflicts
+        on DDR with one before it in the group starts after that one. Sets each task's `cost`,
+        `stall_cycles` and `offset_cycles`, and the group's `PipeStats`.
+
+        Raises:
+            RuntimeSimError: a kernel failed (named with its task), the kernels deadlocked, or a
+                tile pushed into a pipe was never popped.
+        """
+        stats: PipeStats = tasks[0].pipes
+        members: list[ClusterMember] = []
+        runner = ClusterRun(stats.group, members)
+        channel = PipeChannel(stats.depth, runner)
+        nsub = 1 + max((t.subblock or 0 for t in tasks), default=0)
+        for k, t in enumerate(tasks):
+            members.append(self._member(t, tasks[:k], channel, nsub))
+        try:
+            runner.run()
+        except RuntimeSimError as err:
+            failed = next((t for t, m in zip(tasks, members) if m.error is err), None)
+            if failed is not None:
+                raise named_error(err, failed) from err
+            where = ", ".join(t.core for t in tasks)
+            raise RuntimeSimError(f"group '{stats.group}' (tasks {tasks[0].task_id}-{tasks[-1].task_id} on "
+                                  f"{where}): {err.message}", err.span) from err
+        for t, m in zip(tasks, members):
+            t.cost, t.stall_cycles, t.offset_cycles = m.cost, m.stall, m.start
+        stats.max_occupancy, stats.transfers = channel.max_occupancy(), channel.transfers()
+        left = channel.pending()
+        if left:
+            rings = ", ".join(f"{n} in {d} (vector core {s})" for (d, s), n in sorted(left.items()))
+            raise RuntimeSimError(f"group '{stats.group}' finished with tiles pushed but never popped: {rings}",
+                                  tasks[0].span)
+
+    def _member(self, t: Task, before: list[Task], channel: PipeChannel, nsub: int) -> ClusterMember:
+        arena = self.arena(t.core_type, t.core_index)  # type: ignore[arg-type]
+        ex, san = t.executor, self._sanitizer[0]
+        sub = t.subblock or 0
+
+        def run() -> Any:
+            with pipe_context(channel), block_context(0, 1, sub, nsub):
+                return ex.run(t.args, arena)
+
+        state: list[Any] = [None]
+
+        def enter() -> None:
+            if san is not None:
+                if state[0] is None:
+                    san.begin_task(t, arena)
+                else:
+                    san.restore(state[0])
+
+        def leave() -> None:
+            if san is not None:
+                state[0] = san.save()
+
+        after = tuple(j for j, u in enumerate(before) if u.kernel != t.kernel and _conflict(u, t))
+        name = f"'{t.kernel}'" + (f" (vector core {t.subblock})" if t.subblock is not None else "")
+        return ClusterMember(name, run, ex.cycles_so_far, after, enter, leave)
 
     def push_scope(self, name: str, span: Span | None = None) -> int:
         """Enter a runtime scope; later submissions belong to it. Returns its id."""
@@ -242,6 +388,8 @@ class SimDevice:
             if entry.func_type in KERNEL_TYPES:
                 self.submit(entry, args, span=entry.span)
                 result = tuple(a for a, d in zip(args, entry.param_directions) if d in _WRITES) or None
+            elif entry.func_type is FunctionType.Group:
+                result = self.submit_group(program, entry, args, entry.span)
             else:
                 result = self.orchestrator(program, entry).run(args)
         except BaseException:
@@ -252,3 +400,8 @@ class SimDevice:
             raise
         self.end_run()
         return result
+
+
+def _conflict(a: Task, b: Task) -> bool:
+    """Whether two tasks touch overlapping DDR regions, at least one of them writing."""
+    return any((x[3] or y[3]) and x[1].overlaps(y[1]) for x in a.accesses for y in b.accesses)

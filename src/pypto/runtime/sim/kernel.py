@@ -40,7 +40,7 @@ from ...ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, W
 from ...ir.types import MemRef, ScalarType, TensorType, TileType, static_shape
 from ...ops.registry import OpSpec
 from .arena import CoreArena, tile_nbytes
-from .cost_model import OpCost, TaskCost, copy_cost, op_cost, task_cost
+from .cost_model import OpCost, TaskCost, const, copy_cost, op_cost, task_cost
 from .exprs import Env, ExprFn, Extent
 from .interp import FunctionCompiler, StmtFn
 
@@ -79,14 +79,14 @@ Touch = tuple[int, Extent, str]   # (env slot, bytes, variable name)
 class _KernelCompiler(FunctionCompiler):
     kind = "kernel"
 
-    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None) -> None:
+    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False) -> None:
         self.buffers: dict[int, _Buffer] = {}
         self.extents: dict[Var, Extent] = {}
         self.soc = soc
         self.san_ref = sanitizer
         self.sites: list[OpCost] = []
         self.counts: list[int] = []
-        self.counting = _has_control_flow(func.body)
+        self.counting = count or _has_control_flow(func.body)
         super().__init__(func)
 
     def on_define(self, var: Var, slot: int) -> None:
@@ -260,6 +260,8 @@ class KernelExecutor:
         func: the kernel.
         soc: the chip model (costs use its DDR access granularity).
         sanitizer: None, or a one-element list holding the current `Sanitizer` (read at run time).
+        count: count executed ops even without control flow, so `cycles_so_far()` can be read
+            while the kernel runs (the kernels of a Group call, whose pipes need their clocks).
 
     Attributes:
         func: the kernel's `ir.Function`. name: its name.
@@ -273,8 +275,8 @@ class KernelExecutor:
             tile parameter, an unknown op, ...).
     """
 
-    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None) -> None:
-        c = _KernelCompiler(func, soc, sanitizer)
+    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None, count: bool = False) -> None:
+        c = _KernelCompiler(func, soc, sanitizer, count)
         self.func, self.name = func, func.name
         self._c = c
         self._body = c.body
@@ -308,6 +310,15 @@ class KernelExecutor:
 
     def __repr__(self) -> str:
         return f"KernelExecutor({self.name}, {self.core_type})"
+
+    def cycles_so_far(self) -> int:
+        """Cycles of the run in progress up to now: launch plus the ops executed so far (exact only
+        for an executor built with `count=True` or with control flow)."""
+        total = int(const("task_launch"))
+        for c, n in zip(self.sites, self._counts):
+            if n:
+                total += n * c.cycles
+        return total
 
     def template(self, arena: CoreArena) -> list:
         """The environment template for `arena`: tile slots hold their views (built once)."""

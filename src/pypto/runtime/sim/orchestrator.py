@@ -4,9 +4,10 @@ An Orchestration function allocates DDR tensors (`tensor.create`, zero-filled), 
 (`tensor.slice`), computes scalars, runs control flow and submits tasks: every Call whose `op` is a
 `GlobalVar` naming an InCore/AIC/AIV function becomes `SimDevice.submit(kernel, args)`. The call's
 value is the Out/InOut argument (one) or the tuple of them (several), in parameter order, so later
-statements can name a kernel's outputs; None when the kernel has none. A call of any other function
-(Orchestration, Opaque, Group, ...) runs that function's body as a nested orchestration and yields
-its return value(s).
+statements can name a kernel's outputs; None when the kernel has none. A call of a Group function
+becomes `SimDevice.submit_group` (its kernels run together on one cluster) and yields the group's
+return value(s). A call of any other function (Orchestration, Opaque, ...) runs that function's
+body as a nested orchestration and yields its return value(s).
 
 Registered ops run on the host only when they do not compute on data: ops with the
 "orchestration", "view" or "creation" trait, or a scalar result (shape queries). Anything else —
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...core.enums import ParamDirection, ScopeKind
+from ...core.enums import FunctionType, ParamDirection, ScopeKind
 from ...core.errors import RuntimeSimError
 from ...ir.expr import Call, GlobalVar
 from ...ir.function import Function, Program
@@ -114,6 +115,10 @@ class _OrchCompiler(FunctionCompiler):
                 device.submit(callee, args, span=span)
                 return _pick([args[i] for i in outs])
             return submit
+        if callee.func_type is FunctionType.Group:
+            def group(env: Env) -> Any:
+                return _pick(device.submit_group(program, callee, [f(env) for f in arg_fns], span))
+            return group
 
         def nested(env: Env) -> Any:
             args = [f(env) for f in arg_fns]

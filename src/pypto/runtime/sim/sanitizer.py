@@ -108,6 +108,14 @@ class Sanitizer:
         self._base = self._next
         self._vids = {}
 
+    def save(self) -> tuple:
+        """The per-task state (for the kernels of a Group call, which run interleaved)."""
+        return (self.task, self._arena, self._base, self._vids)
+
+    def restore(self, state: tuple) -> None:
+        """Continue the task whose state `save` returned."""
+        self.task, self._arena, self._base, self._vids = state
+
     def _shadow(self, space: MemorySpace) -> torch.Tensor:
         key = (id(self._arena), space)
         s = self._shadows.get(key)
@@ -253,7 +261,8 @@ def check_ordering(san: Sanitizer, tasks: list[Task]) -> None:
         for d in t.deps:
             anc |= ancestors[d] | (1 << d)
         ancestors.append(anc)
-        conflicts = tracker.add(t.task_id, [(r, rd, wr) for _, r, rd, wr in t.accesses])
+        # the kernels of one Group call are ordered by their pipes, not by dependencies
+        conflicts = tracker.add(t.task_id, [(r, rd, wr) for _, r, rd, wr in t.accesses], since=t.group)
         for d, kind in sorted(conflicts.items()):
             if (anc >> d) & 1:
                 continue

@@ -1,25 +1,34 @@
 """Discrete-event task scheduler of the simulated chip (DESIGN idea 5).
 
-Tasks arrive from the orchestrator with a submission time and their dependencies. `drain()`
+Tasks arrive from the orchestrator with a submission time and their dependencies, either alone or
+as the tasks of one Group call (a mixed kernel's AIC and AIV halves, see `cluster.py`). `drain()`
 simulates the chip until every submitted task has finished:
 
-- a task becomes *ready* when the orchestrator has submitted it and every task it depends on has
-  finished: ready time = max(submit cycle, end cycles of its dependencies);
-- ready tasks wait in one queue per core type (AIC, AIV), ordered by (ready time, task id);
-- whenever a core of the right type is idle, the first ready task starts on it; among idle cores
-  the one idle the longest is chosen (ties: the lowest index), which spreads work over the chip;
-- a task lasts `cost.cycles` (see `cost_model`), so independent tasks on different cores overlap.
+- a *unit* (one task, or the tasks of one group) becomes *ready* when the orchestrator has
+  submitted it and every task it depends on has finished: ready time = max(submit cycle, end
+  cycles of its dependencies);
+- ready single tasks wait in one queue per core type (AIC, AIV), ordered by (ready time, task id);
+  whenever a core of the right type is idle, the first one starts on it; among idle cores the one
+  idle the longest is chosen (ties: the lowest index), which spreads work over the chip;
+- a ready group needs a whole cluster — cube core c with vector cores 2c and 2c+1 (SPEC §6: a
+  cluster is 1 AIC + 2 AIV) — all idle; among such clusters the one whose cores have been idle the
+  longest is chosen (ties: the lowest c). Groups are dispatched before single tasks at the same
+  instant; a single task may still take a core of a cluster a waiting group needs (backfilling);
+- a task lasts `task.cycles` (see `cost_model`; for a group task its own work plus its pipe
+  stalls, starting `offset_cycles` after the group), so independent tasks on different cores
+  overlap. A group holds its three cores until its last task has finished; tasks that depend on
+  one of its tasks may start when that task ends.
 
 Tasks *execute* (their numbers are computed, on the chosen core's arena) at the moment they start
-in simulated time. A task starts only after everything it depends on has finished, so conflicting
-tasks always run in submission order; independent tasks may run in another order, as on the
-hardware.
+in simulated time; a group executes all its kernels then, interleaved on their pipes. A task starts
+only after everything it depends on has finished, so conflicting tasks always run in submission
+order; independent tasks may run in another order, as on the hardware.
 """
 
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import InternalError, RuntimeSimError
 
@@ -27,9 +36,9 @@ if TYPE_CHECKING:
     from .device import SimDevice
     from .task import Task
 
-__all__ = ["EventScheduler", "run_task"]
+__all__ = ["EventScheduler", "run_task", "named_error"]
 
-_DONE, _READY = 0, 1
+_DONE, _FREE, _READY = 0, 1, 2
 
 
 def run_task(device: SimDevice, task: Task) -> None:
@@ -37,10 +46,43 @@ def run_task(device: SimDevice, task: Task) -> None:
     try:
         device.execute(task)
     except RuntimeSimError as err:
-        if getattr(err, "findings", None):   # sanitizer reports keep their own text
-            raise
-        raise RuntimeSimError(f"task {task.task_id} (kernel '{task.kernel}' on {task.core}): "
-                              f"{err.message}", err.span) from err
+        raise named_error(err, task) from err
+
+
+def named_error(err: RuntimeSimError, task: Task) -> RuntimeSimError:
+    """`err` prefixed with the task, kernel and core it happened in (sanitizer reports as they are)."""
+    if getattr(err, "findings", None):   # sanitizer reports keep their own text
+        return err
+    return RuntimeSimError(f"task {task.task_id} (kernel '{task.kernel}' on {task.core}): {err.message}",
+                           err.span)
+
+
+class _Cores:
+    """Idle bookkeeping of one core type: when each core became idle (None while busy), and a heap
+    of (idle since, index, version) entries — an entry is stale once its core's version moved on."""
+
+    def __init__(self, n: int) -> None:
+        self.since: list[int | None] = [0] * n
+        self.version = [0] * n
+        self.heap = [(0, i, 0) for i in range(n)]
+
+    def take_longest_idle(self) -> int | None:
+        heap = self.heap
+        while heap:
+            since, i, ver = heapq.heappop(heap)
+            if ver == self.version[i] and self.since[i] is not None:
+                self.busy(i)
+                return i
+        return None
+
+    def busy(self, i: int) -> None:
+        self.since[i] = None
+        self.version[i] += 1
+
+    def free(self, i: int, now: int) -> None:
+        self.since[i] = now
+        self.version[i] += 1
+        heapq.heappush(self.heap, (now, i, self.version[i]))
 
 
 class EventScheduler:
@@ -56,73 +98,133 @@ class EventScheduler:
 
     def reset(self) -> None:
         """Start of a run: every core idle since cycle 0, nothing pending."""
-        self.pending: list[Task] = []
+        self.pending: list[list[Task]] = []
         self.makespan = 0
-        self._idle: dict[str, list[tuple[int, int]]] = {}
+        self._cores: dict[str, _Cores] = {}
 
-    def _idle_cores(self, core_type: str) -> list[tuple[int, int]]:
-        heap = self._idle.get(core_type)
-        if heap is None:
-            heap = self._idle[core_type] = [(0, i) for i in range(self.device.num_cores(core_type))]
-        return heap
+    def _of(self, core_type: str) -> _Cores:
+        c = self._cores.get(core_type)
+        if c is None:
+            c = self._cores[core_type] = _Cores(self.device.num_cores(core_type))
+        return c
 
     def submit(self, task: Task) -> None:
         """Queue `task` (already numbered, with its deps and submit cycle) for the next drain."""
-        self.pending.append(task)
+        self.pending.append([task])
+
+    def submit_group(self, tasks: list[Task]) -> None:
+        """Queue the tasks of one Group call; they start together on one cluster."""
+        self.pending.append(list(tasks))
 
     def drain(self) -> int:
         """Simulate until every pending task has finished; returns `makespan` (cycles)."""
-        pending, self.pending = self.pending, []
-        if not pending:
+        units, self.pending = self.pending, []
+        if not units:
             return self.makespan
         tasks = self.device.tasks
         waiting: dict[int, int] = {}
-        dependents: dict[int, list[Task]] = {}
-        events: list[tuple[int, int, int, Task]] = []
-        for t in pending:
+        dependents: dict[int, list[list[Task]]] = {}
+        events: list[tuple[int, int, int, Any]] = []
+        for unit in units:
             n = 0
-            for d in t.deps:
-                if tasks[d].end_cycle is None:
-                    n += 1
-                    dependents.setdefault(d, []).append(t)
-            waiting[t.task_id] = n
+            for t in unit:
+                for d in t.deps:
+                    if tasks[d].end_cycle is None:
+                        n += 1
+                        dependents.setdefault(d, []).append(unit)
+            uid = unit[0].task_id
+            waiting[uid] = n
             if n == 0:
-                events.append((self._ready_time(t), _READY, t.task_id, t))
+                events.append((self._ready_time(unit), _READY, uid, unit))
         heapq.heapify(events)
-        ready: dict[str, list[tuple[int, int, Task]]] = {}
-        done = 0
+        singles: dict[str, list[tuple[int, int, Task]]] = {}
+        groups: list[tuple[int, int, list[Task]]] = []
+        done, total = 0, sum(len(u) for u in units)
         while events:
             now = events[0][0]
             while events and events[0][0] == now:
-                _, kind, _, t = heapq.heappop(events)
+                _, kind, _, x = heapq.heappop(events)
                 if kind == _DONE:
                     done += 1
-                    heapq.heappush(self._idle[t.core_type], (now, t.core_index))  # type: ignore[arg-type]
-                    for d in dependents.pop(t.task_id, ()):
-                        waiting[d.task_id] -= 1
-                        if waiting[d.task_id] == 0:
-                            heapq.heappush(events, (self._ready_time(d), _READY, d.task_id, d))
+                    if x.group is None:
+                        self._of(x.core_type).free(x.core_index, now)
+                    for unit in dependents.pop(x.task_id, ()):
+                        uid = unit[0].task_id
+                        waiting[uid] -= 1
+                        if waiting[uid] == 0:
+                            heapq.heappush(events, (self._ready_time(unit), _READY, uid, unit))
+                elif kind == _FREE:
+                    for core_type, i in x:
+                        self._of(core_type).free(i, now)
+                elif len(x) == 1 and x[0].group is None:
+                    heapq.heappush(singles.setdefault(x[0].core_type, []), (now, x[0].task_id, x[0]))
                 else:
-                    heapq.heappush(ready.setdefault(t.core_type, []), (now, t.task_id, t))
-            for core_type, queue in ready.items():
-                idle = self._idle_cores(core_type)
-                while queue and idle:
+                    heapq.heappush(groups, (now, x[0].task_id, x))
+            self._start_groups(groups, now, events)
+            for core_type, queue in singles.items():
+                cores = self._of(core_type)
+                while queue:
+                    i = cores.take_longest_idle()
+                    if i is None:
+                        break
                     _, _, t = heapq.heappop(queue)
-                    _, t.core_index = heapq.heappop(idle)
-                    t.start_cycle = now
+                    t.core_index, t.start_cycle = i, now
                     run_task(self.device, t)
                     t.end_cycle = now + t.cycles
                     heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
-        if done != len(pending):
-            raise InternalError(f"scheduler finished {done} of {len(pending)} tasks (dependency cycle)")
-        self.makespan = max(self.makespan, max(t.end_cycle for t in pending))  # type: ignore[type-var]
+        if done != total:
+            raise InternalError(f"scheduler finished {done} of {total} tasks (dependency cycle)")
+        self.makespan = max(self.makespan, max(t.end_cycle for u in units for t in u))  # type: ignore[type-var]
         return self.makespan
 
-    def _ready_time(self, t: Task) -> int:
+    def _start_groups(self, queue: list[tuple[int, int, list[Task]]], now: int,
+                      events: list[tuple[int, int, int, Any]]) -> None:
+        """Start every queued group (in queue order) for which a whole cluster is idle."""
+        while queue:
+            c = self._idle_cluster()
+            if c is None:
+                return
+            unit = heapq.heappop(queue)[2]
+            cores = self._take_cluster(c)
+            for t in unit:
+                t.core_index = c if t.core_type == "AIC" else 2 * c + (t.subblock or 0)
+            self.device.execute_group(unit)   # its errors name the group's kernels
+            end = now
+            for t in unit:
+                t.start_cycle = now + t.offset_cycles
+                t.end_cycle = t.start_cycle + t.cycles
+                end = max(end, t.end_cycle)
+                heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
+            heapq.heappush(events, (end, _FREE, unit[0].task_id, cores))
+
+    def _cluster_cores(self, c: int) -> list[tuple[str, int]]:
+        n_aiv = self.device.num_cores("AIV")
+        return [("AIC", c)] + [("AIV", i) for i in (2 * c, 2 * c + 1) if i < n_aiv]
+
+    def _idle_cluster(self) -> int | None:
+        best: tuple[int, int] | None = None
+        aic, aiv = self._of("AIC"), self._of("AIV")
+        for c in range(self.device.num_cores("AIC")):
+            since = [(aic if ct == "AIC" else aiv).since[i] for ct, i in self._cluster_cores(c)]
+            if None in since:
+                continue
+            key = (max(since), c)  # type: ignore[type-var]
+            if best is None or key < best:
+                best = key  # type: ignore[assignment]
+        return None if best is None else best[1]
+
+    def _take_cluster(self, c: int) -> list[tuple[str, int]]:
+        cores = self._cluster_cores(c)
+        for core_type, i in cores:
+            self._of(core_type).busy(i)
+        return cores
+
+    def _ready_time(self, unit: list[Task]) -> int:
         tasks = self.device.tasks
-        r = t.submit_cycle
-        for d in t.deps:
-            end = tasks[d].end_cycle
-            if end is not None and end > r:
-                r = end
+        r = max(t.submit_cycle for t in unit)
+        for t in unit:
+            for d in t.deps:
+                end = tasks[d].end_cycle
+                if end is not None and end > r:
+                    r = end
         return r

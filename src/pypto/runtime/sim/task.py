@@ -38,6 +38,14 @@ class Task:
         submit_cycle / start_cycle / end_cycle: simulated times in AI-core cycles (start and end
             are None until the task has run).
         cost: cycles, per-pipe cycles and bytes per memory path of the run (None until run).
+        group: for a kernel run as part of a Group call (a mixed kernel's AIC or AIV half), the
+            task id of the group's first task; None for a task of its own. The tasks of a group
+            start together on one cluster (`cluster.py`).
+        subblock: the vector core of its cluster (0 or 1) an AIV task of a group ran as.
+        offset_cycles: how long after the group's start the task began (it waited for another
+            kernel of its group whose DDR accesses it conflicts with).
+        stall_cycles: cycles it waited on its cross-core pipes (empty on a pop, full on a push).
+        pipes: for the tasks of a group, the group's `PipeStats` (shared by them).
     """
 
     task_id: int
@@ -55,6 +63,11 @@ class Task:
     start_cycle: int | None = None
     end_cycle: int | None = None
     cost: TaskCost | None = field(default=None, repr=False)
+    group: int | None = None
+    subblock: int | None = None
+    offset_cycles: int = 0
+    stall_cycles: int = 0
+    pipes: Any = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         def brief(a: Any) -> str:
@@ -70,8 +83,8 @@ class Task:
 
     @property
     def cycles(self) -> int:
-        """Simulated duration in cycles (0 before the task has run)."""
-        return 0 if self.cost is None else self.cost.cycles
+        """Simulated duration in cycles, pipe stalls included (0 before the task has run)."""
+        return 0 if self.cost is None else self.cost.cycles + self.stall_cycles
 
     def args_with(self, *directions: ParamDirection) -> tuple[Any, ...]:
         """The arguments whose direction is one of `directions`."""
