@@ -104,8 +104,12 @@ class _DynCollector(IRVisitor):
         self.bound: set[Var] = set()
 
     @property
+    def free_dims(self) -> list[Var]:
+        return [d for d in self.dims if d not in self.bound]
+
+    @property
     def names(self) -> dict[str, None]:
-        return {d.name: None for d in self.dims if d not in self.bound}
+        return {d.name: None for d in self.free_dims}
 
     def visit_type(self, t: Type) -> None:
         if isinstance(t, (TensorType, TileType)):
@@ -154,8 +158,8 @@ class _DynCollector(IRVisitor):
 class _Namer:
     """Unique printed names per function; dynamic dims keep their global names."""
 
-    def __init__(self, reserved: set[str]) -> None:
-        self.names: dict[int, str] = {}
+    def __init__(self, reserved: set[str], fixed: dict[int, str] | None = None) -> None:
+        self.names: dict[int, str] = dict(fixed or {})  # dynamic dims print as their global name
         self.used: set[str] = set(reserved)
 
     def name(self, v: Var) -> str:
@@ -172,12 +176,13 @@ class _Namer:
 
 
 class _Printer:
-    def __init__(self, concise: bool, in_program: bool, dyn_names: set[str]) -> None:
+    def __init__(self, concise: bool, in_program: bool, dyn_names: set[str],
+                 fixed: dict[int, str] | None = None) -> None:
         self.concise = concise
         self.in_program = in_program
         self.dyn = dyn_names
         self.lines: list[str] = []
-        self.namer = _Namer(dyn_names | {"pl", "self"})
+        self.namer = _Namer(dyn_names | {"pl", "self"}, fixed)
 
     # ---- types ---------------------------------------------------------------------------
     def dim(self, d: Expr) -> str:
@@ -399,7 +404,8 @@ def _optimizations_text(optimizations: tuple) -> str:
     return f"optimizations=[{', '.join(opts)}]"
 
 
-def _dyn_names(node: Any) -> list[str]:
+def _dyn_names(node: Any) -> tuple[list[str], dict[int, str]]:
+    """Names of the free dynamic dimensions, and the Vars that must print under them."""
     c = _DynCollector()
     if isinstance(node, Program):
         c.visit_program(node)
@@ -409,7 +415,7 @@ def _dyn_names(node: Any) -> list[str]:
         c.visit_stmt(node)
     elif isinstance(node, Expr):
         c.visit_expr(node)
-    return list(c.names)
+    return list(c.names), {id(d): d.name for d in c.free_dims}
 
 
 def python_print(node: Any, concise: bool = False) -> str:
@@ -421,7 +427,7 @@ def python_print(node: Any, concise: bool = False) -> str:
     """
     if isinstance(node, Type):
         return _Printer(concise, False, set()).type(node)
-    dyn = _dyn_names(node)
+    dyn, fixed = _dyn_names(node)
     header: list[str] = []
     if isinstance(node, (Program, Function)):
         kind = "program" if isinstance(node, Program) else "function"
@@ -430,20 +436,20 @@ def python_print(node: Any, concise: bool = False) -> str:
         if dyn:
             header.append("")
     if isinstance(node, Program):
-        p = _Printer(concise, True, set(dyn))
+        p = _Printer(concise, True, set(dyn), fixed)
         p.emit(0, "@pl.program")
         p.emit(0, f"class {node.name}:")
         for i, f in enumerate(node.functions):
             if i:
                 p.emit(0, "")
-            p.namer = _Namer(set(dyn) | {"pl", "self"})
+            p.namer = _Namer(set(dyn) | {"pl", "self"}, fixed)
             p.function(f, 1)
         return "\n".join(header + p.lines) + "\n"
     if isinstance(node, Function):
-        p = _Printer(concise, False, set(dyn))
+        p = _Printer(concise, False, set(dyn), fixed)
         p.function(node, 0)
         return "\n".join(header + p.lines) + "\n"
-    p = _Printer(concise, False, set(dyn))
+    p = _Printer(concise, False, set(dyn), fixed)
     if isinstance(node, Stmt):
         p.stmt(node, 0)
         return "\n".join(p.lines) + "\n"

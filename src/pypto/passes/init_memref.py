@@ -119,7 +119,14 @@ class _Donate(IRMutator):
                 nv, st = _copy(init, s.span)
                 pre.append(st)
                 ias[i] = replace(ia, init=nv)
-        return (replace(s, iter_args=tuple(ias)) if pre else s), pre
+        if not pre:
+            return s, pre
+        # The IterArgs are new objects: the body (and a while condition) must refer to them.
+        rename = IRMutator({old: new for old, new in zip(s.iter_args, ias) if old is not new})
+        new = replace(s, iter_args=tuple(ias), body=rename.visit_seq(s.body))
+        if isinstance(new, WhileStmt):
+            new = replace(new, cond=rename.visit_expr(new.cond))
+        return new, pre
 
     def donate_then(self, s: IfStmt) -> IfStmt:
         if not s.return_vars or not s.then_body.stmts or not isinstance(s.then_body.stmts[-1], YieldStmt):

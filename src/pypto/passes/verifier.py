@@ -78,12 +78,16 @@ class _Scoped(IRVisitor):
         self.visit_expr(s.cond)
         self.scopes.append(set())
         self.visit_stmt(s.then_body)
-        self.scopes.pop()
+        then_defs = self.scopes.pop()
+        else_defs: set[Var] = set()
         if s.else_body is not None:
             self.scopes.append(set())
             self.visit_stmt(s.else_body)
-            self.scopes.pop()
+            else_defs = self.scopes.pop()
         self.scopes[-1].update(s.return_vars)
+        # Before ConvertToSSA (Python semantics) a variable assigned in both branches exists after
+        # the if; ConvertToSSA turns it into a return var.
+        self.scopes[-1].update(then_defs & else_defs)
 
 
 def _dims_of(func: Function) -> set[Var]:

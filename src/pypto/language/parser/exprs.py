@@ -136,6 +136,8 @@ class ExprParser:
         v = self.ns.lookup(node.id)
         if v is MISSING:
             raise UndefinedVariableError(f"Undefined variable '{node.id}'", self.span(node))
+        if isinstance(v, DynVar):
+            return v.var  # a pl.dynamic dimension is an INDEX scalar in expressions (M // 16, ...)
         return v
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:

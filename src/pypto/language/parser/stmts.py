@@ -165,6 +165,19 @@ class StmtParser:
         if isinstance(target, ast.Subscript):
             self.assign_subscript(target, value_node, node)
             return
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value_node, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value_node.elts):
+            # `a, b = b, a + b`: every right-hand value is computed before any name is rebound
+            names = self.target_names(target)
+            values = [self.parse_expr(v) for v in value_node.elts]
+            temps = []
+            for n, v in zip(names, values):  # snapshot the values before rebinding any name
+                tmp = Var(f"{n}_next", v.type, span=self.span(node))
+                self.emit(AssignStmt(tmp, v, span=self.span(node)))
+                temps.append(tmp)
+            for n, tmp in zip(names, temps):
+                self.bind(n, tmp, None, node)
+            return
         value = self.parse_expr(value_node)
         if isinstance(target, ast.Name):
             self.bind(target.id, value, declared, node)

@@ -1,0 +1,83 @@
+"""Regressions found by trying the project as a new user (second round)."""
+
+import torch
+
+import pypto.language as pl
+from pypto import ir
+
+K = pl.dynamic("K")
+R, C = 16, 32
+
+
+def test_carried_tile_whose_initial_value_is_also_used_elsewhere():
+    @pl.jit
+    def g(x: pl.Tensor, z: pl.Out[pl.Tensor], w: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            s = pl.load(x, [0, 0], [R, C])
+            z = pl.store(s, [0, 0], z)  # a second use of the loop's initial value
+            for i in pl.range(3):
+                s = pl.adds(s, 1.0)
+            w = pl.store(s, [0, 0], w)
+        return z, w
+
+    x, z, w = torch.randn(R, C), torch.zeros(R, C), torch.zeros(R, C)
+    g(x, z, w)
+    torch.testing.assert_close(z, x)
+    torch.testing.assert_close(w, x + 3.0)
+
+
+def test_variable_first_assigned_in_both_branches_is_visible_after_the_if():
+    @pl.jit
+    def k(a: pl.Tensor, flag: pl.Scalar[pl.INDEX], y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [R, C])
+            if flag > 0:
+                r = pl.exp(t)
+            else:
+                r = pl.neg(t)
+            y = pl.store(r, [0, 0], y)
+        return y
+
+    a = torch.randn(R, C)
+    for flag, ref in ((1, torch.exp(a)), (0, -a)):
+        y = torch.zeros(R, C)
+        k(a, flag, y)
+        torch.testing.assert_close(y, ref)
+
+
+def test_dynamic_dims_in_expressions_print_parse_and_run():
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(x: pl.Tensor[[16, K], pl.FP32], y: pl.Out[pl.Tensor[[16, K], pl.FP32]]) -> pl.Tensor[[16, K], pl.FP32]:
+        for j in pl.range(K // 16):
+            t = pl.load(x, [0, j * 16], [16, 16])
+            y = pl.store(t, [0, j * 16], y)
+        return y
+
+    text = k.as_python()
+    assert "pl.range(0, K // 16, 1)" in text and "K_1" not in text
+    ir.assert_structural_equal(pl.parse(text), k)
+    compiled = ir.compile(ir.Program("k", (k,)), dump_passes=False,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    for cols in (16, 48):
+        x, y = torch.randn(16, cols), torch.zeros(16, cols)
+        compiled(x, y)
+        torch.testing.assert_close(y, x)
+
+
+def test_tuple_assignment_is_simultaneous():
+    @pl.jit
+    def fib(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            ta = pl.load(a, [0, 0], [8, 16])
+            tb = pl.load(b, [0, 0], [8, 16])
+            for i in pl.range(3):
+                ta, tb = tb, pl.add(ta, tb)
+            y = pl.store(tb, [0, 0], y)
+        return y
+
+    a, b, y = torch.randn(8, 16), torch.randn(8, 16), torch.zeros(8, 16)
+    fib(a, b, y)
+    x0, x1 = a, b
+    for _ in range(3):
+        x0, x1 = x1, x0 + x1
+    torch.testing.assert_close(y, x1)
