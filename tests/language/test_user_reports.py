@@ -81,3 +81,38 @@ def test_tuple_assignment_is_simultaneous():
     for _ in range(3):
         x0, x1 = x1, x0 + x1
     torch.testing.assert_close(y, x1)
+
+
+def test_tensor_broadcasting_lowers_to_row_and_col_expansion():
+    @pl.jit
+    def f(a: pl.Tensor, b: pl.Tensor, c: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:] = pl.sub(pl.add(a, b), c)  # [32, 64] + [1, 64] - [32, 1]
+        return y
+
+    @pl.jit
+    def g(b: pl.Tensor, c: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:] = pl.mul(c, b)  # [32, 1] * [1, 64]: neither operand has the result's shape
+        return y
+
+    a, b, c = torch.randn(32, 64), torch.randn(1, 64), torch.randn(32, 1)
+    y, y2 = torch.zeros(32, 64), torch.zeros(32, 64)
+    f(a, b, c, y)
+    g(b, c, y2)
+    torch.testing.assert_close(y, a + b - c)
+    torch.testing.assert_close(y2, c * b)
+
+
+def test_create_tensor_in_an_incore_region_starts_at_zero():
+    @pl.function
+    def sum_16(data: pl.Tensor[[16], pl.FP32]) -> pl.Tensor[[1], pl.FP32]:
+        init_sum = pl.create_tensor([1], dtype=pl.FP32)
+        for i, (rs,) in pl.range(16, init_values=(init_sum,)):
+            out = pl.yield_(pl.add(rs, pl.slice(data, [1], [i])))
+        return out
+
+    compiled = ir.compile(ir.Program("s", (sum_16,)), dump_passes=False)
+    assert "pl.tile.full([1], 0.0" in compiled.program.as_python()
+    d = torch.randn(16)
+    torch.testing.assert_close(compiled(d), d.sum().reshape(1), rtol=1e-5, atol=1e-5)

@@ -121,3 +121,24 @@ for _ns in ("tensor", "tile"):
                     cost=vector(1.0), family="broadcast", dtypes=NUMBER.text,
                     doc="A value shaped like `x` (whose values are not read) filled with the scalar `value`."))
     register_unified("expands", _ns, None, f"{_ns}.expands")
+
+
+def expand_op_for(src_shape: tuple[int | None, ...], dst_shape: tuple[int | None, ...]) -> str | None:
+    """The tile op that broadcasts a tile of `src_shape` to `dst_shape` (2-D, static dims).
+
+    `[M, 1] → [M, N]` is `tile.row_expand`, `[1, N] → [M, N]` is `tile.col_expand`; equal shapes
+    need nothing (None). Raises ValueError for any other pair (the caller reports it).
+    Used by ConvertTensorToTileOps to lower NumPy-style broadcasting of tensor ops.
+    """
+    if tuple(src_shape) == tuple(dst_shape):
+        return None
+    if len(src_shape) == 2 == len(dst_shape):
+        (sm, sn), (dm, dn) = src_shape, dst_shape
+        if sm == dm and sn == 1:
+            return "tile.row_expand"
+        if sn == dn and sm == 1:
+            return "tile.col_expand"
+    raise ValueError(f"no single tile broadcast from {list(src_shape)} to {list(dst_shape)}")
+
+
+__all__ += ["expand_op_for"]

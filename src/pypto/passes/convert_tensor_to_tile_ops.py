@@ -20,12 +20,13 @@ from ..core.dtype import DataType
 from ..core.enums import FunctionType, MemorySpace
 from ..core.errors import CompileError
 from ..core.span import Span
-from ..ir.expr import Call, Expr, IterArg, MakeTuple, Var
+from ..ir.expr import Call, ConstFloat, ConstInt, Expr, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import ScalarType, TensorType, TileType
 from ..ir.visitor import IRMutator
 from ..ops import get_op
+from ..ops.typing_rules import const_dims
 from .base import FunctionPass, PassContext
 from .op_builder import build_call, zeros_like_offsets
 
@@ -100,6 +101,31 @@ class _Converter:
             return e
         call = build_call("tile.cast", [e], {"target_type": dtype}, span)
         return self.emit_assign(f"{getattr(e, 'name', 't')}_{dtype}", call, span)
+
+    def broadcast(self, operands: list[Expr], result: TensorType, span: Span) -> list[Expr]:
+        """Tile operands of a broadcasting tensor op, expanded to the result's shape (NumPy-style
+        broadcasting of tensor ops; tile ops need equal shapes)."""
+        from ..ops.broadcast import expand_op_for
+
+        dst = const_dims(tuple(result.shape))
+        tiles = [o for o in operands if isinstance(o.type, TileType)]
+        if all(const_dims(tuple(o.type.shape)) == dst for o in tiles):  # type: ignore[attr-defined]
+            return operands
+        template = next((o for o in tiles if const_dims(tuple(o.type.shape)) == dst), None)  # type: ignore[attr-defined]
+        if template is None:
+            make = build_call("tile.create", [MakeTuple(tuple(result.shape))],
+                              {"dtype": result.dtype, "target_memory": MemorySpace.Vec}, span)
+            template = self.emit_assign("bcast", make, span)
+        out = []
+        for o in operands:
+            if isinstance(o.type, TileType) and const_dims(tuple(o.type.shape)) != dst:
+                try:
+                    op = expand_op_for(const_dims(tuple(o.type.shape)), dst)
+                except ValueError as e:
+                    raise CompileError(f"cannot broadcast inside an InCore function: {e}", span) from None
+                o = self.emit_assign(f"{getattr(o, 'name', 't')}_bcast", build_call(op, [template, o], {}, span), span)  # type: ignore[arg-type]
+            out.append(o)
+        return out
 
     def block(self, s: SeqStmts) -> SeqStmts:
         saved, saved_loaded = self.out, dict(self.loaded)
@@ -228,8 +254,12 @@ class _Converter:
             else:
                 operands.append(self.sub(a))
         attrs = dict(call.kwargs)
-        if call.op == "tensor.create":
-            attrs["target_memory"] = MemorySpace.Vec
+        if call.op == "tensor.create":  # tensors are created zero-filled (as on the host)
+            dt = call.type.dtype  # type: ignore[attr-defined]
+            zero = ConstFloat(0.0, dt) if dt.is_float() else ConstInt(0, dt)
+            fill = build_call("tile.full", [args[0], zero], {"dtype": dt, "target_memory": MemorySpace.Vec}, span)
+            self.tiles[var] = self.emit_assign(f"{var.name}_tile", fill, span)
+            return
         for i in tile_spec.scratch:
             t0 = operands[0].type
             tmp = build_call("tile.create", [MakeTuple(tuple(t0.shape))],  # type: ignore[attr-defined]
@@ -238,7 +268,13 @@ class _Converter:
         if spec.has_trait("elementwise") and isinstance(call.type, TensorType):
             operands = [self.cast_to(o, call.type.dtype, span) for o in operands]
         tile_attrs = {k: v for k, v in attrs.items() if k in tile_spec.attrs}
-        tcall = build_call(spec.tile_op, operands, tile_attrs, span)
+        try:
+            tcall = build_call(spec.tile_op, operands, tile_attrs, span)
+        except CompileError:
+            if not (spec.has_trait("elementwise") and isinstance(call.type, TensorType)):
+                raise
+            # the tensor op broadcast its operands (NumPy-style); the tile op needs equal shapes
+            tcall = build_call(spec.tile_op, self.broadcast(operands, call.type, span), tile_attrs, span)
         result = self.emit_assign(f"{var.name}_tile", tcall, span)
         if isinstance(call.type, TensorType):  # e.g. matmul(out_dtype=FP16): the tile op gives FP32
             result = self.cast_to(result, call.type.dtype, span)  # type: ignore[assignment]
