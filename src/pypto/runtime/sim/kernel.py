@@ -229,8 +229,8 @@ class _KernelCompiler(FunctionCompiler):
             if res.shape != dst.shape and res.dim() != 0:
                 raise RuntimeSimError(f"{name} produced shape {_shape_str(res.shape)} for tile "
                                       f"'{var.name}' of shape {_shape_str(dst.shape)}", span)
-            if res._base is not None and res._base is dst._base:   # a view of this memory's bytes
-                res = res.clone()
+            if res.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
+                res = res.clone()  # a view of the same arena (e.g. transpose_view in place): copy first
             dst.copy_(res)
         run = self.counted(run, [k])
         if self.san_ref is None:
