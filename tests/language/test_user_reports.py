@@ -116,3 +116,39 @@ def test_create_tensor_in_an_incore_region_starts_at_zero():
     assert "pl.tile.full([1], 0.0" in compiled.program.as_python()
     d = torch.randn(16)
     torch.testing.assert_close(compiled(d), d.sum().reshape(1), rtol=1e-5, atol=1e-5)
+
+
+RB = 16
+
+
+@pl.inline
+def _emit_block(x: pl.Tensor[[64, 32], pl.FP32], b: pl.Scalar[pl.INDEX],
+                y: pl.Out[pl.Tensor[[64, 32], pl.FP32]]):
+    y[b * RB:(b + 1) * RB, :] = pl.mul(x[b * RB:(b + 1) * RB, :], 2.0)
+
+
+def test_symbolic_slice_bounds_and_inline_helper_without_return():
+    @pl.function
+    def f(x: pl.Tensor[[64, 32], pl.FP32], y: pl.Out[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+        for b in pl.range(4):
+            _emit_block(x, b, y)  # called as a statement
+        return y
+
+    assert "pl.tensor.slice(x, [16, 32], [b * 16, 0])" in f.as_python()
+    x, y = torch.randn(64, 32), torch.zeros(64, 32)
+    ir.compile(ir.Program("f", (f,)), dump_passes=False)(x, y)
+    torch.testing.assert_close(y, x * 2)
+
+
+def test_tile_subscript_slicing():
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(x: pl.Tensor[[32, 32], pl.FP32], y: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(x, [0, 0], [32, 32])
+        u = t[16:32, :]
+        y = pl.store(u, [0, 0], y)
+        return y
+
+    assert "pl.tile.slice(t, [16, 32], [16, 0]" in k.as_python()
+    x, y = torch.randn(32, 32), torch.zeros(16, 32)
+    ir.compile(ir.Program("k", (k,)), dump_passes=False)(x, y)
+    torch.testing.assert_close(y, x[16:32])

@@ -253,8 +253,7 @@ class ExprParser:
             offsets, sizes, is_slice = self.subscript_region(base, node.slice)
             if not is_slice:
                 return self.call_unified("read", [base, MakeTuple(offsets)], {}, node)
-            raise ParserTypeError("slicing a tile with [a:b] is not supported; use pl.tile.slice or load "
-                                  "the region you need", self.span(node))
+            return self.call_op("tile.slice", [base, MakeTuple(sizes), MakeTuple(offsets)], {}, node)
         raise ParserTypeError(f"cannot subscript a value of type {type(t).__name__}", self.span(node))
 
     def subscript_region(self, base: Expr, sl: ast.expr) -> tuple[tuple[Expr, ...], tuple[Expr, ...], bool]:
@@ -436,15 +435,38 @@ class ExprParser:
         return Call(gv, tuple(args), (), rt, span=self.span(node))
 
 
-def _const_sub(hi: Expr, lo: Expr, span: Span) -> Expr:
-    if isinstance(hi, ConstInt) and isinstance(lo, ConstInt):
-        return ConstInt(hi.value - lo.value, INDEX)
-    if isinstance(hi, BinaryExpr) and hi.op == "add" and isinstance(hi.rhs, ConstInt):
-        from ...ir.structural import structural_equal
+def _linear(e: Expr) -> tuple[dict[int, int], int, dict[int, Expr]]:
+    """`e` as sum(coeff * atom) + const over integer index expressions. Atoms are keyed by their
+    structural hash (so `i * 16` written twice is one atom); non-linear parts are atoms."""
+    from ...ir.structural import structural_hash
 
-        if structural_equal(hi.lhs, lo):
-            return ConstInt(hi.rhs.value, INDEX)  # A[i:i+16], A[i*16:i*16+16] have static size 16
-    raise ParserTypeError("slice bounds must give a static size (write A[i:i+16])", span)
+    if isinstance(e, ConstInt):
+        return {}, e.value, {}
+    if isinstance(e, BinaryExpr) and e.op in ("add", "sub", "mul"):
+        lc, lk, la = _linear(e.lhs)
+        rc, rk, ra = _linear(e.rhs)
+        if e.op in ("add", "sub"):
+            sign = 1 if e.op == "add" else -1
+            coeffs = dict(lc)
+            for k, c in rc.items():
+                coeffs[k] = coeffs.get(k, 0) + sign * c
+            return coeffs, lk + sign * rk, {**la, **ra}
+        if not lc or not rc:  # (linear) * constant
+            (vc, vk, va), k = ((lc, lk, la), rk) if not rc else ((rc, rk, ra), lk)
+            return {a: c * k for a, c in vc.items()}, vk * k, va
+    key = structural_hash(e)
+    return {key: 1}, 0, {key: e}
+
+
+def _const_sub(hi: Expr, lo: Expr, span: Span) -> Expr:
+    """The static size `hi - lo` of a slice `lo:hi` (A[i:i+16], A[b*R:(b+1)*R], ...)."""
+    hc, hk, _ = _linear(hi)
+    lc, lk, _ = _linear(lo)
+    keys = set(hc) | set(lc)
+    if all(hc.get(k, 0) == lc.get(k, 0) for k in keys):
+        return ConstInt(hk - lk, INDEX)
+    raise ParserTypeError("slice bounds must differ by a compile-time constant (e.g. A[i:i+16] or "
+                          "A[b*16:(b+1)*16])", span)
 
 
 def _fold(op: str, a: Any, b: Any, span: Span) -> Any:

@@ -531,6 +531,8 @@ class StmtParser:
                 self.builtin_stmt(f, v, node)
                 return
         e = self.parse_value(v)
+        if isinstance(e, MakeTuple) and not e.elements and isinstance(v, ast.Call):
+            return  # an inline helper without a return value: its body has been spliced in
         if not isinstance(e, Call):
             raise ParserSyntaxError("expression statement has no effect", self.span(node))
         self.emit(EvalStmt(e, span=self.span(node)))
