@@ -152,3 +152,24 @@ def test_tile_subscript_slicing():
     x, y = torch.randn(32, 32), torch.zeros(16, 32)
     ir.compile(ir.Program("k", (k,)), dump_passes=False)(x, y)
     torch.testing.assert_close(y, x[16:32])
+
+
+M_DYN = pl.dynamic("M")
+
+
+def test_computed_valid_shapes_round_trip_through_annotations():
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(x: pl.Tensor[[M_DYN, 64], pl.FP32], y: pl.Out[pl.Tensor[[M_DYN, 64], pl.FP32]]) -> pl.Tensor[[M_DYN, 64], pl.FP32]:
+        for i in pl.range(0, M_DYN, 16):
+            t = pl.load(x, [i, 0], [16, 64], valid_shape=[pl.min(16, M_DYN - i), 64])
+            y = pl.store(pl.mul(t, 2.0), [i, 0], y)
+        return y
+
+    text = k.as_python()
+    assert "pl.TileView(valid_shape=[pl.min(16, M - i), 64]" in text
+    ir.assert_structural_equal(pl.parse(text), k)
+    c = ir.compile(ir.Program("k", (k,)), dump_passes=False, verification_level=ir.VerificationLevel.ROUNDTRIP)
+    for m in (16, 40):
+        x, y = torch.randn(m, 64), torch.zeros(m, 64)
+        c(x, y)
+        torch.testing.assert_close(y, 2 * x)

@@ -17,7 +17,7 @@ from ...core.errors import InternalError, ParserError, ParserSyntaxError, Parser
 from ...core.span import Span
 from ...ir.expr import Expr, Var
 from ...ir.function import Function
-from ...ir.types import ScalarType, TupleType, Type
+from ...ir.types import TupleType, Type
 from ..typing import AnnotationError, DirectionAnnotation, to_ir_type
 from .exprs import ExprParser
 from .source import Namespace, SourceInfo
@@ -182,10 +182,37 @@ class FunctionParser(ExprParser, StmtParser):
         return self.info.span(node)
 
     def eval_type(self, node: ast.expr) -> Type:
-        # Scalar variables in scope may appear in annotations as dynamic extents, e.g. the valid
-        # shape of a partial tile: pl.TileView(valid_shape=[rows, 64]).
-        scalars = {k: v for k, v in self.env.items() if isinstance(v, Var) and isinstance(v.type, ScalarType)}
-        return annotation_to_type(eval_annotation(self.ns, self.info, node, scalars), self.info, node)
+        """The type a body annotation denotes. Dimensions may be index expressions over scalars in
+        scope (the valid shape of a partial tile: `pl.TileView(valid_shape=[pl.min(16, n - i), 64])`),
+        so leaves are parsed as DSL expressions while the annotation's structure is evaluated."""
+        try:
+            ann = self.eval_annotation_node(node)
+        except ParserError:
+            raise
+        except Exception as e:
+            raise ParserTypeError(f"invalid type annotation '{ast.unparse(node)}': {type(e).__name__}: {e}",
+                                  self.span(node)) from None
+        return annotation_to_type(ann, self.info, node)
+
+    def eval_annotation_node(self, node: ast.expr) -> Any:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [self.eval_annotation_node(e) for e in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
+        if isinstance(node, ast.Subscript):
+            return self.eval_annotation_node(node.value)[self.eval_annotation_node(node.slice)]
+        if isinstance(node, ast.Call):
+            from .. import dsl
+
+            f = self.eval_annotation_node(node.func)
+            if isinstance(f, dsl.DSLBuiltin):
+                return self.parse_value(node)  # pl.min / pl.max / pl.const: an index expression
+            args = [self.eval_annotation_node(a) for a in node.args]
+            kwargs = {k.arg: self.eval_annotation_node(k.value) for k in node.keywords}
+            try:
+                return f(*args, **kwargs)
+            except AnnotationError as e:
+                raise ParserTypeError(str(e), self.span(node)) from None
+        return self.parse_value(node)
 
     def parse_stmt(self, node: ast.stmt) -> None:
         try:
