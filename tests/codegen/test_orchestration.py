@@ -47,6 +47,10 @@ void submit_aiv_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
 void submit_aic_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
 struct MixedPart { int32_t func_id; const TaskArgs& args; };
 void submit_mixed_task(PTO2Runtime*, std::initializer_list<MixedPart> parts);
+enum class MixedSplit { NONE, UP_DOWN, LEFT_RIGHT };
+struct MixedConfig { MixedSplit split; int32_t vector_cores; int32_t c2v_slots; int64_t c2v_slot_bytes;
+                     int32_t v2c_slots; int64_t v2c_slot_bytes; int64_t gm_bytes; };
+void submit_mixed_task(PTO2Runtime*, std::initializer_list<MixedPart> parts, const MixedConfig&);
 struct PTO2ScopeGuard { explicit PTO2ScopeGuard(PTO2Runtime*); ~PTO2ScopeGuard(); };
 #define PTO2_SCOPE(rt) if (PTO2ScopeGuard pto2_scope_guard{rt}; true)
 Tensor tensor_create(std::initializer_list<int64_t> shape, DataType dt);

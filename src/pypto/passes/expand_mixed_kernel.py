@@ -18,9 +18,11 @@ function `k` whose statements run on both sides (`kernel_sides`), the pass build
   Vector ops that read a cube tile (e.g. `exp` of a matmul result in Acc) now read the received
   Vec tile, so their results move to Vec too.
 - `k` itself becomes a Group function with `k`'s parameters that calls both kernels (the sender
-  first; both directions need the runtime to run the pair together) and returns `k`'s results, so
-  the callers of `k` are unchanged. Each kernel takes only the parameters it uses; tensors written on
-  one side are the same DDR tensors on the other. Directions follow from what each kernel does.
+  first) and returns `k`'s results, so the callers of `k` are unchanged. The runtime runs a Group
+  call's kernels together on one cluster, interleaved on their own pipes (`runtime/sim/cluster.py`),
+  so pipes may flow both ways. Each kernel takes only the parameters it uses (a tensor one side only
+  carries through a loop unchanged is not passed to it); tensors written on one side are the same
+  DDR tensors on the other. Directions follow from what each kernel does.
 
 A kernel that already sends or receives tiles with `pl.system` pipe ops is taken as partitioned
 by its author and left as it is.
@@ -60,7 +62,7 @@ from .base import Pass, PassContext
 from .derive_call_directions import derived_direction
 from .kernel_sides import B, C, V, X, side_uses, sides_used, stmt_side, tile_side
 from .op_builder import build_call
-from .outline_incore_scopes import _FreshBindings
+from .rewrite import FreshBindings
 from .split_vector_kernel import split_dim, split_vector_body
 from .tensor_access import TensorAccess
 
@@ -223,12 +225,20 @@ class _Side:
                 elif owner == self.side and self.used_on_other(ia):
                     self.transfer(ia, owner, out, st.span)
         body = self.block(_filter_yield(st.body, keep), head)
+        cond = self.sub(st.cond) if isinstance(st, WhileStmt) else None
+        through = _passed_through(body, ias, cond)
+        if through:  # tensors this side only carries along unchanged: the loop gives back the input
+            for j in through:
+                self.env[st.return_vars[keep[j]]] = ias[j].init  # type: ignore[assignment]
+            kept = [j for j in range(len(ias)) if j not in through]
+            body = _filter_yield(body, kept)
+            ias, keep = [ias[j] for j in kept], [keep[j] for j in kept]
         rvs = tuple(st.return_vars[i] for i in keep)
         if isinstance(st, ForStmt):
             out.append(replace(st, start=self.sub(st.start), stop=self.sub(st.stop), step=self.sub(st.step),
                                iter_args=tuple(ias), body=body, return_vars=rvs))
         else:
-            out.append(replace(st, cond=self.sub(st.cond), iter_args=tuple(ias), body=body, return_vars=rvs))
+            out.append(replace(st, cond=cond, iter_args=tuple(ias), body=body, return_vars=rvs))
         self.after(st.return_vars, keep, out, st.span)
 
     def if_(self, st: IfStmt, out: list[Stmt]) -> None:
@@ -255,6 +265,24 @@ def _filter_yield(body: SeqStmts, keep: list[int]) -> SeqStmts:
     y = body.stmts[-1]
     kept = (replace(y, values=tuple(y.values[i] for i in keep)),) if keep else ()
     return replace(body, stmts=body.stmts[:-1] + kept)
+
+
+def _passed_through(body: SeqStmts, ias: list[IterArg], cond: Expr | None) -> list[int]:
+    """Positions of the tensor iter_args that `body` yields unchanged and uses nowhere else (a
+    tensor only the other side writes in the loop)."""
+    last = body.stmts[-1] if body.stmts else None
+    if not isinstance(last, YieldStmt):
+        return []
+    rest = used_vars(SeqStmts(body.stmts[:-1]))
+    if cond is not None:
+        rest.update(used_vars(EvalStmt(cond)))
+    out = []
+    for j, ia in enumerate(ias):
+        others = [v for k, v in enumerate(last.values) if k != j]
+        if isinstance(ia.type, TensorType) and last.values[j] is ia and ia not in rest and \
+                all(ia not in used_vars(EvalStmt(v)) for v in others):
+            out.append(j)
+    return out
 
 
 def _insert_frees(out: list[Stmt], popped: list[Var], free_op: str) -> None:
@@ -285,7 +313,7 @@ def _kernel(func: Function, side: str, body: SeqStmts, name: str, returned: list
     used = used_vars(body)
     params = [p for p in func.params if p in used]
     fresh = {p: Var(p.name, p.type, span=p.span) for p in params}
-    nb = _FreshBindings(dict(fresh)).visit_seq(body)
+    nb = FreshBindings(dict(fresh)).visit_seq(body)
     ftype = FunctionType.AIC if side == C else FunctionType.AIV
     k = Function(name, ftype, tuple(fresh[p] for p in params), (ParamDirection.In,) * len(params),
                  tuple(func.return_types[i] for i in returned), nb, func.level, span=func.span)

@@ -3,7 +3,8 @@
 One process for the chip with one track (thread) per AI core — AIC0..AICn, then AIV0..AIVm, all of
 the chip's cores even when idle — and one process for the AICPU orchestrator. Every task is a
 complete event ("ph": "X") on its core's track, named by its kernel, with `ts` / `dur` in
-microseconds of simulated time and the task id, cycles, dependencies and scope in `args`. Each
+microseconds of simulated time and the task id, cycles, dependencies and scope in `args` (for the
+kernels of a Group call also the group's first task id and the cycles it stalled on its pipes). Each
 submission is a slice on the orchestrator track. With level >= 2, every dependency edge is also a
 flow arrow from the producer's end to the consumer's start.
 
@@ -59,6 +60,8 @@ def swimlane_events(record: RunRecord, level: int = 1) -> dict[str, Any]:
                                 "deps": sorted(t.deps)}
         if t.scope:
             args["scope"] = scopes[t.scope[-1]].path(scopes)
+        if t.group is not None:   # a kernel of a Group call (mixed kernel) on its cluster
+            args.update(group=t.group, stall_cycles=t.stall_cycles)
         ev.append({"ph": "X", "pid": CHIP_PID, "tid": core_tid(record, t.core_type, t.core_index),
                    "name": t.kernel, "cat": "task", "ts": cycles_to_us(t.start_cycle),
                    "dur": cycles_to_us(t.cycles), "args": args})

@@ -203,7 +203,9 @@ class PipeStats:
     Attributes:
         group: the Group function's name. split: its split mode.
         depth: slots per ring of each live direction. route: "direct" / "gm" per direction.
-        max_occupancy: {(direction, vector subblock): most slots the ring held at once}.
+        max_occupancy: {(direction, vector subblock): most slots the ring held at once, in the
+            order the simulator ran the kernels (a producer runs ahead until its ring is full, so
+            this reaches the depth whenever the producer can get that far ahead)}.
         transfers: {(direction, vector subblock): tiles pushed into the ring}.
     """
 
