@@ -59,7 +59,9 @@ class Gen:
         annotate = self.draw(st.booleans())
         ann = ": pl.Tensor[[16, 16], pl.FP32]" if annotate else ""
         if kind in (0, 1):  # new tensor, or rebinding an existing one (non-SSA)
-            name = self.fresh() if kind == 0 or len(self.tensors) < 3 else self.tensor()
+            # rebinding a loop-carried name (acc*) inside a nested loop would make it loop-local
+            plain = [t for t in self.tensors if not t.startswith("acc")]
+            name = self.fresh() if kind == 0 or len(plain) < 3 else self.draw(st.sampled_from(plain))
             self.emit(depth, f"{name}{ann} = {self.tensor_expr()}")
             if name not in self.tensors:
                 self.tensors.append(name)
@@ -104,7 +106,9 @@ class Gen:
             opts = self.draw(st.sampled_from(["", ", optimizations=[pl.split(pl.SplitMode.UP_DOWN)]",
                                               ", optimizations=[pl.cross_core_slot(slot_num=2)]"]))
             self.emit(depth, f"with pl.at(level=pl.Level.CORE_GROUP{opts}):")
+            scalars = list(self.scalars)
             self.block(depth + 1, budget - 1)
+            self.scalars = scalars  # only tensors leave an InCore scope
 
     def program(self) -> str:
         head = ["import pypto.language as pl", "", "@pl.program", "class Gen:",

@@ -22,7 +22,17 @@ from ..core.errors import CompileError
 from ..core.span import Span
 from ..ir.expr import Call, ConstFloat, ConstInt, Expr, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
-from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
+from ..ir.stmt import (
+    AssignStmt,
+    ForStmt,
+    IfStmt,
+    ReturnStmt,
+    ScopeStmt,
+    SeqStmts,
+    Stmt,
+    WhileStmt,
+    YieldStmt,
+)
 from ..ir.types import ScalarType, TensorType, TileType
 from ..ir.visitor import IRMutator
 from ..ops import get_op
@@ -151,8 +161,9 @@ class _Converter:
                     y = b.stmts[-1]
                     if isinstance(y.values[i].type, TileType):  # type: ignore[attr-defined]
                         continue
-                    saved, self.out = self.out, list(b.stmts[:-1])
+                    saved, saved_loaded, self.out = self.out, dict(self.loaded), list(b.stmts[:-1])
                     t = self.as_tile(y.values[i], y.span)  # type: ignore[attr-defined]
+                    self.loaded = saved_loaded  # the load lives inside the branch only
                     vals_k = list(y.values)  # type: ignore[attr-defined]
                     vals_k[i] = t
                     branches[k] = replace(b, stmts=tuple(self.out) + (replace(y, values=tuple(vals_k)),))
@@ -176,6 +187,8 @@ class _Converter:
             self.loop(s)
         elif isinstance(s, IfStmt):
             self.if_(s)
+        elif isinstance(s, ScopeStmt):
+            self.out.append(replace(s, body=self.block(s.body)))
         else:
             self.out.append(IRMutator(dict(self.tiles)).visit_stmt(s))
 
@@ -190,12 +203,20 @@ class _Converter:
             return t
         return self.sub(v)
 
-    def loop(self, s: ForStmt | WhileStmt) -> None:
+    def loop(self, s: ForStmt | WhileStmt, on_chip: frozenset[int] = frozenset()) -> None:
+        """Convert a loop. A carried tensor becomes a carried tile when its initial value is on
+        chip, or (positions in `on_chip`) when the body yields an on-chip value for it: then the
+        initial DDR value is loaded before the loop. The body is converted again if it turns out
+        that a position needs this."""
+        saved_out, saved_loaded = self.out, dict(self.loaded)
+        self.out = pre = []
         new_ias: list[IterArg] = []
         rv_map: list[tuple[Var, Var | None]] = []
-        for ia, rv in zip(s.iter_args, s.return_vars):
+        for i, (ia, rv) in enumerate(zip(s.iter_args, s.return_vars)):
             init = ia.init
             t = self.on_chip(init) if init is not None else None
+            if t is None and i in on_chip and init is not None:
+                t = self.as_tile(init, s.span)
             if t is not None:
                 nia = IterArg(ia.name, t.type, init=t, span=ia.span)
                 self.tiles[ia] = nia
@@ -207,7 +228,18 @@ class _Converter:
                 self.tiles[ia] = nia
                 rv_map.append((rv, None))
             new_ias.append(nia)
+        self.out = saved_out
         body = self.block(s.body)
+        last = body.stmts[-1] if body.stmts else None
+        if isinstance(last, YieldStmt):
+            need = {i for i, (ia, v) in enumerate(zip(new_ias, last.values))
+                    if isinstance(v.type, TileType) and not isinstance(ia.type, TileType)}
+            if need - on_chip:
+                self.loaded = saved_loaded  # loads of the discarded attempt are gone
+                self.loop(s, on_chip | frozenset(need))
+                return
+            body = self.load_yielded(body, [isinstance(ia.type, TileType) for ia in new_ias])
+        self.out.extend(pre)
         rvs = tuple(n if n is not None else o for o, n in rv_map)
         if isinstance(s, ForStmt):
             self.out.append(replace(s, start=self.sub(s.start), stop=self.sub(s.stop), step=self.sub(s.step),
@@ -215,6 +247,21 @@ class _Converter:
         else:
             cond = IRMutator(dict(self.tiles)).visit_expr(s.cond)
             self.out.append(replace(s, cond=cond, iter_args=tuple(new_ias), body=body, return_vars=rvs))
+
+    def load_yielded(self, body: SeqStmts, want_tile: list[bool]) -> SeqStmts:
+        """`body` whose final yield gives tiles where `want_tile` says so (DDR values are loaded
+        at the end of the body)."""
+        y = body.stmts[-1]
+        vals = list(y.values)  # type: ignore[attr-defined]
+        todo = [i for i, (w, v) in enumerate(zip(want_tile, vals)) if w and isinstance(v.type, TensorType)]
+        if not todo:
+            return body
+        saved, saved_loaded, self.out = self.out, dict(self.loaded), list(body.stmts[:-1])
+        for i in todo:
+            vals[i] = self.as_tile(vals[i], y.span)
+        stmts = tuple(self.out) + (replace(y, values=tuple(vals)),)
+        self.out, self.loaded = saved, saved_loaded  # these loads live inside the body only
+        return replace(body, stmts=stmts)
 
     def tensor_op(self, var: Var, call: Call, s: AssignStmt) -> None:
         spec = get_op(call.op)  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from ..ir.stmt import (
     YieldStmt,
 )
 from ..ir.types import TensorType, TupleType
-from ..ir.visitor import IRVisitor
+from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .analysis import defined_vars, used_vars
 from .base import Pass, PassContext
@@ -56,6 +56,7 @@ class _AssembleTargets(IRVisitor):
     def __init__(self) -> None:
         self.root: dict[Var, Var] = {}
         self.other_reads: set[Var] = set()
+        self.written: set[Var] = set()  # roots some op writes in place
 
     def root_of(self, e: Expr) -> Var | None:
         return self.root.get(e, e) if isinstance(e, Var) else None
@@ -69,6 +70,7 @@ class _AssembleTargets(IRVisitor):
                 r = self.root_of(v.args[w])
                 if r is not None:
                     self.root[s.var] = r
+                    self.written.add(r)
                 for i, a in enumerate(v.args):
                     if i != w:
                         self.visit_expr(a)
@@ -85,16 +87,26 @@ class _AssembleTargets(IRVisitor):
                 self.root[ia] = r
                 self.root[rv] = r
 
+    def _uncarry(self, s: ForStmt | WhileStmt) -> None:
+        """A carried value is the outer tensor only if every iteration yields that tensor back
+        (in-place writes); a loop yielding computed values carries new values instead."""
+        for i, (ia, rv) in enumerate(zip(s.iter_args, s.return_vars)):
+            if ia in self.root and self.root_of(_yielded(s.body, i)) is not self.root[ia]:
+                del self.root[ia]
+                self.root.pop(rv, None)
+
     def visit_ForStmt(self, s: ForStmt) -> None:
         self._carry(s)
         for e in (s.start, s.stop, s.step):
             self.visit_expr(e)
         self.visit_stmt(s.body)
+        self._uncarry(s)
 
     def visit_WhileStmt(self, s: WhileStmt) -> None:
         self._carry(s)
         self.visit_expr(s.cond)
         self.visit_stmt(s.body)
+        self._uncarry(s)
 
     def visit_YieldStmt(self, s: YieldStmt) -> None:
         for v in s.values:
@@ -179,7 +191,7 @@ class _Outliner:
             p = Var(v.name, v.type, span=v.span)
             param_of[v] = p
             params.append(p)
-            if v in set(targets.root.values()):
+            if v in targets.written:
                 d = ParamDirection.InOut if v in targets.other_reads else ParamDirection.Out
                 if self.param_dirs.get(v) is ParamDirection.InOut:
                     d = ParamDirection.InOut
@@ -189,7 +201,7 @@ class _Outliner:
             args.append(v)
         for o in outputs:
             root = targets.root.get(o)
-            if root is not None and root in param_of:
+            if root is not None and root in param_of and root in targets.written:
                 ret_values.append(o)
                 continue
             # A new tensor: the caller allocates it, the body assembles the value into it.
@@ -255,6 +267,12 @@ class _ComputeOutsideScopes(IRVisitor):
             super().visit_ScopeStmt(s)
 
 
+class _InlineIncoreScopes(IRMutator):
+    def visit_ScopeStmt(self, s: ScopeStmt) -> Stmt:
+        body = self.visit_seq(s.body)
+        return body if s.kind is ScopeKind.InCore else replace(s, body=body)
+
+
 def _implicit_scope(f: Function) -> Function:
     """An Opaque function computing at tensor level without `pl.at` (the Language Guide's plain
     `@pl.function` examples) runs its body as one InCore region: everything but the final return
@@ -266,7 +284,7 @@ def _implicit_scope(f: Function) -> Function:
     v.visit_stmt(f.body)
     if not v.compute or v.calls:
         return f
-    stmts = list(f.body.stmts)
+    stmts = list(_InlineIncoreScopes().visit_seq(f.body).stmts)  # one region: inner pl.at dissolve
     tail = [stmts.pop()] if stmts and isinstance(stmts[-1], ReturnStmt) else []
     scope = ScopeStmt(ScopeKind.InCore, SeqStmts(tuple(stmts), span=f.body.span), Level.CORE_GROUP,
                       span=f.span)

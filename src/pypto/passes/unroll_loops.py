@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..core.enums import ForKind
 from ..core.errors import CompileError
-from ..ir.expr import ConstInt, Expr, Var
+from ..ir.expr import BinaryExpr, ConstInt, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, BreakStmt, ForStmt, SeqStmts, Stmt, YieldStmt
 from ..ir.visitor import IRMutator, IRVisitor
@@ -63,7 +63,17 @@ class _StructuralBindings(IRVisitor):
 
 class _Rename(IRMutator):
     """A body copy: `var_map` holds the substitutions (loop var → constant, iter args → start
-    values); `fresh()` gives a binding site its own Var for this copy."""
+    values); `fresh()` gives a binding site its own Var for this copy. Index arithmetic that the
+    substitution made constant (`2 * 16`) is folded, as the parser folds constant expressions."""
+
+    def visit_BinaryExpr(self, e):  # type: ignore[no-untyped-def]
+        from .simplify import simplify_expr
+
+        new = super().visit_BinaryExpr(e)
+        if new is not e and isinstance(new, BinaryExpr) and isinstance(new.lhs, ConstInt) \
+                and isinstance(new.rhs, ConstInt):
+            return simplify_expr(new)
+        return new
 
     def fresh(self, v: Var) -> None:
         self.var_map[v] = replace(v, var_type=self.visit_type(v.type))

@@ -133,6 +133,12 @@ class ExprParser:
     def expr_Name(self, node: ast.Name) -> Any:
         if node.id in self.env:
             return self.env[node.id]
+        where = self.loop_local.get(node.id)
+        if where is not None:
+            raise UndefinedVariableError(
+                f"variable '{node.id}' is assigned inside the loop at line {where.begin_line} and has no "
+                f"single value after it; assign it before the loop (the loop then carries it)",
+                self.span(node))
         v = self.ns.lookup(node.id)
         if v is MISSING:
             raise UndefinedVariableError(f"Undefined variable '{node.id}'", self.span(node))

@@ -177,6 +177,7 @@ class FunctionParser(ExprParser, StmtParser):
         self.loop_stack: list = []
         self.loop_vars: set[Var] = set()
         self.returns: list[tuple[Expr, ...]] = []
+        self.loop_local: dict[str, Span] = {}  # names last bound inside a loop body (see loop_body)
 
     def span(self, node: ast.AST) -> Span:
         return self.info.span(node)

@@ -342,6 +342,7 @@ class StmtParser:
     def loop_body(self, node: ast.For, bindings: list[tuple[str, Var]], kind: ForKind
                   ) -> tuple[SeqStmts, PendingYield | None]:
         saved = {n: self.env.get(n) for n, _ in bindings}
+        outer = dict(self.env)
         for n, v in bindings:
             self.env[n] = v
             self.loop_vars.add(v)
@@ -359,6 +360,10 @@ class StmtParser:
                         del self.env[n]
                     else:
                         self.env[n] = saved[n]
+            # A name (re)bound to a new variable inside the body has no single value after the
+            # loop (it depends on the trip count): it stays local to the loop.
+            for n in [n for n, v in self.env.items() if outer.get(n) is not v and n not in saved]:
+                self.loop_local[n] = self.env.pop(n).span  # type: ignore[union-attr]
 
     def check_loop_yield(self, py: PendingYield | None, iter_args: list[IterArg], node: ast.AST
                          ) -> tuple[Var, ...]:
