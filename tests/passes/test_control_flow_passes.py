@@ -190,3 +190,38 @@ class WithInline:
 '''
     after = InlineFunctions().run(pl.parse(src), PassContext())
     ir.assert_structural_equal(after, pl.parse(expected))
+
+
+def test_unrolled_if_with_constant_condition_keeps_its_results():
+    @pl.function
+    def f(a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+        acc = pl.mul(a, 1.0)
+        for i in pl.unroll(0, 3):
+            if i < 1:
+                r = pl.yield_(b)
+            else:
+                r = pl.yield_(a)
+            acc = pl.add(acc, r)
+        return acc
+
+    compiled = ir.compile(ir.Program("f", (f,)), dump_passes=False,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    torch.testing.assert_close(compiled(a, b), a + b + a + a)
+
+
+def test_explicit_if_results_are_carried_by_a_later_loop():
+    @pl.function
+    def f(a: pl.Tensor[[16, 16], pl.FP32], n: pl.Scalar[pl.INDEX]) -> pl.Tensor[[16, 16], pl.FP32]:
+        if n < 5:
+            r = pl.yield_(a)
+        else:
+            r = pl.yield_(pl.neg(a))
+        for i in pl.range(3):
+            r = pl.add(r, 1.0)  # r (an if result) is carried by the loop
+        return r
+
+    compiled = ir.compile(ir.Program("f", (f,)), dump_passes=False)
+    a = torch.randn(16, 16)
+    torch.testing.assert_close(compiled(a, 1), a + 3.0)
+    torch.testing.assert_close(compiled(a, 9), -a + 3.0)

@@ -136,6 +136,9 @@ class _SSABuilder:
         else_assigned = assigned_vars(s.else_body) if s.else_body is not None else {}
         merged = [v for v in {**then_assigned, **else_assigned}
                   if v in before or (v in then_assigned and v in else_assigned)]
+        for rv in s.return_vars:  # explicit results (pl.yield_) are defined after the if
+            self.env[rv] = rv
+            self.defined.add(rv)
         if not merged:
             return replace(s, cond=cond, then_body=then, else_body=els)
         then = _append_yield(then, tuple(env_then[v] for v in merged), s)
@@ -143,9 +146,6 @@ class _SSABuilder:
         base = els if els is not None else SeqStmts((), span=s.span)
         els = _append_yield(base, else_vals, s)  # type: ignore[arg-type]
         rvs = list(s.return_vars)
-        for rv in s.return_vars:
-            self.env[rv] = rv
-            self.defined.add(rv)
         for v in merged:
             rvs.append(self.fresh(v))
         return replace(s, cond=cond, then_body=then, else_body=els, return_vars=tuple(rvs))

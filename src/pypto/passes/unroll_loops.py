@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..core.enums import ForKind
 from ..core.errors import CompileError
-from ..ir.expr import BinaryExpr, ConstInt, Expr, Var
+from ..ir.expr import BinaryExpr, ConstBool, ConstInt, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, BreakStmt, ForStmt, SeqStmts, Stmt, YieldStmt
 from ..ir.visitor import IRMutator, IRVisitor
@@ -65,6 +65,20 @@ class _Rename(IRMutator):
     """A body copy: `var_map` holds the substitutions (loop var → constant, iter args → start
     values); `fresh()` gives a binding site its own Var for this copy. Index arithmetic that the
     substitution made constant (`2 * 16`) is folded, as the parser folds constant expressions."""
+
+    def visit_IfStmt(self, s):  # type: ignore[no-untyped-def]
+        """An if whose condition the substitution made constant is replaced by its taken branch
+        (results become assignments), as the parser treats a constant condition."""
+        new = super().visit_IfStmt(s)
+        cond = new.cond
+        if not isinstance(cond, (ConstBool, ConstInt)):
+            return new
+        branch = new.then_body if cond.value else new.else_body
+        stmts = list(branch.stmts) if branch is not None else []
+        if stmts and isinstance(stmts[-1], YieldStmt) and new.return_vars:
+            y = stmts.pop()
+            stmts += [AssignStmt(rv, v, span=y.span) for rv, v in zip(new.return_vars, y.values)]
+        return SeqStmts(tuple(stmts), span=new.span)
 
     def visit_BinaryExpr(self, e):  # type: ignore[no-untyped-def]
         from .simplify import simplify_expr

@@ -437,9 +437,22 @@ class StmtParser:
     def stmt_If(self, node: ast.If) -> None:
         cond_v = self.parse_value(node.test)
         if isinstance(cond_v, (bool, int)) and not isinstance(cond_v, Expr):
-            # Compile-time condition (closure/global constant): only the taken branch exists.
-            for st in (node.body if cond_v else node.orelse):
-                self.parse_stmt(st)
+            # Compile-time condition (closure/global constant): only the taken branch exists; its
+            # pl.yield_ (if any) becomes plain assignments of the results.
+            branch = node.body if cond_v else node.orelse
+            if not branch:
+                return
+            self.construct_depth += 1
+            try:
+                body, py = self.parse_block(branch)
+            finally:
+                self.construct_depth -= 1
+            stmts = list(body.stmts)
+            if py is not None:
+                stmts.pop()
+            self.block.extend(stmts)
+            for i, name in enumerate(py.names if py is not None else []):
+                self.bind(name, py.values[i], py.types[i], node)  # type: ignore[union-attr]
             return
         cond = self.to_expr(cond_v, node.test)
         if isinstance(cond, ConstBool):
