@@ -173,3 +173,35 @@ def test_computed_valid_shapes_round_trip_through_annotations():
         x, y = torch.randn(m, 64), torch.zeros(m, 64)
         c(x, y)
         torch.testing.assert_close(y, 2 * x)
+
+
+def test_names_rebound_in_one_branch_keep_python_semantics():
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[16, 16], pl.FP32], n: pl.Scalar[pl.INDEX],
+              y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            t0 = pl.load(x, [0, 0], [16, 16])
+            for i, (acc,) in pl.range(3, init_values=(t0,)):
+                if n < 2:
+                    acc = pl.muls(acc, 2.0)  # rebinding the carried value in one branch only
+                nxt = pl.adds(acc, 1.0)
+                out = pl.yield_(nxt)
+            y = pl.store(out, [0, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 16], pl.FP32], n: pl.Scalar[pl.INDEX],
+                 y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            y = self.k(x, n, y)
+            return y
+
+    compiled = ir.compile(P, dump_passes=False, verification_level=ir.VerificationLevel.ROUNDTRIP)
+    x = torch.randn(16, 16)
+    for n in (0, 5):
+        ref = x.clone()
+        for _ in range(3):
+            ref = (ref * 2.0 if n < 2 else ref) + 1.0
+        y = torch.zeros(16, 16)
+        compiled(x, n, y)
+        torch.testing.assert_close(y, ref)

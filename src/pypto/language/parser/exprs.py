@@ -136,8 +136,8 @@ class ExprParser:
         where = self.loop_local.get(node.id)
         if where is not None:
             raise UndefinedVariableError(
-                f"variable '{node.id}' is assigned inside the loop at line {where.begin_line} and has no "
-                f"single value after it; assign it before the loop (the loop then carries it)",
+                f"variable '{node.id}' is assigned at line {where.begin_line} inside a loop or a branch "
+                f"and has no single value here; assign it before the loop or in every branch",
                 self.span(node))
         v = self.ns.lookup(node.id)
         if v is MISSING:

@@ -178,6 +178,7 @@ class FunctionParser(ExprParser, StmtParser):
         self.loop_vars: set[Var] = set()
         self.returns: list[tuple[Expr, ...]] = []
         self.loop_local: dict[str, Span] = {}  # names last bound inside a loop body (see loop_body)
+        self.branch_reuse: dict[str, Var] = {}  # names the then-branch bound (see stmt_If)
 
     def span(self, node: ast.AST) -> Span:
         return self.info.span(node)

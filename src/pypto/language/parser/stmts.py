@@ -86,6 +86,13 @@ def type_text(t: Type | None) -> str:
     return "unknown" if t is None else python_print(t)
 
 
+def _before_yield(body: SeqStmts, extra: list[Stmt]) -> SeqStmts:
+    """`body` with `extra` statements appended before its final pl.yield_ (if any)."""
+    stmts = list(body.stmts)
+    tail = [stmts.pop()] if stmts and isinstance(stmts[-1], YieldStmt) else []
+    return SeqStmts(tuple(stmts + extra + tail), span=body.span)
+
+
 class StmtParser:
     """Mixin: statement parsing into `self.block` (a list of IR statements)."""
 
@@ -128,6 +135,12 @@ class StmtParser:
     def new_binding(self, name: str, ty: Type, span: Span) -> Var:
         """The Var a (re)assignment of `name` binds: reused in non-SSA code when the type matches."""
         old = self.env.get(name)
+        if old is None and name in self.branch_reuse:
+            old = self.branch_reuse[name]  # bound by the other branch of the enclosing if
+            if isinstance(old, Var) and structural_equal(old.type, ty) and not self.strict_ssa:
+                self.env[name] = old
+                return old
+            old = None
         if old is not None and self.strict_ssa:
             raise SSAViolationError(f"SSA violation: variable '{name}' is assigned more than once "
                                     f"(strict_ssa=True)", span)
@@ -458,15 +471,59 @@ class StmtParser:
         if isinstance(cond, ConstBool):
             cond = ConstBool(cond.value, span=cond.span)
         self.check_bool(cond, node.test, "if condition")
+        before = dict(self.env)
         self.construct_depth += 1
         try:
             then, py_then = self.parse_block(node.body)
-            els, py_else = self.parse_block(node.orelse) if node.orelse else (None, None)
+            env_then, self.env = self.env, dict(before)  # the else branch starts from the state before
+            # ... but a name the then-branch bound is the same variable when the else-branch binds it
+            saved_reuse = self.branch_reuse
+            self.branch_reuse = {**saved_reuse, **{n: v for n, v in env_then.items() if before.get(n) is not v}}
+            try:
+                els, py_else = self.parse_block(node.orelse) if node.orelse else (None, None)
+            finally:
+                self.branch_reuse = saved_reuse
+            env_else = self.env
         finally:
             self.construct_depth -= 1
+        then, els = self.merge_branch_names(before, env_then, env_else, then, els, node)
         rvs = self.check_if_yields(py_then, py_else, node)
         self.emit(IfStmt(cond, then, els, rvs, span=self.span(node)))
         self.bind_results(rvs)
+
+    def merge_branch_names(self, before: dict, env_then: dict, env_else: dict, then: SeqStmts,
+                           els: SeqStmts | None, node: ast.If) -> tuple[SeqStmts, SeqStmts | None]:
+        """Python semantics for names (re)bound in the branches of an if: after it, a name has the
+        value its branch gave it. When the branches (or one branch and the state before) bind a
+        name to different variables, the other branch assigns the chosen variable too, so both
+        define it (ConvertToSSA then merges it into an if result). A name bound in one branch only,
+        and unknown before, stays local to that branch."""
+        span = self.span(node)
+        extra_then: list[Stmt] = []
+        extra_else: list[Stmt] = []
+        merged: dict = {}
+        for name in dict.fromkeys([*env_then, *env_else]):
+            t, e, b = env_then.get(name), env_else.get(name), before.get(name)
+            if t is e:
+                merged[name] = t
+            elif t is None or e is None:
+                self.loop_local[name] = (t or e).span  # no single value after the if
+            elif isinstance(t, Var) and isinstance(e, Var) and type_compatible(t.type, e.type):
+                if t is b:  # only the else-branch rebound it: the then-branch assigns the new var
+                    extra_then.append(AssignStmt(e, t, span=span))
+                    merged[name] = e
+                else:
+                    extra_else.append(AssignStmt(t, e, span=span))
+                    merged[name] = t
+            else:
+                raise ParserTypeError(f"'{name}' gets a {type_text(t.type)} in the then-branch but a "
+                                      f"{type_text(e.type)} in the else-branch", span)
+        self.env = merged
+        if extra_then:
+            then = _before_yield(then, extra_then)
+        if extra_else:
+            els = _before_yield(els if els is not None else SeqStmts((), span=span), extra_else)
+        return then, els
 
     def check_if_yields(self, a: PendingYield | None, b: PendingYield | None, node: ast.If
                         ) -> tuple[Var, ...]:
