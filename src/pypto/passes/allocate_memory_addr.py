@@ -18,9 +18,10 @@ from ..core.errors import MemoryCapacityError
 from ..ir.expr import Var
 from ..ir.function import Function, Program
 from ..ir.types import MemRef, TileType
-from ..ir.visitor import IRMutator, IRVisitor
+from ..ir.visitor import IRVisitor
 from .base import FunctionPass, PassContext
 from .init_memref import align_up
+from .rewrite import MemRefRewriter
 
 __all__ = ["AllocateMemoryAddr"]
 
@@ -40,23 +41,13 @@ class _Collect(IRVisitor):
     visit_IterArg = visit_Var
 
 
-class _Place(IRMutator):
+class _Place(MemRefRewriter):
     def __init__(self, addrs: dict[tuple[MemorySpace, int], int]) -> None:
         super().__init__()
         self.addrs = addrs
 
-    def visit_binding(self, v: Var) -> Var:
-        if v in self.var_map:
-            return self.var_map[v]  # type: ignore[return-value]
-        t = v.type
-        if isinstance(t, TileType) and t.memref is not None:
-            m = t.memref
-            addr = self.addrs[(m.memory_space, m.id)]
-            if addr != m.addr:
-                nv = replace(v, var_type=replace(t, memref=replace(m, addr=addr)))
-                self.var_map[v] = nv
-                return nv
-        return super().visit_binding(v)
+    def rewrite_memref(self, m: MemRef) -> MemRef:
+        return replace(m, addr=self.addrs[(m.memory_space, m.id)])
 
 
 class AllocateMemoryAddr(FunctionPass):

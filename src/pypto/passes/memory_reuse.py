@@ -16,16 +16,15 @@ Records, per kernel and memory space, in `ctx.records["memory_reuse"][kernel][sp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..core.enums import FunctionType, MemorySpace
-from ..ir.expr import Var
 from ..ir.function import Function, Program
-from ..ir.types import MemRef, TileType
-from ..ir.visitor import IRMutator
+from ..ir.types import MemRef
 from .base import FunctionPass, PassContext
 from .init_memref import align_up
 from .liveness import BufferKey, Interval, buffer_intervals
+from .rewrite import MemRefRewriter
 
 __all__ = ["MemoryReuse", "plan_reuse"]
 
@@ -67,23 +66,14 @@ def plan_reuse(intervals: dict[BufferKey, Interval]) -> dict[BufferKey, tuple[in
     return plan
 
 
-class _Share(IRMutator):
+class _Share(MemRefRewriter):
     def __init__(self, plan: dict[BufferKey, tuple[int, int]]) -> None:
         super().__init__()
         self.plan = plan
 
-    def visit_binding(self, v: Var) -> Var:
-        if v in self.var_map:
-            return self.var_map[v]  # type: ignore[return-value]
-        t = v.type
-        if isinstance(t, TileType) and t.memref is not None:
-            m = t.memref
-            gid, size = self.plan[(m.memory_space, m.id)]
-            if (gid, size) != (m.id, m.size):
-                nv = replace(v, var_type=replace(t, memref=MemRef(m.memory_space, gid, size)))
-                self.var_map[v] = nv
-                return nv
-        return super().visit_binding(v)
+    def rewrite_memref(self, m: MemRef) -> MemRef:
+        gid, size = self.plan[(m.memory_space, m.id)]
+        return MemRef(m.memory_space, gid, size)
 
 
 class MemoryReuse(FunctionPass):

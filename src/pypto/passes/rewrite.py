@@ -8,11 +8,11 @@ from ..core.dtype import INDEX
 from ..ir.expr import Var
 from ..ir.function import Function
 from ..ir.stmt import ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt
-from ..ir.types import ScalarType
+from ..ir.types import MemRef, ScalarType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, stmt_children
 from .analysis import defined_vars
 
-__all__ = ["FreshBindings", "is_dynamic_dim", "uses_outside", "rebuild_children"]
+__all__ = ["FreshBindings", "is_dynamic_dim", "uses_outside", "rebuild_children", "MemRefRewriter"]
 
 
 class FreshBindings(IRMutator):
@@ -62,3 +62,24 @@ def rebuild_children(s: Stmt, fn) -> Stmt:  # type: ignore[no-untyped-def]
     if isinstance(s, (ForStmt, WhileStmt, ScopeStmt)):
         return replace(s, body=fn(s.body))
     return s
+
+
+class MemRefRewriter(IRMutator):
+    """Re-types every tile binding whose MemRef `rewrite_memref` changes (memory planning passes
+    give buffers new ids, sizes or addresses this way); uses follow through `var_map`."""
+
+    def rewrite_memref(self, m: MemRef) -> MemRef:
+        return m
+
+    def visit_binding(self, v: Var) -> Var:
+        if v in self.var_map:
+            return self.var_map[v]  # type: ignore[return-value]
+        t = v.type
+        if isinstance(t, TileType) and t.memref is not None:
+            m = t.memref
+            new = self.rewrite_memref(m)
+            if (new.memory_space, new.id, new.size, new.addr) != (m.memory_space, m.id, m.size, m.addr):
+                nv = replace(v, var_type=replace(t, memref=new))
+                self.var_map[v] = nv
+                return nv
+        return super().visit_binding(v)
