@@ -205,3 +205,20 @@ def test_names_rebound_in_one_branch_keep_python_semantics():
         y = torch.zeros(16, 16)
         compiled(x, n, y)
         torch.testing.assert_close(y, ref)
+
+
+def test_partial_slices_lower_to_partial_loads():
+    @pl.function
+    def f(x: pl.Tensor[[M_DYN, 32], pl.FP32], y: pl.Out[pl.Tensor[[M_DYN, 32], pl.FP32]]) -> pl.Tensor[[M_DYN, 32], pl.FP32]:
+        for i in pl.range(0, M_DYN, 16):
+            rows = pl.min(16, M_DYN - i)
+            blk = pl.slice(x, [16, 32], [i, 0], valid_shape=[rows, 32])
+            y = pl.assemble(y, pl.mul(blk, 2.0), [i, 0])
+        return y
+
+    c = ir.compile(ir.Program("f", (f,)), dump_passes=False, verification_level=ir.VerificationLevel.ROUNDTRIP)
+    assert "TileView(valid_shape=[rows, 32]" in c.program.as_python()
+    for m in (16, 40):  # 40 rows: the last block holds 8
+        x, y = torch.randn(m, 32), torch.zeros(m, 32)
+        c(x, y)
+        torch.testing.assert_close(y, 2 * x)

@@ -52,6 +52,7 @@ class _Region:
     tensor: Expr
     offsets: tuple[Expr, ...]
     shape: tuple[Expr, ...]
+    valid_shape: Expr | None = None  # a MakeTuple: only this leading part holds data
 
 
 class _Converter:
@@ -95,8 +96,10 @@ class _Converter:
             if not isinstance(e.type, TensorType):
                 return e
             region = _Region(self.sub(e), zeros_like_offsets(e.type), tuple(e.type.shape))
-        call = build_call("tile.load", [region.tensor, MakeTuple(region.offsets), MakeTuple(region.shape)],
-                          {"target_memory": space}, span)
+        load_args = [region.tensor, MakeTuple(region.offsets), MakeTuple(region.shape)]
+        if region.valid_shape is not None:  # a partial slice stays a partial tile
+            load_args.append(region.valid_shape)
+        call = build_call("tile.load", load_args, {"target_memory": space}, span)
         name = f"{e.name}_tile" if isinstance(e, Var) else "t"
         t = self.emit_assign(name, call, span)
         if isinstance(e, Var):
@@ -274,7 +277,9 @@ class _Converter:
             if self.on_chip(src) is not None:
                 raise CompileError("slicing an on-chip value inside an InCore function is not supported; "
                                    "load the region you need with pl.load", span)
-            self.regions[var] = _Region(self.sub(src), tuple(args[2].elements), tuple(args[1].elements))  # type: ignore[attr-defined]
+            valid = args[3] if len(args) > 3 and isinstance(args[3], MakeTuple) else None
+            self.regions[var] = _Region(self.sub(src), tuple(args[2].elements), tuple(args[1].elements),  # type: ignore[attr-defined]
+                                        self.sub(valid) if valid is not None else None)
             return
         if call.op == "tensor.assemble":
             target, value, offsets = args
