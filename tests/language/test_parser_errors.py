@@ -172,3 +172,19 @@ def test_writing_an_input_parameter_through_subscript_and_loop_is_rejected():
                 out = pl.yield_(nxt)
             return out
     assert_located(ei.value, "MARK-write-in-loop")
+
+
+def test_misspelled_names_get_a_suggestion():
+    with pytest.raises(UndefinedVariableError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            y = pl.ad(a, a)  # MARK-typo-op
+            return y
+    assert "Undefined name 'pl.ad'; did you mean 'pl.add'?" in ei.value.message
+    assert_located(ei.value, "MARK-typo-op")
+
+    with pytest.raises(UndefinedVariableError, match="did you mean 'total'"):
+        @pl.function
+        def g(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            total = pl.add(a, a)
+            return totl  # noqa: F821

@@ -203,6 +203,10 @@ class JITFunction(_Specialisable):
         self._cache[key] = compiled
         return compiled
 
+    def __repr__(self) -> str:
+        kind = "jit.host" if self.level is Level.HOST else "jit"
+        return f"<@pl.{kind} {self.__name__}: {len(self._cache)} compiled specialisation(s)>"
+
     def __pypto_call__(self, parser: Any, node: ast.Call) -> Any:
         """A @pl.jit entry called from a kernel body: only a @pl.jit.host orchestrator may do that
         (Language Guide: plain @pl.jit entries do not discover other @pl.jit entries)."""

@@ -141,7 +141,15 @@ class ExprParser:
                 self.span(node))
         v = self.ns.lookup(node.id)
         if v is MISSING:
-            raise UndefinedVariableError(f"Undefined variable '{node.id}'", self.span(node))
+            import difflib
+
+            values = {**self.ns.globals, **self.ns.closure}
+            known = [*self.env, *(n for n, v in values.items()  # constants, not modules/functions
+                                  if not n.startswith("_") and not callable(v) and not hasattr(v, "__path__")
+                                  and not hasattr(v, "__file__"))]
+            close = difflib.get_close_matches(node.id, known, n=1, cutoff=0.75)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise UndefinedVariableError(f"Undefined variable '{node.id}'{hint}", self.span(node))
         if isinstance(v, DynVar):
             return v.var  # a pl.dynamic dimension is an INDEX scalar in expressions (M // 16, ...)
         return v
@@ -160,7 +168,11 @@ class ExprParser:
         try:
             return getattr(base, node.attr)
         except AttributeError:
-            raise UndefinedVariableError(f"Undefined name '{ast.unparse(node)}'", self.span(node)) from None
+            import difflib
+
+            close = difflib.get_close_matches(node.attr, [n for n in dir(base) if not n.startswith("_")], n=1)
+            hint = f"; did you mean '{ast.unparse(node.value)}.{close[0]}'?" if close else ""
+            raise UndefinedVariableError(f"Undefined name '{ast.unparse(node)}'{hint}", self.span(node)) from None
 
     def expr_List(self, node: ast.List) -> list:
         return [self.parse_value(e) for e in node.elts]
