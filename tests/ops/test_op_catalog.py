@@ -252,3 +252,18 @@ def test_type_errors_name_op_and_argument(params, body, message):
     with pytest.raises(ParserTypeError) as ei:
         infer(body, params)
     assert message in ei.value.message
+
+
+def test_matmul_acc_with_transposed_operands():
+    K = 32
+    body = (f"a1 = pl.load(a, [0, 0], [{K}, {M}], target_memory=pl.Mem.Mat)\n"
+            f"b1 = pl.load(b, [0, 0], [{N}, {K}], target_memory=pl.Mem.Mat)\n"
+            "a0 = pl.move(a1, target_memory=pl.Mem.Left)\n"
+            "b0 = pl.move(b1, target_memory=pl.Mem.Right)\n"
+            "c0 = pl.matmul(a0, b0, a_trans=True, b_trans=True)\n"
+            "r = pl.matmul_acc(c0, a0, b0, a_trans=True, b_trans=True)")
+    prog = program(body, [("a", "FP16", (K, M)), ("b", "FP16", (N, K))], ("y", "FP32", (M, N)))
+    assert "pl.tile.matmul_acc(c0, a0, b0, a_trans=True, b_trans=True)" in prog.as_python()
+    a, b = rand("FP16", (K, M)), rand("FP16", (N, K))
+    y = run(prog, a, b, out_shape=(M, N), out_dt="FP32")
+    torch.testing.assert_close(y, 2 * (a.float().T @ b.float().T), rtol=1e-4, atol=1e-4)

@@ -73,8 +73,8 @@ TEMPLATES: dict[str, str] = {
     # matmul
     "matmul": "_mm({0}, {1}, {out_dtype}, {a_trans}, {b_trans}, {valid})",
     "tile.matmul": "_mm({0}, {1}, None, False, False, {valid})",
-    "matmul_acc": "_mm_acc({0}, {1}, {2}, {valid})",
-    "matmul_bias": "_mm_bias({0}, {1}, {2}, {valid})",
+    "matmul_acc": "_mm_acc({0}, {1}, {2}, {a_trans}, {b_trans}, {valid})",
+    "matmul_bias": "_mm_bias({0}, {1}, {2}, {a_trans}, {b_trans}, {valid})",
     "gemv": "_mm({0}, {1}, None, False, False, {valid})",
     # shape and views
     "reshape": "{0}.reshape({1})", "view": "{0}.reshape({1})",

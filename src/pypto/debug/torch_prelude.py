@@ -132,12 +132,12 @@ def _mm(a, b, out_dtype=None, a_trans=False, b_trans=False, valid=None):
     return r if acc is torch.float32 else r.to(torch.int32)
 
 
-def _mm_acc(acc, a, b, valid=None):
-    return acc + _mm(a, b, valid=valid).to(acc.dtype)
+def _mm_acc(acc, a, b, a_trans=False, b_trans=False, valid=None):
+    return acc + _mm(a, b, None, a_trans, b_trans, valid).to(acc.dtype)
 
 
-def _mm_bias(a, b, bias, valid=None):
-    return _mm(a, b, valid=valid).to(bias.dtype) + bias
+def _mm_bias(a, b, bias, a_trans=False, b_trans=False, valid=None):
+    return _mm(a, b, None, a_trans, b_trans, valid).to(bias.dtype) + bias
 
 
 def _load(t, offsets, shape, valid_shape=None):

@@ -148,12 +148,14 @@ def _mm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: b
     return r if acc is torch.float32 else r.to(torch.int32)
 
 
-def _mm_acc(acc: Any, a: Any, b: Any, valid: tuple | None = None) -> Any:
-    return acc + _mm(a, b, valid=valid).to(acc.dtype)
+def _mm_acc(acc: Any, a: Any, b: Any, a_trans: bool = False, b_trans: bool = False,
+            valid: tuple | None = None) -> Any:
+    return acc + _mm(a, b, a_trans=a_trans, b_trans=b_trans, valid=valid).to(acc.dtype)
 
 
-def _mm_bias(a: Any, b: Any, bias: Any, valid: tuple | None = None) -> Any:
-    return _mm(a, b, valid=valid).to(bias.dtype) + bias
+def _mm_bias(a: Any, b: Any, bias: Any, a_trans: bool = False, b_trans: bool = False,
+             valid: tuple | None = None) -> Any:
+    return _mm(a, b, a_trans=a_trans, b_trans=b_trans, valid=valid).to(bias.dtype) + bias
 
 
 _CUBE = frozenset({"cube"})
@@ -164,10 +166,13 @@ register(OpSpec("tile.matmul", ("lhs", "rhs"), _mm_rule("tile"), _mm, attrs=dict
                 cost=cube(), family="matmul", dtypes=_DT,
                 doc="lhs [M, K] (Left) @ rhs [K, N] (Right) -> [M, N] in Acc, accumulated in FP32 "
                     "(INT32 for integer operands); `a_trans`/`b_trans` take an operand transposed."))
-register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _acc_rule, _mm_acc, reads=(0, 1, 2), traits=_CUBE,
+register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _acc_rule, _mm_acc, attrs=dict(_TRANS),
+                reads=(0, 1, 2), traits=_CUBE,
                 operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tmatmul.acc",
-                cost=cube(), family="matmul", dtypes=_DT, doc="acc + lhs @ rhs, in Acc."))
-register(OpSpec("tile.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tile"), _mm_bias, reads=(0, 1, 2),
+                cost=cube(), family="matmul", dtypes=_DT,
+                doc="acc + lhs @ rhs, in Acc; `a_trans`/`b_trans` take an operand transposed."))
+register(OpSpec("tile.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tile"), _mm_bias, attrs=dict(_TRANS),
+                reads=(0, 1, 2),
                 traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT, 2: _BIAS}, valid_args=(0, 1),
                 pto="pto.tmatmul.bias", cost=cube(), family="matmul", dtypes=_DT,
                 doc="lhs @ rhs + bias in Acc; `bias` is a [1, N] row in Bias memory with the "
@@ -181,7 +186,8 @@ register(OpSpec("tensor.matmul", ("lhs", "rhs"), _mm_rule("tensor"), _mm,
                 valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
                 doc="Matrix product of two 2-D tensors; the result dtype is `out_dtype` or the "
                     "accumulator dtype (FP32 for float operands)."))
-register(OpSpec("tensor.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor"), _mm_bias, reads=(0, 1, 2),
+register(OpSpec("tensor.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor"), _mm_bias,
+                attrs=dict(_TRANS), reads=(0, 1, 2),
                 traits=_CUBE, tile_op="tile.matmul_bias", valid_args=(0, 1), cost=cube(), family="matmul",
                 dtypes=_DT, doc="lhs @ rhs + bias for a [1, N] `bias` row in the accumulator dtype."))
 register(OpSpec("tensor.gemv", ("lhs", "rhs"), _mm_rule("tensor", gemv=True), _mm, reads=(0, 1), traits=_CUBE,
