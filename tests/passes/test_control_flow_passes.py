@@ -225,3 +225,19 @@ def test_explicit_if_results_are_carried_by_a_later_loop():
     a = torch.randn(16, 16)
     torch.testing.assert_close(compiled(a, 1), a + 3.0)
     torch.testing.assert_close(compiled(a, 9), -a + 3.0)
+
+
+def test_unrolled_body_with_an_inner_loop_round_trips():
+    @pl.function
+    def f(a: pl.Tensor[[16, 16], pl.FP32]) -> pl.Tensor[[16, 16], pl.FP32]:
+        acc = pl.mul(a, 1.0)
+        for i in pl.unroll(2):
+            for j in pl.range(2):
+                t = pl.adds(a, 1.0)  # first bound inside the inner loop, in every unrolled copy
+                acc = pl.add(acc, t)
+        return acc
+
+    compiled = ir.compile(ir.Program("f", (f,)), dump_passes=False,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    a = torch.randn(16, 16)
+    torch.testing.assert_close(compiled(a), a + 4 * (a + 1.0))

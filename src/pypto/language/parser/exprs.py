@@ -133,8 +133,9 @@ class ExprParser:
     def expr_Name(self, node: ast.Name) -> Any:
         if node.id in self.env:
             return self.env[node.id]
-        where = self.loop_local.get(node.id)
-        if where is not None:
+        stale = self.loop_local.get(node.id)
+        if stale is not None:
+            where = stale.span
             raise UndefinedVariableError(
                 f"variable '{node.id}' is assigned at line {where.begin_line} inside a loop or a branch "
                 f"and has no single value here; assign it before the loop or in every branch",

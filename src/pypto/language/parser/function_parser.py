@@ -177,7 +177,7 @@ class FunctionParser(ExprParser, StmtParser):
         self.loop_stack: list = []
         self.loop_vars: set[Var] = set()
         self.returns: list[tuple[Expr, ...]] = []
-        self.loop_local: dict[str, Span] = {}  # names last bound inside a loop body (see loop_body)
+        self.loop_local: dict[str, Expr] = {}  # names last bound inside a loop body (see loop_body)
         self.branch_reuse: dict[str, Var] = {}  # names the then-branch bound (see stmt_If)
 
     def span(self, node: ast.AST) -> Span:

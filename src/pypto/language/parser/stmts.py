@@ -135,6 +135,13 @@ class StmtParser:
     def new_binding(self, name: str, ty: Type, span: Span) -> Var:
         """The Var a (re)assignment of `name` binds: reused in non-SSA code when the type matches."""
         old = self.env.get(name)
+        stale = self.loop_local.pop(name, None) if old is None else None
+        if isinstance(stale, Var) and not isinstance(stale, IterArg) and not self.strict_ssa \
+                and structural_equal(stale.type, ty):
+            # assigning again a name whose value ended with a loop: the same (pre-SSA) variable,
+            # as printed IR of unrolled loops re-binds it; ConvertToSSA renames the definitions
+            self.env[name] = stale
+            return stale
         if old is None and name in self.branch_reuse:
             old = self.branch_reuse[name]  # bound by the other branch of the enclosing if
             if isinstance(old, Var) and structural_equal(old.type, ty) and not self.strict_ssa:
@@ -376,7 +383,7 @@ class StmtParser:
             # A name (re)bound to a new variable inside the body has no single value after the
             # loop (it depends on the trip count): it stays local to the loop.
             for n in [n for n, v in self.env.items() if outer.get(n) is not v and n not in saved]:
-                self.loop_local[n] = self.env.pop(n).span  # type: ignore[union-attr]
+                self.loop_local[n] = self.env.pop(n)
 
     def check_loop_yield(self, py: PendingYield | None, iter_args: list[IterArg], node: ast.AST
                          ) -> tuple[Var, ...]:
@@ -507,7 +514,7 @@ class StmtParser:
             if t is e:
                 merged[name] = t
             elif t is None or e is None:
-                self.loop_local[name] = (t or e).span  # no single value after the if
+                self.loop_local[name] = t or e  # no single value after the if
             elif isinstance(t, Var) and isinstance(e, Var) and type_compatible(t.type, e.type):
                 if t is b:  # only the else-branch rebound it: the then-branch assigns the new var
                     extra_then.append(AssignStmt(e, t, span=span))
