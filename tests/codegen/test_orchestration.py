@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 import torch
+from shared_programs import GROUPED_SRC
 
 import pypto.language as pl
 from pypto import ir
@@ -239,36 +240,7 @@ def test_data_compute_op_in_host_code_is_an_error():
     assert "Tensor t = tensor_create({16}, DataType::FP32);" in emit_orchestration(ok, Program("P", (ok,)), {})
 
 
-@pl.program
-class Grouped:
-    @pl.function(type=pl.FunctionType.AIC)
-    def mm_aic(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
-               p: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        a1 = pl.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
-        b1 = pl.load(b, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
-        acc = pl.matmul(pl.move(a1, target_memory=pl.Mem.Left), pl.move(b1, target_memory=pl.Mem.Right))
-        p = pl.store(acc, [0, 0], p)
-        return p
-
-    @pl.function(type=pl.FunctionType.AIV)
-    def exp_aiv(self, p: pl.Tensor[[16, 16], pl.FP32], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.load(p, [0, 0], [16, 16])
-        c = pl.store(pl.exp(t), [0, 0], c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Group)
-    def mm_exp(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
-               p: pl.Out[pl.Tensor[[16, 16], pl.FP32]], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        p = self.mm_aic(a, b, p)
-        c = self.exp_aiv(p, c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
-             c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        p = pl.create_tensor([16, 16], dtype=pl.FP32)
-        c = self.mm_exp(a, b, p, c)
-        return c
+Grouped = pl.parse(GROUPED_SRC)
 
 
 def test_group_kernels_are_one_cluster_task(tmp_path):

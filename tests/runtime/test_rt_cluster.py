@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from shared_programs import GROUPED_SRC
 
 import pypto.language as pl
 from pypto import ir
@@ -298,44 +299,10 @@ def test_two_groups_in_flight_keep_their_pipes_and_clusters_apart(tmp_path, spli
     assert len({t.core_index for t in tasks if t.group is None}) > 10
 
 
-_ORDERED = """
-import pypto.language as pl
-
-@pl.program
-class Ordered:
-    @pl.function(type=pl.FunctionType.AIC)
-    def mm(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
-           p: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        a1 = pl.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
-        b1 = pl.load(b, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
-        acc = pl.matmul(pl.move(a1, target_memory=pl.Mem.Left), pl.move(b1, target_memory=pl.Mem.Right))
-        p = pl.store(acc, [0, 0], p)
-        return p
-
-    @pl.function(type=pl.FunctionType.AIV)
-    def ex(self, p: pl.Tensor[[16, 16], pl.FP32], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        t = pl.load(p, [0, 0], [16, 16])
-        c = pl.store(pl.exp(t), [0, 0], c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Group)
-    def g(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
-          p: pl.Out[pl.Tensor[[16, 16], pl.FP32]], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        p = self.mm(a, b, p)
-        c = self.ex(p, c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
-             c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
-        p = pl.create_tensor([16, 16], dtype=pl.FP32)
-        c = self.g(a, b, p, c)
-        return c
-"""
 
 
 def test_a_group_kernel_reading_what_another_wrote_in_ddr_starts_after_it(tmp_path):
-    cp = ir.compile(pl.parse(_ORDERED), output_dir=tmp_path / "o", platform="a2a3sim", dump_passes=False)
+    cp = ir.compile(pl.parse(GROUPED_SRC), output_dir=tmp_path / "o", platform="a2a3sim", dump_passes=False)
     a, b, c = torch.randn(16, 16).half(), torch.randn(16, 16).half(), torch.zeros(16, 16)
     cp(a, b, c, config=RunConfig(sanitize=True))
     torch.testing.assert_close(c, torch.exp(a.float() @ b.float()), rtol=1e-3, atol=1e-3)

@@ -15,37 +15,31 @@ from pypto.runtime.sim.cost_model import TaskCost, const
 ROWS = 16
 
 
+@pl.function(type=pl.FunctionType.InCore)
+def twice(x: pl.Tensor[[ROWS, 64], pl.FP32],
+          y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
+    """The kernel of every program below (a standalone function each program calls)."""
+    t = pl.load(x, [0, 0], [ROWS, 64])
+    u = pl.add(t, t)
+    y = pl.store(u, [0, 0], y)
+    return y
+
+
 @pl.program
 class Blocks:
-    @pl.function(type=pl.FunctionType.InCore)
-    def twice(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
-              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
-        t = pl.load(x, [0, 0], [ROWS, 64])
-        u = pl.add(t, t)
-        y = pl.store(u, [0, 0], y)
-        return y
-
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, x: pl.Tensor[[1600, 64], pl.FP32],
              y: pl.Out[pl.Tensor[[1600, 64], pl.FP32]]) -> pl.Tensor[[1600, 64], pl.FP32]:
         for i in pl.range(0, 1600, ROWS):
             xs = pl.slice(x, [ROWS, 64], [i, 0])
             ys = pl.slice(y, [ROWS, 64], [i, 0])
-            ys = self.twice(xs, ys)
+            ys = twice(xs, ys)
         return y
 
 
 @pl.program
 class Pipeline:
     """tmp = 2x (4 blocks), then y = 2 tmp (4 blocks): block i of stage 2 needs block i of stage 1."""
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def twice(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
-              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
-        t = pl.load(x, [0, 0], [ROWS, 64])
-        u = pl.add(t, t)
-        y = pl.store(u, [0, 0], y)
-        return y
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, x: pl.Tensor[[64, 64], pl.FP32],
@@ -54,11 +48,11 @@ class Pipeline:
         for i in pl.range(0, 64, ROWS):
             xs = pl.slice(x, [ROWS, 64], [i, 0])
             ts = pl.slice(tmp, [ROWS, 64], [i, 0])
-            ts = self.twice(xs, ts)
+            ts = twice(xs, ts)
         for i in pl.range(0, 64, ROWS):
             ts2 = pl.slice(tmp, [ROWS, 64], [i, 0])
             ys = pl.slice(y, [ROWS, 64], [i, 0])
-            ys = self.twice(ts2, ys)
+            ys = twice(ts2, ys)
         return y
 
 
@@ -206,14 +200,6 @@ class ReadBack:
     """The orchestrator reads one element a task wrote, and passes it to the next task."""
 
     @pl.function(type=pl.FunctionType.InCore)
-    def twice(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
-              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
-        t = pl.load(x, [0, 0], [ROWS, 64])
-        u = pl.add(t, t)
-        y = pl.store(u, [0, 0], y)
-        return y
-
-    @pl.function(type=pl.FunctionType.InCore)
     def shift(self, x: pl.Tensor[[ROWS, 64], pl.FP32], s: pl.Scalar[pl.FP32],
               y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
         t = pl.load(x, [0, 0], [ROWS, 64])
@@ -225,7 +211,7 @@ class ReadBack:
     def main(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
         tmp = pl.create_tensor([ROWS, 64], dtype=pl.FP32)
-        tmp = self.twice(x, tmp)
+        tmp = twice(x, tmp)
         s = pl.tensor.read(tmp, [0, 0])
         y = self.shift(x, s, y)
         return y
