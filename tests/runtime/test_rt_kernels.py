@@ -180,6 +180,20 @@ def test_partial_overlap_in_place_result() -> None:
     torch.testing.assert_close(out, torch.exp(x))
 
 
+def test_view_result_partially_overlapping_its_destination() -> None:
+    """A move (whose result is a view of its operand) into a buffer overlapping that operand by
+    half copies from a snapshot, not from bytes it is overwriting."""
+    a, c = Var("a", tensor_t((16, 32))), Var("c", tensor_t((16, 32)))
+    ta, tb = tile("ta", (16, 32), FP32, Vec, 0), tile("tb", (16, 32), FP32, Vec, 1024)
+    c1 = Var("c1", tensor_t((16, 32)))
+    k = function("k", [(a, In), (c, Out)], [
+        load(ta, a, (0, 0)), assign(tb, call("tile.move", [ta], tb.type, target_memory=Vec)),
+        store(c1, tb, (0, 0), c), ret(c1)])
+    x, out = torch.randn(16, 32), torch.zeros(16, 32)
+    run_kernel(k, x, out)
+    assert torch.equal(out, x)
+
+
 def _scalar_kernel(make_body, n_dtype=dt.INT32):
     """k(a, n, c): loads a into x (Vec 0), runs make_body(x, n) -> (stmts, result tile), stores it."""
     a, c = Var("a", tensor_t((16, 32))), Var("c", tensor_t((16, 32)))

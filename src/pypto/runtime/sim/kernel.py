@@ -217,6 +217,7 @@ class _KernelCompiler(FunctionCompiler):
         k = self.site(op_cost(spec, call, self.soc))
         compute = self.op_closure(call, spec)
         name, span = spec.name, call.span
+        may_alias = self._may_alias(var, call)
 
         def run(env: Env) -> None:
             res = compute(env)
@@ -229,7 +230,7 @@ class _KernelCompiler(FunctionCompiler):
             if res.shape != dst.shape and res.dim() != 0:
                 raise RuntimeSimError(f"{name} produced shape {_shape_str(res.shape)} for tile "
                                       f"'{var.name}' of shape {_shape_str(dst.shape)}", span)
-            if res.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
+            if may_alias and res.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
                 res = res.clone()  # a view of the same arena (e.g. transpose_view in place): copy first
             dst.copy_(res)
         run = self.counted(run, [k])
@@ -237,6 +238,17 @@ class _KernelCompiler(FunctionCompiler):
             return run
         reads, writes, aliases = self.op_effects(spec, call, var)
         return self.sanitized(run, name, span, reads, writes, aliases, spec.has_trait("memory"))
+
+    def _may_alias(self, dst: Var, call: Call) -> bool:
+        """Whether the op's result may be a view of memory `dst` occupies: only when one of its
+        tile operands overlaps `dst`'s buffer (a result viewing DDR or another buffer cannot)."""
+        mine = self.extents[dst]
+        for a in call.args:
+            if isinstance(a.type, TileType):
+                ext = self.extents.get(a) if isinstance(a, Var) else None
+                if ext is None or ext.overlaps(mine):
+                    return True
+        return False
 
     def compile_call(self, call: Call) -> ExprFn:
         if isinstance(call.op, GlobalVar):
