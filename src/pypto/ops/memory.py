@@ -170,11 +170,11 @@ def _dim(x: Any, axis: int = 0) -> int:
 _MEM = frozenset({"memory"})
 register(OpSpec("tile.load", ("tensor", "offsets", "shapes", "valid_shape"), _load, _load_compute,
                 attrs={"target_memory": MemorySpace.Vec}, optional=("valid_shape",), reads=(0,), traits=_MEM,
-                pto="pto.tload", cost=mte("MTE2"), family="memory", dtypes=ANY.text,
+                ddr_region=(0, 1, 2), pto="pto.tload", cost=mte("MTE2"), family="memory", dtypes=ANY.text,
                 doc="Copy the DDR region at `offsets` of size `shapes` into a new tile in `target_memory` "
                     "(Vec or Mat); with `valid_shape` only that leading part is loaded and valid."))
 register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _store_compute,
-                reads=(0,), writes=(2,), traits=_MEM, valid_args=(0,), pto="pto.tstore",
+                reads=(0,), writes=(2,), traits=_MEM, valid_args=(0,), ddr_region=(2, 1, 0), pto="pto.tstore",
                 cost=mte("MTE3", "in_bytes"), family="memory", dtypes=ANY.text,
                 doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "
                     "returns the tensor."))

@@ -69,6 +69,10 @@ class OpSpec:
         valid_args: indices of tile arguments whose valid region (`TileView.valid_shape`) the
             compute function needs; the simulator passes them as `valid=(shape | None, ...)`
             (a tuple of ints per argument, None for a fully valid tile).
+        ddr_region: for an op that moves one box of a DDR tensor (`tile.load`, `tile.store`):
+            (index of the tensor argument, index of the offsets argument, index of the box-shape
+            argument — a list of sizes, or a tile whose shape is the box). The simulator reads it
+            to know which part of a task's tensor arguments a kernel touches before it runs.
         pto: PTO MLIR instruction name (`pto.tadd`), None for tensor-level ops (they lower
             through `tile_op`).
         cost: work description for the cycle model (`pypto.ops.cost.Cost`).
@@ -90,6 +94,7 @@ class OpSpec:
     operand_spaces: dict[int, tuple[MemorySpace, ...]] = field(default_factory=dict)
     scratch: tuple[int, ...] = ()
     valid_args: tuple[int, ...] = ()
+    ddr_region: tuple[int, int, int] | None = None
     pto: str | None = None
     cost: Cost | None = None
     family: str = ""

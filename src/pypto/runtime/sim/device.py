@@ -160,10 +160,7 @@ class SimDevice:
             if not isinstance(d, int) or not 0 <= d < tid:
                 raise ValueError(f"task {tid} ('{func.name}'): dependency {d!r} is not an earlier task "
                                  f"of this run")
-        cache = self._region_cache
-        accesses = tuple((i, region_of(a, cache), d in _READS, d in _WRITES)
-                         for i, (a, d) in enumerate(zip(args, func.param_directions))
-                         if isinstance(a, torch.Tensor))
+        accesses = self._accesses(ex, func, args)
         found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses]) \
             if self._auto_deps else {}
         for d in deps:
@@ -176,17 +173,27 @@ class SimDevice:
         self.scheduler.submit(task)
         return task
 
+    def _accesses(self, ex: KernelExecutor, func: Function, args: Sequence[Any]) -> tuple:
+        """(argument index, Region, reads, writes) per tensor argument of a call of `func`: the
+        region is the part of the argument the kernel loads or stores (`ex.access`), or all of it."""
+        cache, narrow = self._region_cache, ex.access.region_arg
+        return tuple((i, region_of(narrow(i, args), cache), d in _READS, d in _WRITES)
+                     for i, (a, d) in enumerate(zip(args, func.param_directions))
+                     if isinstance(a, torch.Tensor))
+
     def submit_group(self, program: Program, group: Function, args: Sequence[Any],
-                     span: Span | None = None) -> tuple | None:
+                     span: Span | None = None, deps: Iterable[int] = ()) -> tuple | None:
         """Record a call of Group function `group` with `args` as one cluster unit and queue it.
 
         The group's body runs like an orchestration function, except that its kernel calls are
         collected: they become the unit's tasks (the AIV kernel once per vector core the split
         uses), with dependencies on earlier tasks found per task but none between each other.
+        `deps`: ids of earlier tasks every task of the unit waits for (explicit dependencies).
         Returns the group's return values (tuple), like a nested orchestration function.
 
         Raises:
             RuntimeSimError: the group calls another group, or more than one kernel per core kind.
+            ValueError: a dependency on a task id that is not an earlier task of this run.
         """
         if self._collect is not None:
             raise RuntimeSimError(f"Group function '{group.name}' is called inside another Group function; "
@@ -197,11 +204,11 @@ class SimDevice:
         finally:
             calls, self._collect = self._collect, None
         if calls:
-            self._queue_group(program, group, calls, span)
+            self._queue_group(program, group, calls, span, tuple(deps))
         return result
 
     def _queue_group(self, program: Program, group: Function, calls: list[tuple[Function, tuple, Span | None]],
-                     span: Span | None) -> None:
+                     span: Span | None, deps: tuple[int, ...] = ()) -> None:
         cfg = self.cluster_config(program, group)
         kinds: dict[str, list[str]] = {}
         for func, _, _ in calls:
@@ -213,19 +220,21 @@ class SimDevice:
                                       span or group.span)
         self._clock += int(const("orch_submit"))
         gid = len(self.tasks)
+        for d in deps:
+            if not isinstance(d, int) or not 0 <= d < gid:
+                raise ValueError(f"group '{group.name}': dependency {d!r} is not an earlier task of this run")
         stats = PipeStats(group.name, cfg.split, dict(cfg.depth), dict(cfg.route))
         tasks: list[Task] = []
-        cache = self._region_cache
         for func, args, cspan in calls:
             core = self.kernel(func).core_type
             for sub in (range(cfg.vector_cores) if core == "AIV" else (None,)):
                 ex = self.kernel(func, member=sub or 0)
                 tid = len(self.tasks)
-                accesses = tuple((i, region_of(a, cache), d in _READS, d in _WRITES)
-                                 for i, (a, d) in enumerate(zip(args, func.param_directions))
-                                 if isinstance(a, torch.Tensor))
+                accesses = self._accesses(ex, func, args)
                 found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=gid) \
                     if self._auto_deps else {}
+                for d in deps:
+                    found.setdefault(d, "explicit")
                 task = Task(tid, func.name, core, args, func.param_directions, executor=ex,
                             span=cspan or span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
                             submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats)

@@ -39,6 +39,7 @@ from ...ir.function import Function
 from ...ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt
 from ...ir.types import MemRef, ScalarType, TensorType, TileType, static_shape
 from ...ops.registry import OpSpec
+from .access import AccessSummary
 from .arena import CoreArena, tile_nbytes
 from .cost_model import OpCost, TaskCost, const, copy_cost, op_cost, task_cost
 from .exprs import Env, ExprFn, Extent
@@ -281,6 +282,7 @@ class KernelExecutor:
             else "AIV".
         buffers: number of distinct tile Vars (each one arena view per core).
         sites: static cost of every op / copy site. dynamic: True when the kernel has control flow.
+        access: the `AccessSummary` of its tensor parameters (which boxes it loads and stores).
 
     Raises:
         RuntimeSimError: when the function is not runnable lowered IR (a tile without a MemRef, a
@@ -299,6 +301,7 @@ class KernelExecutor:
         self._counts, self._zeros = c.counts, [0] * len(c.counts)
         self._static_cost: TaskCost | None = None if self.dynamic else task_cost(self.sites)
         self._templates: dict[CoreArena, list] = {}
+        self.access = AccessSummary(func)
         self._params = []
         for p, slot in zip(func.params, c.param_slots):
             t = p.type
