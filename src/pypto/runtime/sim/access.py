@@ -250,6 +250,30 @@ class _GiveUp(Exception):
     """A scalar argument was not an int: count the tensor as touched whole."""
 
 
+class _NoArgs:
+    """Arguments of no task: reading one means the box depends on the task."""
+
+    def __getitem__(self, i: int) -> Any:
+        raise _GiveUp
+
+
+def _covers_static(boxes: list[_Box], t: TensorType) -> bool:
+    """True when boxes that do not depend on the task cover every element of a static shape (the
+    argument is then always touched whole: no need to evaluate anything per task)."""
+    dims = [getattr(d, "value", None) for d in t.shape]
+    if None in dims:
+        return False
+    try:
+        for d, dim in enumerate(dims):
+            lo = min(b[0][d](_NoArgs())[0] for b in boxes)
+            hi = max(b[0][d](_NoArgs())[1] + b[1][d] for b in boxes)
+            if lo > 0 or hi < dim:
+                return False
+    except (_GiveUp, IndexError):
+        return False
+    return True
+
+
 class AccessSummary:
     """The boxes each tensor parameter of `func` is accessed at (module docstring).
 
@@ -263,7 +287,8 @@ class AccessSummary:
         w.block(func.body)
         self._boxes: dict[int, tuple[_Box, ...]] = {}
         if w.traced:
-            self._boxes = {p: tuple(b) for p, b in w.boxes.items() if b}
+            self._boxes = {p: tuple(b) for p, b in w.boxes.items()
+                           if b and not _covers_static(b, func.params[p].type)}
 
     @property
     def narrowed(self) -> frozenset[int]:
