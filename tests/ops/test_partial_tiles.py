@@ -212,3 +212,28 @@ def test_a_tail_load_may_extend_past_the_tensor_end():
     assert bool((y[8:] == SENTINEL).all())
     with pytest.raises(ParserTypeError, match="exceeds dimension 16"):
         _type_of("r = pl.load(x, [8, 0], [16, 32])")
+
+
+def test_an_empty_valid_region_round_trips_and_stores_nothing():
+    """A valid extent of 0 prints as `valid_shape=[0, 64]`, parses back, and the store of such a
+    tile leaves the output untouched."""
+    text = """
+import pypto.language as pl
+
+@pl.program
+class Empty:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        t = pl.load(x, [0, 0], [16, 64], valid_shape=[0, 64])
+        y = pl.store(t, [0, 0], y)
+        return y
+"""
+    prog = pl.parse(text)
+    printed = prog.as_python()
+    assert "valid_shape=[0, 64]" in printed
+    assert ir.structural_equal(pl.parse(printed), prog)
+    compiled = ir.compile(prog, dump_passes=False, skip_ptoas=True,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    x, y = torch.randn(16, 64), torch.full((16, 64), SENTINEL)
+    compiled(x, y)
+    assert torch.all(y == SENTINEL)

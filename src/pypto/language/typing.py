@@ -47,12 +47,14 @@ def dynamic(name: str) -> DynVar:
     return DynVar(name)
 
 
-def to_dim(d: Any) -> Expr:
+def to_dim(d: Any, allow_zero: bool = False) -> Expr:
+    """A shape entry as an IR dimension: a positive int (a non-negative one for valid extents,
+    `allow_zero`), a `pl.dynamic` variable or an expression. Raises AnnotationError otherwise."""
     if isinstance(d, bool):
         raise AnnotationError(f"invalid dimension {d!r}")
     if isinstance(d, int):
-        if d <= 0:
-            raise AnnotationError(f"dimension must be positive, got {d}")
+        if d < 0 or (d == 0 and not allow_zero):
+            raise AnnotationError(f"dimension must be {'non-negative' if allow_zero else 'positive'}, got {d}")
         return ConstInt(d, INDEX)
     if isinstance(d, DynVar):
         return d.var
@@ -61,10 +63,10 @@ def to_dim(d: Any) -> Expr:
     raise AnnotationError(f"invalid dimension {d!r}: expected an int or pl.dynamic(...)")
 
 
-def _shape(s: Any) -> tuple[Expr, ...]:
+def _shape(s: Any, allow_zero: bool = False) -> tuple[Expr, ...]:
     if not isinstance(s, (list, tuple)):
         raise AnnotationError(f"shape must be a list like [64, 128], got {s!r}")
-    return tuple(to_dim(d) for d in s)
+    return tuple(to_dim(d, allow_zero) for d in s)
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class TensorViewSpec:
 
     def to_ir(self) -> TensorView:
         return TensorView(_shape(self.stride) if self.stride is not None else None, self.layout,
-                          _shape(self.valid_shape) if self.valid_shape is not None else None, self.pad)
+                          _shape(self.valid_shape, allow_zero=True) if self.valid_shape is not None else None, self.pad)
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class TileViewSpec:
     pad: PadValue = PadValue.null
 
     def to_ir(self) -> TileView:
-        return TileView(_shape(self.valid_shape) if self.valid_shape is not None else None,
+        return TileView(_shape(self.valid_shape, allow_zero=True) if self.valid_shape is not None else None,
                         self.layout, self.pad)
 
 
