@@ -107,7 +107,8 @@ _HOST = frozenset({"creation", "orchestration"})
 _DEV = frozenset({"creation", "vector"})
 
 register(OpSpec("tensor.create", ("shape",), _creation_rule("tensor", 0, None, None), _zeros,
-                attrs={"dtype": None}, traits=_HOST, tile_op="tile.create", cost=free(), family="creation",
+                attrs={"dtype": None}, traits=_HOST, tile_op="tile.create", lowering="zero_fill", cost=free(),
+                family="creation",
                 dtypes="any", doc="A new DDR tensor of `shape` and `dtype` (zero-filled)."))
 register(OpSpec("tile.create", ("shape",), _creation_rule("tile", 0, None, None), None,
                 attrs={"dtype": None, **_VEC_SPACE}, traits=frozenset({"creation"}),

@@ -63,6 +63,11 @@ class OpSpec:
             "positionwise" (each result element depends only on the operand elements at its own
             position, without the shared-dtype rule of "elementwise": casts, compares, selects).
         tile_op: for a tensor op, the tile op ConvertTensorToTileOps rewrites it to.
+        lowering: how ConvertTensorToTileOps lowers a tensor op that is not a one-to-one rewrite
+            to `tile_op` (empty for those that are): "region" — a view of DDR, loaded when a
+            consumer first needs it (`tensor.slice`); "store" — an in-place write of a DDR tensor,
+            becoming `tile.store` of the value (`tensor.assemble`); "zero_fill" — a new tensor,
+            becoming a zero-filled on-chip tile (`tensor.create`; the host zero-fills tensors).
         operand_spaces: required memory space per tile argument index (InferTileMemorySpace).
         scratch: indices of scratch-tile arguments shaped like argument 0 (reduction `tmp_tile`);
             ConvertTensorToTileOps allocates them.
@@ -91,6 +96,7 @@ class OpSpec:
     writes: tuple[int, ...] = ()
     traits: frozenset[str] = frozenset()
     tile_op: str | None = None
+    lowering: str = ""
     operand_spaces: dict[int, tuple[MemorySpace, ...]] = field(default_factory=dict)
     scratch: tuple[int, ...] = ()
     valid_args: tuple[int, ...] = ()

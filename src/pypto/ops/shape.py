@@ -264,13 +264,15 @@ def _transpose_last(x: Any) -> Any:
 
 
 def _both(name: str, params: tuple[str, ...], rule: Any, fn: Any, *, tile_pto: str | None,
-          tile_traits: frozenset[str], tensor_traits: frozenset[str], cost: Any, doc: str, **kw: Any) -> None:
-    """Register `tensor.<name>` (lowering to `tile.<name>`) and `tile.<name>`, and `pl.<name>`."""
+          tile_traits: frozenset[str], tensor_traits: frozenset[str], cost: Any, doc: str,
+          tensor_lowering: str = "", **kw: Any) -> None:
+    """Register `tensor.<name>` (lowering to `tile.<name>`, or as `tensor_lowering` says) and
+    `tile.<name>`, and `pl.<name>`."""
     for ns in ("tensor", "tile"):
         t = ns == "tile"
         register(OpSpec(f"{ns}.{name}", params, rule(ns), fn, traits=tile_traits if t else tensor_traits,
                         tile_op=None if t else f"tile.{name}", pto=tile_pto if t else None, cost=cost,
-                        family="shape", dtypes=ANY.text, doc=doc, **kw))
+                        lowering="" if t else tensor_lowering, family="shape", dtypes=ANY.text, doc=doc, **kw))
         register_unified(name, ns, None, f"{ns}.{name}")
 
 
@@ -292,10 +294,11 @@ _both("transpose_view", ("x",), _transpose_view_rule, _transpose_last,
       doc="The zero-copy transposed view of a 2-D value: shape [N, M], layout flipped ND <-> DN.")
 _both("slice", ("src", "shape", "offset", "valid_shape"), _slice_rule, _slice, tile_pto="pto.textract",
       tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,), optional=("valid_shape",),
-      doc="The block of `shape` at `offset` (a view); its valid region is the source's valid part "
+      tensor_lowering="region", doc="The block of `shape` at `offset` (a view); its valid region is the source's valid part "
           "inside the block, limited further by `valid_shape`.")
 register(OpSpec("tensor.assemble", ("target", "src", "offset"), _assemble_rule("tensor"), _assemble,
                 reads=(1,), writes=(0,), traits=frozenset({"memory"}), valid_args=(1,), tile_op="tile.assemble",
+                lowering="store",
                 cost=mte("MTE3", "in_bytes"), family="shape", dtypes=ANY.text,
                 doc="Write the valid region of `src` into the DDR tensor `target` at `offset` (in place); "
                     "returns `target`."))

@@ -14,6 +14,7 @@ Loop-carried tensors whose initial value lives on chip become loop-carried tiles
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.dtype import DataType
@@ -266,29 +267,47 @@ class _Converter:
         self.out, self.loaded = saved, saved_loaded  # these loads live inside the body only
         return replace(body, stmts=stmts)
 
+    # ---- tensor ops with an OpSpec.lowering (not a one-to-one tile_op rewrite) ----------------
+    def _lower_region(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
+        """A DDR view (`tensor.slice`): remembered as a region, loaded when first used."""
+        src = args[0]
+        if isinstance(src, Var) and src in self.regions:
+            raise CompileError("slicing a slice inside an InCore function is not supported yet", span)
+        if self.on_chip(src) is not None:
+            raise CompileError("slicing an on-chip value inside an InCore function is not supported; "
+                               "load the region you need with pl.load", span)
+        valid = args[3] if len(args) > 3 and isinstance(args[3], MakeTuple) else None
+        self.regions[var] = _Region(self.sub(src), tuple(args[2].elements), tuple(args[1].elements),  # type: ignore[attr-defined]
+                                    self.sub(valid) if valid is not None else None)
+
+    def _lower_store(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
+        """An in-place write of a DDR tensor (`tensor.assemble`): `tile.store` of the value."""
+        target, value, offsets = args
+        if self.on_chip(target) is not None:
+            raise CompileError("assembling into an on-chip tensor inside an InCore function is not "
+                               "supported; assemble into a DDR (parameter) tensor", span)
+        tile = self.as_tile(value, span)
+        stored = build_call("tile.store", [tile, offsets, self.sub(target)], {}, span)
+        self.out.append(AssignStmt(var, stored, span=span))
+
+    def _lower_zero_fill(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
+        """A new tensor (`tensor.create`): a zero-filled Vec tile (the host zero-fills tensors)."""
+        dt = call.type.dtype  # type: ignore[attr-defined]
+        zero = ConstFloat(0.0, dt) if dt.is_float() else ConstInt(0, dt)
+        fill = build_call("tile.full", [args[0], zero], {"dtype": dt, "target_memory": MemorySpace.Vec}, span)
+        self.tiles[var] = self.emit_assign(f"{var.name}_tile", fill, span)
+
+    _LOWERINGS: dict[str, Callable[..., None]] = {
+        "region": _lower_region, "store": _lower_store, "zero_fill": _lower_zero_fill,
+    }
+
     def tensor_op(self, var: Var, call: Call, s: AssignStmt) -> None:
         spec = get_op(call.op)  # type: ignore[arg-type]
         span = s.span
         args = list(call.args)
-        if call.op == "tensor.slice":
-            src = args[0]
-            if isinstance(src, Var) and src in self.regions:
-                raise CompileError("slicing a slice inside an InCore function is not supported yet", span)
-            if self.on_chip(src) is not None:
-                raise CompileError("slicing an on-chip value inside an InCore function is not supported; "
-                                   "load the region you need with pl.load", span)
-            valid = args[3] if len(args) > 3 and isinstance(args[3], MakeTuple) else None
-            self.regions[var] = _Region(self.sub(src), tuple(args[2].elements), tuple(args[1].elements),  # type: ignore[attr-defined]
-                                        self.sub(valid) if valid is not None else None)
-            return
-        if call.op == "tensor.assemble":
-            target, value, offsets = args
-            if self.on_chip(target) is not None:
-                raise CompileError("assembling into an on-chip tensor inside an InCore function is not "
-                                   "supported; assemble into a DDR (parameter) tensor", span)
-            tile = self.as_tile(value, span)
-            stored = build_call("tile.store", [tile, offsets, self.sub(target)], {}, span)
-            self.out.append(AssignStmt(var, stored, span=span))
+        lower = self._LOWERINGS.get(spec.lowering)
+        if lower is not None:
+            lower(self, var, args, call, span)
             return
         if spec.tile_op is None and isinstance(call.type, ScalarType):
             # a scalar result (tensor.read, tensor.dim) is computed by the core's scalar unit
@@ -306,12 +325,6 @@ class _Converter:
             else:
                 operands.append(self.sub(a))
         attrs = dict(call.kwargs)
-        if call.op == "tensor.create":  # tensors are created zero-filled (as on the host)
-            dt = call.type.dtype  # type: ignore[attr-defined]
-            zero = ConstFloat(0.0, dt) if dt.is_float() else ConstInt(0, dt)
-            fill = build_call("tile.full", [args[0], zero], {"dtype": dt, "target_memory": MemorySpace.Vec}, span)
-            self.tiles[var] = self.emit_assign(f"{var.name}_tile", fill, span)
-            return
         for i in tile_spec.scratch:
             t0 = operands[0].type
             tmp = build_call("tile.create", [MakeTuple(tuple(t0.shape))],  # type: ignore[attr-defined]
