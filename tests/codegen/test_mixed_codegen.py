@@ -49,8 +49,10 @@ def test_orchestration_submits_one_cluster_task_with_split_and_rings(tmp_path, b
     # both directions are live: 4 slots each; one ring per vector core and direction
     c2v, v2c = 64 * 32 * 4 // 2, 64 * 32 * 2 // 2      # half an FP32 / FP16 64x32 tile per vector core
     gm_bytes = 2 * 4 * (c2v + v2c) if gm else 0
-    where = "in DDR" if gm else "on chip"
-    assert f"// cross-core pipes: AIC->AIV: 2 x 4 slots of {c2v} B {where}; AIV->AIC: 2 x 4 slots of {v2c} B {where}" in group
+    # on chip, each consumer holds its slots: a ring per vector core in its Vec, the cube core both in Mat
+    c2v_at = "in DDR" if gm else f"on chip, each vector core's Vec [0, {4 * c2v})"
+    v2c_at = "in DDR" if gm else f"on chip, the cube core's Mat [0, {2 * 4 * v2c})"
+    assert f"// cross-core pipes: AIC->AIV: 2 x 4 slots of {c2v} B {c2v_at}; AIV->AIC: 2 x 4 slots of {v2c} B {v2c_at}" in group
     assert (f"submit_mixed_task(rt, {{{{FUNC_K_AIC, task0}}, {{FUNC_K_AIV, task1}}}}, MixedConfig{{MixedSplit::UP_DOWN, "
             f"2, 4, {c2v}, 4, {v2c}, {gm_bytes}}});") in group
     assert "submit_aiv_task" not in group and "submit_aic_task" not in group
@@ -74,6 +76,19 @@ def test_kernel_config_lists_the_groups(tmp_path):
     assert [k["name"] for k in kc.KERNELS] == ["k_aic", "k_aiv"]
 
 
+def test_kernel_config_says_where_the_consumers_hold_on_chip_rings(tmp_path):
+    out = build(tmp_path, BackendType.Ascend950)
+    spec = importlib.util.spec_from_file_location("kc", out / "kernel_config.py")
+    kc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kc)
+    (group,) = kc.GROUPS
+    assert group["pipes"] == {
+        "AIC->AIV": {"slots": 4, "slot_bytes": 4096, "route": "direct",
+                     "ring": {"space": "Vec", "addr": 0, "bytes": 4 * 4096, "slots": 4}},
+        "AIV->AIC": {"slots": 4, "slot_bytes": 2048, "route": "direct",   # 2 rings of 4 slots in Mat
+                     "ring": {"space": "Mat", "addr": 0, "bytes": 8 * 2048, "slots": 8}}}
+
+
 def test_kernels_carry_the_split_and_the_subblock_offsets(tmp_path):
     out = build(tmp_path, BackendType.Ascend950)
     aiv = (out / "kernels" / "aiv" / "k_aiv.pto").read_text()
@@ -84,6 +99,11 @@ def test_kernels_carry_the_split_and_the_subblock_offsets(tmp_path):
     stores = re.findall(r"pto.partition_view %c_view, offsets = \[(%\w+), %c0\], sizes = \[%c32, %c32\]", aiv)
     assert len(loads) == len(stores) == 1 and {*loads, *stores} <= offs   # this core's 32 of the 64 rows
     assert re.search(r"pto.tpush ins\(%\w+ : !pto.tile_buf<loc=vec, dtype=f16, rows=32, cols=32.*\{split = \"UP_DOWN\"\}", aiv)
-    assert re.search(r"pto.tpop outs\(%p : !pto.tile_buf<loc=vec, dtype=f32, rows=32, cols=32.*\{split = \"UP_DOWN\"\}", aiv)
-    assert re.search(r"pto.tpop outs\(%a1 : !pto.tile_buf<loc=mat, dtype=f16, rows=64, cols=32.*\{split = \"UP_DOWN\"\}", aic)
+    # each consumer allocates its ring at the planned address, and its pops take slots from it
+    assert re.search(r"%c2v_ring = pto.alloc_tile addr = %c0_i64 .*: !pto.tile_buf<loc=vec, dtype=ui8, rows=4, cols=4096", aiv)
+    assert re.search(r"%v2c_ring = pto.alloc_tile addr = %c0_i64 .*: !pto.tile_buf<loc=mat, dtype=ui8, rows=8, cols=2048", aic)
+    assert re.search(r"pto.tpop outs\(%c2v_ring, %p : !pto.tile_buf<loc=vec, dtype=ui8, rows=4, cols=4096.*, "
+                     r"!pto.tile_buf<loc=vec, dtype=f32, rows=32, cols=32.*\{split = \"UP_DOWN\"\}", aiv)
+    assert re.search(r"pto.tpop outs\(%v2c_ring, %a1 : !pto.tile_buf<loc=mat, dtype=ui8, rows=8, cols=2048.*, "
+                     r"!pto.tile_buf<loc=mat, dtype=f16, rows=64, cols=32.*\{split = \"UP_DOWN\"\}", aic)
     assert "get_subblock_idx" not in aic

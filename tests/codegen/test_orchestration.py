@@ -43,7 +43,10 @@ template <typename T> T scalar_arg(uint64_t bits);
 struct TaskArgs {
   void add_input(const Tensor&); void add_output(const Tensor&); void add_inout(const Tensor&);
   template <typename T> void add_scalar(T);
+  void add_dep(const Tensor&);  // explicit dependency: wait for the earlier writers of a tensor
 };
+void push_task_deps(PTO2Runtime*, std::initializer_list<Tensor> tensors);
+void pop_task_deps(PTO2Runtime*);
 void submit_aiv_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
 void submit_aic_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
 struct MixedPart { int32_t func_id; const TaskArgs& args; };

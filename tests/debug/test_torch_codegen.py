@@ -171,12 +171,20 @@ def test_validate_ir_needs_pass_dumps(tmp_path) -> None:
         cp.validate_ir([torch.zeros(64, 32), torch.zeros(16, 32)], torch.zeros(16, 32))
 
 
-def test_op_without_a_template_is_named() -> None:
+def test_op_without_a_template_is_named(monkeypatch) -> None:
+    from pypto.debug import torch_ops
+
     x, y = Var("x", TensorType((ConstInt(16, INDEX), ConstInt(32, INDEX)), FP32)), Var("y", TensorType(
         (ConstInt(16, INDEX), ConstInt(32, INDEX)), FP32))
     r = Var("r", y.type)
     shape = MakeTuple((ConstInt(16, INDEX), ConstInt(32, INDEX)))
     body = SeqStmts((AssignStmt(r, Call("tensor.sort32", (x, shape), (), y.type)), ReturnStmt((r,))))
     f = Function("f", FunctionType.Opaque, (x, y), (ParamDirection.In, ParamDirection.Out), (y.type,), body)
+    assert "_sort32(x, (16, 32, ))" in torch_codegen(f)
+    monkeypatch.setitem(torch_ops.UNSUPPORTED, "tensor.sort32", "as if sorting had no torch meaning")
+    with pytest.raises(NotImplementedError, match="cannot express op 'tensor.sort32': as if sorting had no"):
+        torch_codegen(f)
+    monkeypatch.delitem(torch_ops.UNSUPPORTED, "tensor.sort32")
+    monkeypatch.delitem(torch_ops.TEMPLATES, "sort32")
     with pytest.raises(NotImplementedError, match="no PyTorch template for op 'tensor.sort32'"):
         torch_codegen(f)

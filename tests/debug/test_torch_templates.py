@@ -1,5 +1,6 @@
 """Every PyTorch template of `pypto.debug.torch_ops` against the simulator, which runs each op's
-OpSpec semantics: one small tile-level kernel per op, run both ways on the same inputs."""
+OpSpec semantics: one small tile-level kernel per op, run both ways on the same inputs; and the
+registry check that no op lacks a template."""
 
 import pytest
 import torch
@@ -7,6 +8,8 @@ import torch
 import pypto.language as pl
 from pypto import ir
 from pypto.debug import torch_codegen
+from pypto.debug.torch_ops import TEMPLATES, UNSUPPORTED, template_for
+from pypto.ops.registry import all_ops
 
 M, N = 16, 32
 T = {"FP32": torch.float32, "FP16": torch.float16, "INT32": torch.int32, "UINT8": torch.uint8}
@@ -40,10 +43,18 @@ class P:
 
 
 def rand(dt, shape, kind):
+    """Inputs of `dt`; `kind` is comma-separated: "pos" (positive), "ties" (few distinct float
+    values), "permK" (INT32 rows of distinct indices below K)."""
+    kinds = kind.split(",")
+    perm = next((int(k[4:]) for k in kinds if k.startswith("perm")), None)
+    if dt == "INT32" and perm is not None:
+        return torch.stack([torch.randperm(perm)[:shape[1]] for _ in range(shape[0])]).to(torch.int32)
     if dt == "INT32":
-        return torch.randint(1 if kind == "pos" else -20, 20, shape, dtype=torch.int32)
+        return torch.randint(1 if "pos" in kinds else -20, 20, shape, dtype=torch.int32)
     x = torch.randn(*shape)
-    if kind == "pos":
+    if "ties" in kinds:   # sorting must order equal values by index
+        x = torch.round(x * 2) / 2
+    if "pos" in kinds:
         x = x.abs() + 0.5
     return x.to(T[dt])
 
@@ -102,6 +113,25 @@ CASES = [
      ("FP32", (M, N)), ""),
     ("matmul", f"{MM_BODY}r = pl.matmul(a0, b0)", MM, ("FP32", (M, N)), ""),
     ("matmul_acc", f"{MM_BODY}c0 = pl.matmul(a0, b0)\nr = pl.matmul_acc(c0, a0, b0)", MM, ("FP32", (M, N)), ""),
+    ("gather", f"{LOAD}\ni = pl.load(idx, [0, 0], [{M}, 8])\nr = pl.tile.gather(t, i)",
+     [*X, ("idx", "INT32", (M, 8))], ("FP32", (M, 8)), f"perm{N}"),
+    ("gather_int", f"t = pl.load(x, [0, 0], [{M}, {N}])\ni = pl.load(idx, [0, 0], [{M}, 8])\nr = pl.tile.gather(t, i)",
+     [*XI, ("idx", "INT32", (M, 8))], ("INT32", (M, 8)), f"perm{N}"),
+    ("gather_row", f"{LOAD}\ni = pl.load(idx, [0, 0], [4, 1])\nr = pl.tile.gather_row(t, i)",
+     [*X, ("idx", "INT32", (4, 1))], ("FP32", (4, N)), f"perm{M}"),
+    ("scatter", f"{LOAD}\ni = pl.load(idx, [0, 0], [{M}, 8])\nu = pl.load(z, [0, 0], [{M}, 8])\n"
+     "r = pl.tile.scatter(t, i, u)", [*X, ("idx", "INT32", (M, 8)), ("z", "FP32", (M, 8))], ("FP32", (M, N)),
+     f"perm{N}"),
+    ("scatter_update", f"{LOAD}\ni = pl.load(idx, [0, 0], [4, 1])\nu = pl.load(z, [0, 0], [4, {N}])\n"
+     "r = pl.tile.scatter_update(t, i, u)", [*X, ("idx", "INT32", (4, 1)), ("z", "FP32", (4, N))],
+     ("FP32", (M, N)), f"perm{M}"),
+    ("sort32", "t = pl.load(x, [0, 0], [8, 64])\ni = pl.tile.ci(0, [8, 64], dtype=pl.INT32)\nr = pl.tile.sort32(t, i)",
+     [("x", "FP32", (8, 64))], ("FP32", (8, 128)), "ties"),
+    ("sort32_idx", "t = pl.load(x, [0, 0], [8, 64])\ni = pl.load(idx, [0, 0], [8, 64])\nr = pl.tile.sort32(t, i)",
+     [("x", "FP32", (8, 64)), ("idx", "INT32", (8, 64))], ("FP32", (8, 128)), "ties,perm64"),
+    ("mrgsort", "t = pl.load(x, [0, 0], [8, 64])\ni = pl.tile.ci(0, [8, 64], dtype=pl.INT32)\n"
+     "p = pl.tile.sort32(t, i)\nr = pl.tile.mrgsort(p, block_len=32)", [("x", "FP32", (8, 64))],
+     ("FP32", (8, 128)), "ties"),
 ]
 
 
@@ -117,3 +147,59 @@ def test_template_matches_the_simulator(case, body, ins, out, kind) -> None:
     ns["run"](*[t.clone() for t in inputs], y_ref)
     tol = 1e-3 if out[0] == "FP16" or case.startswith("matmul") else 1e-5
     torch.testing.assert_close(y_ref, y_sim, rtol=tol, atol=tol, equal_nan=True)
+
+
+def test_every_op_with_semantics_has_a_template() -> None:
+    """The registry against `torch_ops.TEMPLATES`: an op the simulator can run (`compute`) is
+    expressible in a script, or excluded in `UNSUPPORTED` with a reason."""
+    missing = [s.name for s in all_ops() if s.compute is not None and template_for(s.name) is None
+               and s.name not in UNSUPPORTED]
+    assert missing == []
+    for name, reason in UNSUPPORTED.items():
+        assert template_for(name) is None and len(reason) > 20, name
+    # every table key names a registered op (full name) or the leaf of one
+    names = {s.name for s in all_ops()}
+    leaves = {n.split(".", 1)[1] for n in names}
+    assert [k for k in TEMPLATES if k not in names and k not in leaves] == []
+    assert len(names) > 200
+
+
+def test_sort_and_gather_scripts_match_torch() -> None:
+    """A tensor-level program of the whole family through every pass dump, against plain torch."""
+    @pl.jit
+    def family(x: pl.Tensor, idx: pl.Tensor, ridx: pl.Tensor, ci: pl.Tensor, z: pl.Tensor, u: pl.Tensor,
+               g: pl.Out[pl.Tensor], r: pl.Out[pl.Tensor], sc: pl.Out[pl.Tensor], su: pl.Out[pl.Tensor],
+               p: pl.Out[pl.Tensor], m: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            g[:] = pl.gather(x, idx)
+            r[:] = pl.gather_row(x, ridx)
+            sc[:] = pl.scatter(x, idx, z)
+            su[:] = pl.scatter_update(x, ridx, u)
+            pairs = pl.sort32(x, ci)
+            p[:] = pairs
+            m[:] = pl.mrgsort(pairs, block_len=32)
+        return m
+
+    from pypto.runtime import RunConfig
+
+    x = torch.round(torch.randn(16, 64) * 4) / 4     # ties too
+    idx = rand("INT32", (16, 8), "perm64")
+    ridx = torch.tensor([[3], [0], [15], [7]], dtype=torch.int32)
+    ci = torch.arange(64, dtype=torch.int32).expand(16, 64).contiguous()
+    z, u = torch.randn(16, 8), torch.randn(4, 64)
+    outs = [torch.zeros(16, 8), torch.zeros(4, 64), torch.zeros(16, 64), torch.zeros(16, 64),
+            torch.zeros(16, 128), torch.zeros(16, 128)]
+    want_g = torch.gather(x, 1, idx.long())
+    want_su = x.clone()
+    want_su[ridx[:, 0].long()] = u
+    pairs = []
+    for blk in range(2):
+        v, i = torch.sort(x[:, blk * 32:(blk + 1) * 32], dim=1, descending=True, stable=True)
+        pairs.append(torch.stack([v, (i + blk * 32).float()], dim=-1).flatten(1))
+    v, i = torch.sort(x, dim=1, descending=True, stable=True)
+    want = [want_g, x[ridx[:, 0].long()], x.clone().scatter_(1, idx.long(), z), want_su,
+            torch.cat(pairs, dim=1), torch.stack([v, i.float()], dim=-1).flatten(1)]
+    cp = family.compile(x, idx, ridx, ci, z, u, *outs, config=RunConfig(dump_passes=True))
+    rep = cp.validate_ir([x, idx, ridx, ci, z, u, *outs], want, rtol=0, atol=0)
+    assert {s.status for s in rep.stages} == {"ok"}, str(rep)
+    assert len(rep.stages) > 15

@@ -11,13 +11,20 @@ and the simulator (which runs the group's kernels with these rings):
   the default is 8 when one direction is live and 4 per direction when both are. With a split there
   is one ring per vector core and direction, each of that depth.
 - `slot_bytes`: the largest tile one push of the direction sends to one vector core (a slot's
-  size).
+  size); for a ring on chip, the slot size of the consumer's ring tile.
 - `route`: per live direction, "direct" (on chip) or "gm" (through a DDR slot buffer), from the
   memories of the pushed tiles (`SoCModel.pipe_route`; ExpandMixedKernel rejects tiles without a
   route).
+- `ring`: per direction whose consumer holds its slots on chip (memory planning reserved a ring
+  tile, `pypto.passes.pipe_rings`), where they are: a `RingPlace` (memory of the consuming core,
+  address, bytes, slots) read from the ring tile the consumer's pops name. The orchestration notes
+  it next to `submit_mixed_task` and `kernel_config.py` lists it; the consumer's `.pto` allocates it
+  at that address.
 
 Directions and tiles are found from the pipe ops of the kernels the group calls, through
-`pypto.ops.system.PIPE_ROLES` (no op names here).
+`pypto.ops.system.PIPE_ROLES` (no op names here). The ring depth rule (`ring_depths`,
+`SLOTS_ONE_WAY`, `SLOTS_BOTH_WAYS`) lives with the pipe ops in `pypto.ops.system`, which memory
+planning shares.
 """
 
 from __future__ import annotations
@@ -32,12 +39,28 @@ from ..ir.expr import Call, GlobalVar
 from ..ir.function import Function, Program
 from ..ir.types import TileType
 from ..ir.visitor import IRVisitor
-from ..ops.system import TO_AIC, TO_AIV, pipe_role
+from ..ops.system import SLOTS_BOTH_WAYS, SLOTS_ONE_WAY, TO_AIC, TO_AIV, pipe_ring, pipe_role, ring_depths
 
-__all__ = ["ClusterConfig", "cluster_config", "ring_depths", "mixed_config_cpp", "SLOTS_ONE_WAY",
+__all__ = ["ClusterConfig", "RingPlace", "cluster_config", "ring_depths", "mixed_config_cpp", "SLOTS_ONE_WAY",
            "SLOTS_BOTH_WAYS"]
 
-SLOTS_ONE_WAY, SLOTS_BOTH_WAYS = 8, 4
+
+@dataclass(frozen=True)
+class RingPlace:
+    """Where the consumer of a pipe keeps its slots on chip: in memory `space` of the consuming core,
+    bytes `[addr, addr + nbytes)` (`addr` -1 before AllocateMemoryAddr), `slots` slots of
+    `slot_bytes` (all the rings that core hosts), read from the ring tile named `name`."""
+
+    name: str
+    space: MemorySpace
+    addr: int
+    nbytes: int
+    slots: int
+    slot_bytes: int
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain data for kernel_config.py."""
+        return {"space": self.space.name, "addr": self.addr, "bytes": self.nbytes, "slots": self.slots}
 
 
 @dataclass(frozen=True)
@@ -49,6 +72,7 @@ class ClusterConfig:
     depth: dict[str, int] = field(default_factory=dict)
     slot_bytes: dict[str, int] = field(default_factory=dict)
     route: dict[str, str] = field(default_factory=dict)
+    ring: dict[str, RingPlace] = field(default_factory=dict)
 
     @property
     def vector_cores(self) -> int:
@@ -73,16 +97,14 @@ def mixed_config_cpp(cfg: ClusterConfig) -> tuple[str, str]:
             rings = cfg.vector_cores
             if cfg.route.get(d) == "gm":
                 gm += slots * size * rings
-            notes.append(f"{d}: {rings} x {slots} slots of {size} B {'in DDR' if cfg.route.get(d) == 'gm' else 'on chip'}")
+            where = "in DDR" if cfg.route.get(d) == "gm" else "on chip"
+            ring = cfg.ring.get(d)
+            if ring is not None:
+                core = "each vector core's" if d == TO_AIV else "the cube core's"
+                where += f", {core} {ring.space.name} [{ring.addr}, {ring.addr + ring.nbytes})"
+            notes.append(f"{d}: {rings} x {slots} slots of {size} B {where}")
     fields.append(str(gm))
     return f", MixedConfig{{{', '.join(fields)}}}", "; ".join(notes)
-
-
-def ring_depths(directions: set[str] | frozenset[str], slot_num: int | None = None) -> dict[str, int]:
-    """Slots per ring of each live direction (module docstring)."""
-    if slot_num is None:
-        slot_num = SLOTS_ONE_WAY if len(directions) <= 1 else SLOTS_BOTH_WAYS
-    return {d: slot_num for d in sorted(directions)}
 
 
 class _Pipes(IRVisitor):
@@ -91,12 +113,16 @@ class _Pipes(IRVisitor):
         self.splits: set[SplitMode] = set()
         self.slot_bytes: dict[str, int] = {}
         self.route: dict[str, str] = {}
+        self.rings: dict[str, set] = {}   # direction -> ring tiles its pops name
 
     def visit_Call(self, e: Call) -> None:
         super().visit_Call(e)
         role = pipe_role(e.op) if isinstance(e.op, str) else None
         if role is None or role.kind == "free":
             return
+        ring = pipe_ring(e)
+        if ring is not None:
+            self.rings.setdefault(role.direction, set()).add(ring)
         split = e.attr("split", SplitMode.NONE)
         if split is not SplitMode.NONE:
             self.splits.add(split)
@@ -123,8 +149,10 @@ def cluster_config(group: Function, program: Program, soc: SoCModel) -> ClusterC
     """The ClusterConfig of Group function `group` of `program` on `soc` (module docstring).
 
     Raises:
-        CompileError: the group's kernels use different split modes, or push a tile no path
-            carries.
+        CompileError: the group's kernels use different split modes, push a tile no path carries,
+            or name a ring that does not fit the pipe (more than one ring tile per direction, a
+            ring for a pipe through DDR, or a slot count that is not a whole number of rings of
+            the pipe's depth).
     """
     members: list[str] = []
 
@@ -149,7 +177,32 @@ def cluster_config(group: Function, program: Program, soc: SoCModel) -> ClusterC
         split = next(iter(pipes.splits), SplitMode.NONE)
     slot_num = dict(opts["cross_core_slot"])["slot_num"] if "cross_core_slot" in opts else None
     directions = frozenset(pipes.slot_bytes)
-    return ClusterConfig(tuple(members), split, ring_depths(directions, slot_num),
-                         {d: pipes.slot_bytes[d] for d in sorted(directions)},
-                         {d: pipes.route.get(d, "direct") for d in sorted(directions)})
+    depth = ring_depths(directions, slot_num)
+    route = {d: pipes.route.get(d, "direct") for d in sorted(directions)}
+    slot_bytes = {d: pipes.slot_bytes[d] for d in sorted(directions)}
+    rings = {d: _ring_place(group, d, tiles, depth[d], route[d]) for d, tiles in sorted(pipes.rings.items())}
+    slot_bytes.update({d: r.slot_bytes for d, r in rings.items()})
+    return ClusterConfig(tuple(members), split, depth, slot_bytes, route, rings)
+
+
+def _ring_place(group: Function, direction: str, tiles: set, depth: int, route: str) -> RingPlace:
+    """The RingPlace of the ring tile the pops of `direction` name (see `cluster_config`)."""
+    where = f"group '{group.name}', pipe {direction}"
+    if len(tiles) > 1:
+        raise CompileError(f"{where}: the pops name {len(tiles)} different ring tiles; one ring tile holds "
+                           f"a direction's slots", group.span)
+    (tile,) = tiles
+    t = tile.type
+    if route != "direct":
+        raise CompileError(f"{where}: the pipe goes through a DDR slot buffer, so its pops cannot name an "
+                           f"on-chip ring ('{getattr(tile, 'name', tile)}')", group.span)
+    slots, slot_bytes = (getattr(d, "value", 0) for d in t.shape)
+    if slots % depth:
+        raise CompileError(f"{where}: ring tile '{getattr(tile, 'name', tile)}' has {slots} slots, which is "
+                           f"not a whole number of rings of the pipe's {depth} slots (pl.cross_core_slot)",
+                           group.span)
+    m = t.memref
+    space = m.memory_space if m is not None else (t.memory_space or MemorySpace.Vec)
+    return RingPlace(getattr(tile, "name", "ring"), space, m.addr if m is not None else -1, slots * slot_bytes,
+                     slots, slot_bytes)
 

@@ -5,7 +5,9 @@ platform, chip, launch settings), `ORCHESTRATION` (the entry's host code and its
 `ORCHESTRATIONS` (every Orchestration function), `KERNELS` (func_id, name, core type and source
 file of each kernel; the source is the `.cpp` ptoas made when it ran, else the `.pto`) and `GROUPS`
 (each Group function — a mixed kernel's AIC + AIV halves run on one cluster —: its kernels, split
-mode, vector cores used and, per live pipe direction, ring slots, slot bytes and route).
+mode, vector cores used and, per live pipe direction, ring slots, slot bytes, route and — when the
+consumer holds the slots on chip — `ring`: its memory space, address and bytes there, and the slots
+of all the rings that core hosts, e.g. 2 x depth on the cube core under a split).
 """
 
 from __future__ import annotations
@@ -109,6 +111,7 @@ def group_table(program: Program, backend: BackendType) -> list[dict[str, object
             cfg = cluster_config(f, program, soc)
             out.append({"name": f.name, "kernels": list(cfg.members), "split": cfg.split.name,
                         "vector_cores": cfg.vector_cores,
-                        "pipes": {d: {"slots": n, "slot_bytes": cfg.slot_bytes[d], "route": cfg.route[d]}
+                        "pipes": {d: {"slots": n, "slot_bytes": cfg.slot_bytes[d], "route": cfg.route[d],
+                                      **({"ring": cfg.ring[d].as_dict()} if d in cfg.ring else {})}
                                   for d, n in cfg.depth.items()}})
     return out

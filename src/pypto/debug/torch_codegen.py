@@ -7,9 +7,10 @@ program, not its memory layout — which is what makes it a reference for the ad
 simulator). The script imports only `torch` and `math`; the helpers it needs are pasted from
 `torch_prelude`, and every op becomes one expression from its `torch_ops` template.
 
-Script layout: the prelude; one Python function per IR function (same names); `ENTRY` (the entry
-function), `OUTPUTS` (indices of its Out/InOut parameters) and `run(*args)`; and a `__main__`
-block that runs the entry on random inputs and prints a checksum of each output.
+Script layout: the prelude (plus `torch_cluster` when the program has Group functions or pipe
+ops); one Python function per IR function (same names); `ENTRY` (the entry function), `OUTPUTS`
+(indices of its Out/InOut parameters) and `run(*args)`; and a `__main__` block that runs the entry
+on random inputs and prints a checksum of each output.
 
 Semantics, matching the simulator:
 - tiles are values: each tile assignment makes a fresh tensor of the declared dtype and shape;
@@ -18,9 +19,16 @@ Semantics, matching the simulator:
   other function call to its returned values;
 - loops, ifs and while loops carry values explicitly (`iter_args` / `yield_` / return vars);
 - variables are named by their printed names, so the script means what the printed IR means;
-- scalars use Python arithmetic (no fixed-width wrap-around).
+- scalars use Python arithmetic (no fixed-width wrap-around);
+- mixed kernels (after ExpandMixedKernel, or written by hand): a Group function collects its kernel
+  calls and runs them together on one simulated cluster before it returns — the AIC kernel once,
+  the AIV kernel once per vector core (subblocks 0 and 1 under `pl.split`), interleaved on FIFO
+  pipe rings of the group's depth; kernels with pipe ops are Python generators that pause while a
+  ring is full or empty, and a deadlock raises RuntimeError naming every waiting kernel and the line
+  of its pipe op (`torch_cluster`, `torch_plan`).
 
-Raises `NotImplementedError` naming the op for an op without a template.
+Every registered op has a template; `NotImplementedError` is raised only for a dtype without a
+torch equivalent, a construct the script cannot express, or an op in `torch_ops.UNSUPPORTED`.
 """
 
 from __future__ import annotations
@@ -37,12 +45,12 @@ from ..ir import stmt as st
 from ..ir.function import Function, Program
 from ..ir.types import ScalarType, TensorType, TileType
 from ..ops.registry import get_op, has_op
-from . import torch_prelude
-from .torch_ops import template_for
+from . import torch_cluster, torch_prelude
+from .torch_ops import UNSUPPORTED, template_for
+from .torch_plan import KERNEL_TYPES, ScriptPlan, plan_script
 
 __all__ = ["torch_codegen"]
 
-_KERNELS = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
 _OUT = (ParamDirection.Out, ParamDirection.InOut)
 _RESERVED = frozenset({"torch", "math", "range", "min", "max", "abs", "int", "float", "bool", "tuple",
                        "list", "len", "print", "run", "ENTRY", "OUTPUTS", "BLOCK", "main_inputs"})
@@ -73,12 +81,13 @@ def _value(v: Any) -> str:
 class _FunctionEmitter:
     """Emits one IR function as one Python function."""
 
-    def __init__(self, func: Function, program: Program, names: dict[str, str]) -> None:
-        self.func, self.program, self.fnames = func, program, names
+    def __init__(self, func: Function, program: Program, names: dict[str, str], plan: ScriptPlan) -> None:
+        self.func, self.program, self.fnames, self.plan = func, program, names, plan
         self.lines: list[str] = []
         self.names: dict[str, str] = {}
         self.targets: list[tuple[ex.Var, ...]] = []
-        self.is_kernel = func.func_type in _KERNELS
+        self.is_kernel = func.func_type in KERNEL_TYPES
+        self.group = plan.groups.get(func.name) if func.func_type is FunctionType.Group else None
 
     # ---- names and expressions ---------------------------------------------------------------
     def name(self, v: ex.Var) -> str:
@@ -124,20 +133,38 @@ class _FunctionEmitter:
 
     def call(self, c: ex.Call) -> str:
         if isinstance(c.op, ex.GlobalVar):
-            if c.op.name not in self.fnames:
-                raise NotImplementedError(f"call of function '{c.op.name}', which program "
-                                          f"'{self.program.name}' does not define")
-            return f"{self.fnames[c.op.name]}({', '.join(self.expr(a) for a in c.args)})"
+            return self.call_function(c)
         if not has_op(c.op):
             raise NotImplementedError(f"torch_codegen: unknown op {c.op!r}")
         spec = get_op(c.op)
+        if spec.name in UNSUPPORTED:
+            raise NotImplementedError(f"torch_codegen cannot express op '{spec.name}': {UNSUPPORTED[spec.name]}")
         tmpl = template_for(spec.name)
         if tmpl is None:
             raise NotImplementedError(f"torch_codegen has no PyTorch template for op '{spec.name}' "
                                       f"(add one to pypto.debug.torch_ops.TEMPLATES)")
         args = [self.expr(a) for a in c.args] + ["None"] * (len(spec.params) - len(c.args))
         attrs = {k: _value(v) for k, v in {**spec.attrs, **dict(c.kwargs)}.items()}
-        return tmpl.format(*args, valid=self.valid(c, spec.valid_args), **attrs)
+        where = repr(str(c.span)) if c.span.is_known() else "None"
+        return tmpl.format(*args, valid=self.valid(c, spec.valid_args), where=where, **attrs)
+
+    def call_function(self, c: ex.Call) -> str:
+        """A call of another function of the program: plain, resumed (`yield from`) when the callee
+        is a generator, or collected by the Group runner when this is a Group function."""
+        name = c.op.name  # type: ignore[union-attr]
+        callee = self.program.get_function(name)
+        if callee is None:
+            raise NotImplementedError(f"call of function '{name}', which program '{self.program.name}' "
+                                      f"does not define")
+        fn, args = self.fnames[name], "".join(f"{self.expr(a)}, " for a in c.args)
+        if self.group is not None and callee.func_type in KERNEL_TYPES:
+            writes = tuple(i for i, d in enumerate(callee.param_directions) if d in _OUT)
+            return f"_g.call({name!r}, {self.plan.cores[name]!r}, {fn}, ({args}), {writes})"
+        if name in self.plan.generators:
+            if self.func.name in self.plan.generators:
+                return f"(yield from {fn}({args}))"
+            return f"_alone({fn}({args}))"
+        return f"{fn}({args})"
 
     def valid(self, c: ex.Call, idx: tuple[int, ...]) -> str:
         if not idx:
@@ -190,6 +217,8 @@ class _FunctionEmitter:
         elif isinstance(s, st.EvalStmt):
             self.emit(d, self.expr(s.expr))
         elif isinstance(s, st.ReturnStmt):
+            if self.group is not None:
+                self.emit(d, "_g.run()")
             if self.is_kernel:
                 self.emit(d, f"return {self.outs()}")
             else:
@@ -252,14 +281,19 @@ class _FunctionEmitter:
                     if isinstance(dim, ex.Var) and dim.name not in bound:
                         bound.add(dim.name)
                         self.emit(1, f"{self.name(dim)} = {self.name(p)}.shape[{axis}]")
+        if self.group is not None:
+            split, depth = self.group
+            self.emit(1, f"_g = _Group({f.name!r}, {split!r}, {depth!r})")
         self.block(1, f.body)
         last = f.body.stmts[-1] if f.body.stmts else None
+        if self.group is not None and not isinstance(last, st.ReturnStmt):
+            self.emit(1, "_g.run()")
         if self.is_kernel and not isinstance(last, st.ReturnStmt):
             self.emit(1, f"return {self.outs()}")
         return self.lines
 
 
-def _main_block(entry: Function, fname: str) -> list[str]:
+def _main_block(entry: Function) -> list[str]:
     lines = ['if __name__ == "__main__":', "    torch.manual_seed(0)", "    main_inputs = ["]
     for p in entry.params:
         t = p.type
@@ -272,7 +306,7 @@ def _main_block(entry: Function, fname: str) -> list[str]:
             lines.append(f"        {1.0 if t.dtype.is_float() else 1},")
         else:
             lines.append(f"        None,  # '{p.name}' has a dynamic shape: supply it")
-    lines += ["    ]", f"    {fname}(*main_inputs)",
+    lines += ["    ]", "    run(*main_inputs)",
               "    for i in OUTPUTS:",
               "        t = main_inputs[i]",
               "        print(f'output {i}: shape {tuple(t.shape)} dtype {t.dtype} sum {t.double().sum().item():.6g}')"]
@@ -287,9 +321,11 @@ def torch_codegen(node: Program | Function, entry: str | None = None) -> str:
         entry: name of the entry function (default: as `CompiledProgram` picks it).
 
     Raises:
-        NotImplementedError: an op without a PyTorch template (the message names it), or a
-            construct the script cannot express.
+        NotImplementedError: an op in `torch_ops.UNSUPPORTED` or without a PyTorch template (the
+            message names it), a dtype without a torch equivalent, or a construct the script
+            cannot express.
         ValueError: an unknown `entry`.
+        CompileError: a Group function whose pipe configuration is invalid (`torch_plan`).
     """
     from ..runtime.compiled import select_entry
 
@@ -301,15 +337,19 @@ def torch_codegen(node: Program | Function, entry: str | None = None) -> str:
             base = f"f_{base}"
         fnames[f.name] = base
     ent = select_entry(program, entry)
+    plan = plan_script(program)
     out = [f"# PyTorch reference of PyPTO program '{program.name}' (generated by pypto.debug.torch_codegen).",
            "# Standalone: needs only torch. Run it to execute the entry on random inputs.", ""]
     out += inspect.getsource(torch_prelude).splitlines()
+    if plan.generators or plan.groups:
+        out += ["", ""] + [line for line in inspect.getsource(torch_cluster).splitlines()
+                           if "# not in scripts" not in line]
     for f in program.functions:
-        out += ["", ""] + _FunctionEmitter(f, program, fnames).function()
+        out += ["", ""] + _FunctionEmitter(f, program, fnames, plan).function()
     outputs = [i for i, d in enumerate(ent.param_directions) if d in _OUT]
     out += ["", "", f"ENTRY = {fnames[ent.name]}", f"OUTPUTS = {outputs}", "", "",
             "def run(*args):",
             '    """Run the entry on `args` (torch tensors and numbers); Out/InOut tensors are updated."""',
-            "    return ENTRY(*args)", "", ""]
-    out += _main_block(ent, fnames[ent.name])
+            f"    return {'_alone(ENTRY(*args))' if ent.name in plan.generators else 'ENTRY(*args)'}", "", ""]
+    out += _main_block(ent)
     return "\n".join(out) + "\n"

@@ -8,15 +8,25 @@ A template is a `str.format` pattern producing one Python expression:
   dtypes, enums as their name in quotes);
 - `{valid}` is the tuple of valid shapes of the OpSpec's `valid_args` (None where fully valid).
 
-Helpers named `_x` are defined in `torch_prelude`, which every script embeds. A key without a
-namespace (`add`) serves both `tensor.add` and `tile.add`; a full name (`tile.create`) overrides it.
-An op with neither raises `NotImplementedError` naming it (gather/sort and the cross-core pipe ops
-of mixed kernels have no template yet).
+- `{where}` is the call's source location as a string literal (None when unknown), for messages.
+
+Helpers named `_x` are defined in `torch_prelude`, which every script embeds, or — for the
+cross-core pipe ops, whose templates are built from `pypto.ops.system.PIPE_ROLES` — in
+`torch_cluster`, which scripts of mixed kernels embed. A pipe op that may have to wait (a push into
+a full ring, a pop from an empty one) is a `yield from` expression: the kernel containing it becomes
+a Python generator that the script's Group runner interleaves with its cluster peers.
+
+A key without a namespace (`add`) serves both `tensor.add` and `tile.add`; a full name
+(`tile.create`) overrides it. Every registered op has a template (tests/debug checks the registry
+against this table); an op listed in `UNSUPPORTED` instead raises `NotImplementedError` with its
+reason, and an op in neither table raises `NotImplementedError` naming it.
 """
 
 from __future__ import annotations
 
-__all__ = ["TEMPLATES", "template_for"]
+from ..ops.system import PIPE_ROLES
+
+__all__ = ["TEMPLATES", "UNSUPPORTED", "template_for", "waits"]
 
 _RED = {f"{side}_{k}": f"_reduce({k!r}, {{0}}, {axis}, {{valid}})"
         for side, axis in (("row", -1), ("col", -2))
@@ -28,6 +38,13 @@ _EXPAND = {f"{side}_expand{suffix}": tmpl
                                 ("_sub", "torch.sub({0}, {1})"), ("_mul", "torch.mul({0}, {1})"),
                                 ("_div", "_div({0}, {1})"), ("_max", "torch.maximum({0}, {1})"),
                                 ("_min", "torch.minimum({0}, {1})"), ("_expdif", "torch.exp({0} - {1})"))}
+
+#  pipe op kind  template (its direction comes from PIPE_ROLES); push / pop may wait
+_PIPE = {
+    "push": "(yield from _tpush({direction!r}, {{0}}, {{split}}, {{where}}))",
+    "pop": "(yield from _tpop({direction!r}, {{0}}, {{dtype}}, {{split}}, {{where}}))",
+    "free": "_tfree({direction!r}, {{where}})",
+}
 
 #  op (leaf or full name)  template
 TEMPLATES: dict[str, str] = {
@@ -86,12 +103,24 @@ TEMPLATES: dict[str, str] = {
     "set_validshape": "{0}",
     "fillpad": "_fillpad({0}, {pad_value}, {valid})",
     "tile.extract": "_slice({0}, {2}, {1}).clone()",
-    # block identity (the script runs as block 0 of 1) and synchronisation (no data effect)
+    # gather, scatter and sort (indices are INT32 values; out of range raises, like the simulator)
+    "gather": "torch.gather({0}, -1, {1}.long())",
+    "gather_row": "{0}[{1}[:, 0].long()]",
+    "scatter": "{0}.clone().scatter_(-1, {1}.long(), {2})",
+    "scatter_update": "_scatter_update({0}, {1}, {2})",
+    "sort32": "_sort32({0}, {1})",
+    "mrgsort": "_mrgsort({0}, {block_len})",
+    # block identity (block 0 of 1; a Group call sets the vector subblock) and synchronisation (no data effect)
     "get_block_idx": "BLOCK['block_idx']", "get_block_num": "BLOCK['block_num']",
     "get_subblock_idx": "BLOCK['subblock_idx']",
     "system.sync_src": "None", "system.sync_dst": "None", "system.bar_v": "None",
     "system.bar_m": "None", "system.bar_all": "None",
+    # cross-core pipes of mixed kernels (torch_cluster)
+    **{name: _PIPE[role.kind].format(direction=role.direction) for name, role in PIPE_ROLES.items()},
 }
+
+#  op  why the script cannot express it (raised as NotImplementedError); empty: every op has a template
+UNSUPPORTED: dict[str, str] = {}
 
 
 def template_for(op_name: str) -> str | None:
@@ -102,3 +131,9 @@ def template_for(op_name: str) -> str | None:
         if ns in ("tensor", "tile"):
             t = TEMPLATES.get(leaf)
     return t
+
+
+def waits(op_name: str) -> bool:
+    """Whether the template of `op_name` may pause its kernel (a `yield`: a pipe push or pop)."""
+    t = template_for(op_name)
+    return t is not None and "yield" in t

@@ -15,7 +15,9 @@ import math  # noqa: F401  (scripts use it for scalar math)
 
 import torch
 
-BLOCK = {"block_idx": 0, "block_num": 1, "subblock_idx": 0}
+# the identity of the running kernel instance; a Group call's runner (torch_cluster) sets the
+# vector subblock of each kernel it resumes
+BLOCK = {"block_idx": 0, "block_num": 1, "subblock_idx": 0, "subblock_num": 1}
 
 
 def _region(offsets, shape):
@@ -190,3 +192,30 @@ def _fillpad(x, pad="zero", valid=None):
     keep = torch.zeros(x.shape, dtype=torch.bool)
     keep[_lead(vs)] = True
     return out.masked_fill_(~keep, _pad_scalar(x.dtype, pad))
+
+
+def _scatter_update(dst, indices, src):
+    out = dst.clone()
+    out[indices[:, 0].long()] = src
+    return out
+
+
+def _sorted_pairs(values, index):
+    """(value, index) rows sorted by value descending, ties by index ascending, interleaved."""
+    order = torch.argsort(index, dim=-1, stable=True)
+    v, i = torch.gather(values, -1, order), torch.gather(index, -1, order)
+    order = torch.argsort(v, dim=-1, descending=True, stable=True)
+    v, i = torch.gather(v, -1, order), torch.gather(i, -1, order)
+    return torch.stack([v, i.to(values.dtype)], dim=-1).flatten(-2)
+
+
+def _sort32(src, idx, block=32):
+    """Each 32-element block of every row sorted into (value, index) pairs: [M, N] -> [M, 2N]."""
+    parts = [_sorted_pairs(src[:, c:c + block], idx[:, c:c + block].long()) for c in range(0, src.shape[1], block)]
+    return torch.cat(parts, dim=-1)
+
+
+def _mrgsort(src, block_len=32):
+    """Rows of sorted runs of `block_len` (value, index) pairs merged into one descending run."""
+    pairs = src.reshape(src.shape[0], -1, 2)
+    return _sorted_pairs(pairs[..., 0], pairs[..., 1].long())

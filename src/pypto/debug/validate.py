@@ -8,9 +8,14 @@ expected ones. A last stage, `simulator`, runs the compiled program itself on th
 tiles live at their planned addresses: a divergence only there points at memory planning or the
 runtime rather than at a pass's meaning.
 
+Programs with mixed kernels validate like any other: in the script a Group call runs its AIC and AIV
+kernels together on FIFO pipe rings (the AIV kernel as vector subblocks 0 and 1 under `pl.split`),
+as the simulator does (`torch_cluster`); a deadlock or a tile never popped makes the stage an error.
+
 The report lists every stage with its status — "ok", "mismatch" (numbers differ beyond tolerance),
-"error" (the stage's script or run raised) or "skipped" (the script needs an op without a PyTorch
-template) — and names the first stage that is a mismatch or an error.
+"error" (the stage's script or run raised, e.g. a pipe deadlock) or "skipped" (no script can be
+written: `torch_codegen` raised NotImplementedError, e.g. for a dtype without a torch equivalent) —
+and names the first stage that is a mismatch or an error.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 `BinaryExpr.op` / `UnaryExpr.op` are names from `BINARY_OPS` / `UNARY_OPS` (data, not classes).
 `Call.op` is either a registered op name (`"tile.add"`, see `pypto.ops`) or a `GlobalVar` naming a
 function of the same Program. Call attributes (`kwargs`) are plain Python values: ints, floats,
-bools, strings, DataTypes, enums, or tuples of those.
+bools, strings, DataTypes, enums, or tuples of those. `Call.deps` holds the explicit task
+dependencies of a call of a program function (`self.k(..., deps=[x, y])`, SPEC §1): tensor-typed
+expressions (Vars once the parser or FlattenCallExpr has run) that are *uses* of those values.
 """
 
 from __future__ import annotations
@@ -139,12 +141,19 @@ class GlobalVar(Expr):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Call(Expr):
-    """A call of a registered op (`op` is its name) or of a program function (`op` is a GlobalVar)."""
+    """A call of a registered op (`op` is its name) or of a program function (`op` is a GlobalVar).
+
+    `deps` (calls of program functions only; empty otherwise): tensors whose earlier writers the
+    task(s) of this call wait for, on top of the dependencies derived from overlapping regions.
+    Each is a tensor-typed Expr the call *uses*; visitors, mutators, the printer, structural
+    equality and the serializer all treat it like `args`.
+    """
 
     op: str | GlobalVar
     args: tuple[Expr, ...]
     kwargs: tuple[tuple[str, Any], ...]
     result_type: Type
+    deps: tuple[Expr, ...] = ()
 
     @property
     def type(self) -> Type:

@@ -274,9 +274,15 @@ class _Printer:
     def call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
         args += [f"{k}={format_value(v)}" for k, v in e.kwargs]
+        if e.deps:
+            args.append(self.deps(e.deps))
         if isinstance(e.op, GlobalVar):
             return f"{self.expr(e.op)}({', '.join(args)})"
         return f"pl.{_op_spelling(e.op)}({', '.join(args)})"
+
+    def deps(self, deps: tuple[Expr, ...]) -> str:
+        """`deps=[x, y]`: the explicit task dependencies of a call or a `pl.at` region."""
+        return "deps=[" + ", ".join(self.expr(d) for d in deps) + "]"
 
     # ---- statements ----------------------------------------------------------------------
     def emit(self, depth: int, text: str) -> None:
@@ -360,6 +366,8 @@ class _Printer:
             args.append(f"level={s.level!r}")
         if s.optimizations:
             args.append(_optimizations_text(s.optimizations))
+        if s.deps:
+            args.append(self.deps(s.deps))
         return f"pl.at({', '.join(args)})"
 
     # ---- functions -----------------------------------------------------------------------

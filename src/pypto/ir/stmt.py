@@ -103,13 +103,18 @@ class ContinueStmt(Stmt):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ScopeStmt(Stmt):
-    """A scoped region: `pl.at(level=..., optimizations=[...])` (InCore) or `pl.scope()` (Runtime).
+    """A scoped region: `pl.at(level=..., optimizations=[...], deps=[...])` (InCore) or `pl.scope()`
+    (Runtime).
 
     `optimizations` is a tuple of (name, ((key, value), ...)) pairs, e.g.
     `("split", (("mode", SplitMode.UP_DOWN),))` or `("cross_core_slot", (("slot_num", 4),))`.
+    `deps` (InCore scopes only): tensor-typed Exprs, used before the scope, whose earlier writers
+    the region's task(s) wait for; outlining moves them onto the call that replaces the scope
+    (`Call.deps`).
     """
 
     kind: ScopeKind
     body: SeqStmts
     level: Level | None = None
     optimizations: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    deps: tuple[Expr, ...] = ()

@@ -27,7 +27,7 @@ from typing import Any
 from ..core.dtype import DataType
 from .expr import Var
 from .function import Function, Program
-from .stmt import AssignStmt, ForStmt, IfStmt, WhileStmt
+from .stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, WhileStmt
 from .types import Type
 
 __all__ = ["structural_equal", "structural_hash", "assert_structural_equal"]
@@ -45,6 +45,7 @@ _ORDER: dict[type, tuple[str, ...]] = {
     AssignStmt: ("value", "var"),
     ForStmt: ("start", "stop", "step", "iter_args", "loop_var", "body", "return_vars", "kind"),
     WhileStmt: ("iter_args", "cond", "body", "return_vars"),
+    ScopeStmt: ("kind", "deps", "body"),  # deps are evaluated before the region runs
 }
 _IGNORED: dict[type, frozenset[str]] = {Program: frozenset({"name"})}
 _VAR_SKIP = frozenset({"name", "var_type"})  # Var fields handled by hand (others, e.g. init, are uses)

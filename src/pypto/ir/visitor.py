@@ -127,6 +127,8 @@ class IRVisitor:
             self.visit_expr(e.op)
         for a in e.args:
             self.visit_expr(a)
+        for d in e.deps:
+            self.visit_expr(d)
 
     def visit_MakeTuple(self, e: MakeTuple) -> None:
         for a in e.elements:
@@ -191,6 +193,8 @@ class IRVisitor:
     visit_ContinueStmt = visit_BreakStmt
 
     def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        for d in s.deps:
+            self.visit_expr(d)
         self.visit_stmt(s.body)
 
 
@@ -286,16 +290,19 @@ class IRMutator:
 
     def visit_Call(self, e: Call) -> Expr:
         args = [self.visit_expr(a) for a in e.args]
+        deps = [self.visit_expr(d) for d in e.deps]
         if _same(e.args, args):
             rt = self.visit_type(e.result_type)
-            return e if rt is e.result_type else replace(e, result_type=rt)
+            if rt is e.result_type and _same(e.deps, deps):
+                return e
+            return replace(e, result_type=rt, deps=tuple(deps))
         if isinstance(e.op, str):  # operands changed: re-run the op's type rule
             from ..ops import get_op
 
             rt = get_op(e.op).infer(args, dict(e.kwargs))
         else:
             rt = self.visit_type(e.result_type)
-        return replace(e, args=tuple(args), result_type=rt)
+        return replace(e, args=tuple(args), result_type=rt, deps=tuple(deps))
 
     def visit_MakeTuple(self, e: MakeTuple) -> Expr:
         els = [self.visit_expr(a) for a in e.elements]
@@ -382,8 +389,9 @@ class IRMutator:
     visit_ContinueStmt = visit_BreakStmt
 
     def visit_ScopeStmt(self, s: ScopeStmt) -> Stmt:
+        deps = [self.visit_expr(d) for d in s.deps]
         body = self.visit_seq(s.body)
-        return s if body is s.body else replace(s, body=body)
+        return s if body is s.body and _same(s.deps, deps) else replace(s, body=body, deps=tuple(deps))
 
 
 

@@ -144,7 +144,7 @@ class _Roots(IRVisitor):
                 self.root[s.var] = r
         elif isinstance(v, Call) and isinstance(v.op, str):
             for w in get_op(v.op).writes:
-                if isinstance(v.args[w].type, TensorType):
+                if w < len(v.args) and isinstance(v.args[w].type, TensorType):  # optional args may be absent
                     r = self.root_of(v.args[w])
                     if r is not None:
                         self.written.add(r)

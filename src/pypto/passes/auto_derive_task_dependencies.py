@@ -8,7 +8,10 @@ and the regions `tensor_access` traces through slices, in-place writes and loops
 
 - RAW: a later site reads (In/InOut) what an earlier site writes (Out/InOut);
 - WAR: a later site writes what an earlier site reads;
-- WAW: both write.
+- WAW: both write;
+- explicit: a later site names, in its `deps=[...]`, a tensor an earlier site writes (Out/InOut)
+  any region of (`self.k(x, y, deps=[t])`, SPEC §1). Added to the edge's kinds when the sites also
+  conflict on regions.
 
 Two regions of one root tensor overlap unless both are boxes with constant offsets and shapes
 that are disjoint; anything else (a loop-variant offset, a whole-tensor access) may overlap, and
@@ -22,11 +25,13 @@ dependencies of the concrete task instances at run time from their actual tensor
 ```
 {"tasks": [{"id": 0, "callee": "k", "line": 12,
             "args": [{"param": "c", "direction": "Out", "tensor": "c",
-                      "offsets": [0, 0] | null, "shape": [16, 64] | null}, ...]}, ...],
- "edges": [{"from": 0, "to": 1, "kinds": ["RAW"], "tensors": ["c"],
+                      "offsets": [0, 0] | null, "shape": [16, 64] | null}, ...],
+            "deps": [{"tensor": "c", "offsets": ..., "shape": ...}, ...]}, ...],
+ "edges": [{"from": 0, "to": 1, "kinds": ["RAW", "explicit"], "tensors": ["c"],
             "exact": true, "loop_carried": false}, ...]}
 ```
-Offsets and shape entries are ints, or the printed expression when not constant.
+Offsets and shape entries are ints, or the printed expression when not constant. An edge lists the
+root tensors behind any of its kinds; it is exact when every overlap behind it is certain.
 """
 
 from __future__ import annotations
@@ -99,6 +104,42 @@ def _edge(src: CallSite, dst: CallSite, loop_carried: bool) -> dict[str, Any] | 
             "loop_carried": loop_carried}
 
 
+def _explicit(src: CallSite, dst: CallSite, loop_carried: bool) -> tuple[list[str], bool] | None:
+    """(tensors, exact) when `dst` names in its deps a region `src` writes, else None."""
+    tensors: list[str] = []
+    exact = True
+    for r in dst.deps:
+        for _, d, w in src.args:
+            if w is None or d is D.In:
+                continue
+            hit, sure = regions_overlap(w, r)
+            if hit:
+                exact &= sure and not loop_carried
+                if r.root.name not in tensors:
+                    tensors.append(r.root.name)
+    return (tensors, exact) if tensors else None
+
+
+def _link(src: CallSite, dst: CallSite, loop_carried: bool) -> dict[str, Any] | None:
+    """The edge src -> dst: region conflicts and explicit deps together."""
+    e = _edge(src, dst, loop_carried)
+    x = _explicit(src, dst, loop_carried)
+    if x is None:
+        return e
+    tensors, exact = x
+    if e is None:
+        return {"from": src.index, "to": dst.index, "kinds": ["explicit"], "tensors": tensors,
+                "exact": exact, "loop_carried": loop_carried}
+    e["kinds"].append("explicit")
+    e["tensors"] += [t for t in tensors if t not in e["tensors"]]
+    e["exact"] &= exact
+    return e
+
+
+def _region_json(r: Region) -> dict[str, Any]:
+    return {"tensor": r.root.name, "offsets": _dims(r.offsets), "shape": _dims(r.shape)}
+
+
 def _dims(es: tuple[Expr, ...] | None) -> list[int | str] | None:
     if es is None:
         return None
@@ -110,24 +151,25 @@ def task_graph(calls: list[CallSite]) -> dict[str, Any]:
     tasks = [{"id": c.index, "callee": c.callee, "line": c.stmt.span.begin_line,
               "args": [{"param": n, "direction": d.name, "tensor": r.root.name if r else None,
                         "offsets": _dims(r.offsets) if r else None, "shape": _dims(r.shape) if r else None}
-                       for n, d, r in c.args]} for c in calls]
+                       for n, d, r in c.args],
+              "deps": [_region_json(r) for r in c.deps]} for c in calls]
     edges = []
     for j, later in enumerate(calls):
         for earlier in calls[:j]:
-            e = _edge(earlier, later, False)
+            e = _link(earlier, later, False)
             if e is not None:
                 edges.append(e)
     for i, a in enumerate(calls):   # the next iteration of a shared loop runs `a` after `b` again
         for b in calls[i:]:
             if set(a.loops) & set(b.loops):
-                e = _edge(b, a, True)
+                e = _link(b, a, True)
                 if e is not None:
                     edges.append(e)
     return {"tasks": tasks, "edges": edges}
 
 
 class AutoDeriveTaskDependencies(Pass):
-    """Record, per orchestrating function, its tasks and their RAW/WAR/WAW dependency edges."""
+    """Record, per orchestrating function, its tasks and their RAW/WAR/WAW/explicit dependency edges."""
 
     name = "AutoDeriveTaskDependencies"
 

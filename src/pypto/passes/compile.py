@@ -8,7 +8,7 @@ orchestration/<orch>.cpp                              (host code per Orchestrati
 kernel_config.py                                      (runtime, orchestration and kernel table)
 program.msgpack                                       (the lowered program, for CompiledProgram.from_dir)
 report/memory_usage.json                              (peak bytes per memory space per kernel)
-report/task_dependencies.json                         (RAW/WAR/WAW edges between task submissions)
+report/task_dependencies.json                         (RAW/WAR/WAW/explicit edges between task submissions)
 report/perf_hints.log                                 (performance hints, PH001...)
 report/pass_timings.json, report/compile_time.json    (ms per pass; ms per stage and pass)
 report/error.log                                      (only when compilation failed)

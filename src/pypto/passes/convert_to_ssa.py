@@ -74,8 +74,8 @@ class _SSABuilder:
             return [_Subst(self.env).visit_stmt(s)]
         if isinstance(s, SeqStmts):
             return list(self.block(s).stmts)
-        if isinstance(s, ScopeStmt):
-            return [replace(s, body=self.block(s.body))]
+        if isinstance(s, ScopeStmt):  # explicit deps are read before the region runs
+            return [replace(s, deps=tuple(self.use(d) for d in s.deps), body=self.block(s.body))]
         if isinstance(s, ForStmt):
             return [self.loop(s)]
         if isinstance(s, WhileStmt):

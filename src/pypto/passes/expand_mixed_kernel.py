@@ -40,7 +40,9 @@ depth).
 Each transfer needs a path between the sender's and the receiver's memory on the target
 (`SoCModel.pipe_route`): on chip where the chip moves the tile directly (Acc → Vec, Vec → Mat on
 Ascend950), else through a DDR slot buffer (Acc → DDR → Vec, Vec → DDR → Mat on Ascend910B);
-CompileError when neither exists (e.g. a Mat tile for a vector op). A scalar computed from a tile
+CompileError when neither exists (e.g. a Mat tile for a vector op). For a pipe on chip, memory
+planning then reserves the ring of slots in the receiving kernel's memory (InitMemRef,
+`pipe_rings`). A scalar computed from a tile
 on one side and used on the other also raises CompileError.
 """
 

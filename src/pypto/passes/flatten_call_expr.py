@@ -2,8 +2,8 @@
 
 `c = pl.tensor.assemble(c, pl.tensor.add(a, b), [0, 0])` becomes
 `t = pl.tensor.add(a, b); c = pl.tensor.assemble(c, t, [0, 0])`, so that every op result has a
-name (and, later, a buffer). Calls nested in conditions, loop bounds, yields and returns are
-hoisted the same way.
+name (and, later, a buffer). Calls nested in conditions, loop bounds, yields, returns and explicit
+`deps=[...]` are hoisted the same way.
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ class _Flattener:
 
     def flat_call(self, c: Call) -> Call:
         args = [self.hoist(a) for a in c.args]
-        return c if all(a is b for a, b in zip(args, c.args)) else replace(c, args=tuple(args))
+        deps = [self.hoist(d) for d in c.deps]  # explicit deps end up as Vars too
+        if all(a is b for a, b in zip(args, c.args)) and all(a is b for a, b in zip(deps, c.deps)):
+            return c
+        return replace(c, args=tuple(args), deps=tuple(deps))
 
     def top(self, e: Expr) -> Expr:
         """An expression in statement position: a call may stay, its arguments are flattened."""
@@ -89,7 +92,15 @@ class _Flattener:
             body = self.block(s.body)
             self.pre = pre
             return s if body is s.body else replace(s, body=body)
-        if isinstance(s, (WhileStmt, ScopeStmt)):
+        if isinstance(s, ScopeStmt):
+            deps = tuple(self.hoist(d) for d in s.deps)
+            pre = self.pre
+            body = self.block(s.body)
+            self.pre = pre
+            if body is s.body and all(a is b for a, b in zip(deps, s.deps)):
+                return s
+            return replace(s, body=body, deps=deps)
+        if isinstance(s, WhileStmt):
             pre = self.pre
             body = self.block(s.body)
             self.pre = pre

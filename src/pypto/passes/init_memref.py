@@ -6,6 +6,12 @@ whole 16-row fractal boxes in Mat/Left/Right/Acc, 32-byte aligned rows elsewhere
 to the 32-byte alignment.
 Addresses are assigned later by AllocateMemoryAddr.
 
+Cross-core pipe rings: first, a kernel that receives tiles on a pipe running on chip gets a ring
+tile per direction at the top of its body, which its pops name (`pipe_rings.add_pipe_rings`: the
+consumer reserves `slots × slot_bytes` of its Vec / Mat for the slots the producer writes into). A
+ring is a byte array: its MemRef is exactly `slots × slot_bytes` bytes (rounded up to the 32-byte
+alignment), with no fractal layout even in Mat.
+
 Structured control flow shares buffers so that carried values need no copies and the rule can be
 read back from printed IR (the parser types results the same way):
 - a loop's iter arg and its return var live in the buffer of the iter arg's *init* value;
@@ -26,50 +32,20 @@ from collections import Counter
 from dataclasses import replace
 
 from ..backend import SoCModel
-from ..core.enums import FunctionType, MemorySpace, TensorLayout
+from ..core.enums import FunctionType, MemorySpace
 from ..ir.expr import Call, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
-from ..ir.types import MemRef, TileType, num_elements, static_shape
+from ..ir.types import MemRef, TileType
 from ..ir.visitor import IRMutator
 from ..ops import get_op
 from .analysis import UseVisitor, defined_vars
 from .base import FunctionPass, PassContext
 from .op_builder import build_call
+from .pipe_rings import add_pipe_rings, ring_uses
+from .tile_layout import align_up, buffer_bytes, tile_bytes
 
 __all__ = ["InitMemRef", "tile_bytes", "buffer_bytes", "align_up"]
-
-
-def align_up(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
-def tile_bytes(t: TileType) -> int:
-    """Bytes of a tile's elements, densely packed (sub-byte dtypes packed)."""
-    return (num_elements(t) * t.dtype.get_bit() + 7) // 8
-
-
-def buffer_bytes(t: TileType, soc: SoCModel) -> int:
-    """Bytes a tile occupies in its on-chip memory, as the hardware lays it out (SPEC §6):
-
-    - in Mat / Left / Right / Acc, whole fractal boxes: rows rounded up to `soc.l0_fractal_rows`
-      (16), each row to `fractal_bytes / 16` bytes (32 bytes; 64 in Acc);
-    - elsewhere (Vec, Bias), a row-major tile's rows each start on the 32-byte alignment, a
-      column-major (DN) tile's columns do; a 1-D tile is one row.
-    The result is rounded up to `soc.alignment`. Equal to `tile_bytes` for aligned shapes.
-    """
-    shape = static_shape(t)
-    rows, cols = (1, shape[0]) if len(shape) == 1 else (num_elements(t) // max(shape[-1], 1), shape[-1])
-    space = t.memory_space or MemorySpace.Vec
-    bits = t.dtype.get_bit()
-    fractal = soc.fractal_bytes.get(space)
-    if fractal is not None:
-        rows = align_up(rows, soc.l0_fractal_rows)
-        row_bytes = align_up((cols * bits + 7) // 8, fractal // soc.l0_fractal_rows)
-        return align_up(rows * row_bytes, soc.alignment)
-    if t.view is not None and t.view.layout is TensorLayout.DN and len(shape) == 2:
-        rows, cols = cols, rows
-    return align_up(rows * align_up((cols * bits + 7) // 8, soc.alignment), soc.alignment)
 
 
 class _UseCount(UseVisitor):
@@ -151,16 +127,19 @@ class _Donate(IRMutator):
 
 
 class _Assign(IRMutator):
-    def __init__(self, soc: SoCModel, uses: Counter[Var]) -> None:
+    def __init__(self, soc: SoCModel, uses: Counter[Var], rings: frozenset[Var] = frozenset()) -> None:
         super().__init__()
         self.soc = soc
         self.uses = uses
+        self.rings = rings  # pipe ring tiles: dense byte arrays
         self.next_id = 0
         self.shared: dict[Var, MemRef] = {}  # binding -> memref it must use
 
-    def new_memref(self, t: TileType) -> MemRef:
+    def new_memref(self, t: TileType, dense: bool = False) -> MemRef:
         space = t.memory_space or MemorySpace.Vec
-        m = MemRef(space, self.next_id, buffer_bytes(replace(t, memory_space=space), self.soc))
+        size = align_up(tile_bytes(t), self.soc.alignment) if dense else \
+            buffer_bytes(replace(t, memory_space=space), self.soc)
+        m = MemRef(space, self.next_id, size)
         self.next_id += 1
         return m
 
@@ -170,7 +149,7 @@ class _Assign(IRMutator):
         t = v.type
         if not isinstance(t, TileType) or t.memref is not None:
             return super().visit_binding(v)
-        m = self.shared.get(v) or self.new_memref(t)
+        m = self.shared.get(v) or self.new_memref(t, v in self.rings)
         nv = replace(v, var_type=replace(t, memory_space=m.memory_space, memref=m))
         self.var_map[v] = nv
         return nv
@@ -226,9 +205,10 @@ class InitMemRef(FunctionPass):
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         if func.func_type is FunctionType.Orchestration:
             return func
+        func = add_pipe_rings(func, program, ctx.soc)
         uses = _UseCount()
         uses.visit_stmt(func.body)
         func = _Donate(uses.count).visit_function(func)
         uses = _UseCount()
         uses.visit_stmt(func.body)
-        return _Assign(ctx.soc, uses.count).visit_function(func)
+        return _Assign(ctx.soc, uses.count, frozenset(ring_uses(func))).visit_function(func)

@@ -9,7 +9,7 @@ For a scope in function `f`, the k-th outlined function is `f_incore_<k>`:
   it with `tensor.create` and the body assembles the value into it.
 The scope is replaced by the call; values used afterwards are bound to the call's results.
 The scope's `optimizations` (`pl.split`, `pl.cross_core_slot`) go onto the outlined function, where
-ExpandMixedKernel reads them.
+ExpandMixedKernel reads them; its explicit `deps=[...]` go onto the call that replaces it.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class _AssembleTargets(IRVisitor):
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         v = s.value
         if isinstance(v, Call) and isinstance(v.op, str):
-            writes = [w for w in get_op(v.op).writes if isinstance(v.args[w].type, TensorType)]
+            writes = [w for w in get_op(v.op).writes if w < len(v.args) and isinstance(v.args[w].type, TensorType)]
             if writes:
                 w = writes[0]
                 r = self.root_of(v.args[w])
@@ -226,7 +226,7 @@ class _Outliner:
                                        body, scope.level, optimizations=scope.optimizations,
                                        span=scope.span))
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
-        call = Call(GlobalVar(name), tuple(args), (), rt, span=scope.span)
+        call = Call(GlobalVar(name), tuple(args), (), rt, scope.deps, span=scope.span)
         if not outputs:
             from ..ir.stmt import EvalStmt
 
@@ -268,9 +268,18 @@ class _ComputeOutsideScopes(IRVisitor):
 
 
 class _InlineIncoreScopes(IRMutator):
+    """Dissolves InCore scopes into their bodies, collecting their explicit deps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deps: list[Expr] = []
+
     def visit_ScopeStmt(self, s: ScopeStmt) -> Stmt:
         body = self.visit_seq(s.body)
-        return body if s.kind is ScopeKind.InCore else replace(s, body=body)
+        if s.kind is not ScopeKind.InCore:
+            return replace(s, body=body)
+        self.deps += [d for d in s.deps if not any(d is x for x in self.deps)]
+        return body
 
 
 def _implicit_scope(f: Function) -> Function:
@@ -284,10 +293,14 @@ def _implicit_scope(f: Function) -> Function:
     v.visit_stmt(f.body)
     if not v.compute or v.calls:
         return f
-    stmts = list(_InlineIncoreScopes().visit_seq(f.body).stmts)  # one region: inner pl.at dissolve
+    dissolve = _InlineIncoreScopes()
+    stmts = list(dissolve.visit_seq(f.body).stmts)  # one region: inner pl.at dissolve
     tail = [stmts.pop()] if stmts and isinstance(stmts[-1], ReturnStmt) else []
+    # deps on values computed inside the region are ordered within its one task; deps on
+    # parameters stay (an earlier task of the caller may write them)
+    deps = tuple(d for d in dissolve.deps if isinstance(d, Var) and d in f.params)
     scope = ScopeStmt(ScopeKind.InCore, SeqStmts(tuple(stmts), span=f.body.span), Level.CORE_GROUP,
-                      span=f.span)
+                      deps=deps, span=f.span)
     return replace(f, body=SeqStmts((scope, *tail), span=f.body.span))
 
 

@@ -85,7 +85,7 @@ class _Outliner:
         fn = replace(fn, param_directions=self.directions(fn))
         self.new_funcs.append(fn)
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
-        call = Call(GlobalVar(name), tuple(inputs), (), rt, span=scope.span)
+        call = Call(GlobalVar(name), tuple(inputs), (), rt, scope.deps, span=scope.span)  # deps stay
         if not outputs:
             return [EvalStmt(call, span=scope.span)]
         if len(outputs) == 1:

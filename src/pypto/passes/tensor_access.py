@@ -13,7 +13,8 @@ An op's declared `reads` / `writes`, and a callee's parameter directions (In rea
 InOut both), turn each use into an access. Statements are numbered in program order, so
 `first_read` / `first_write` tell whether a tensor is read before it is first written.
 Calls of program functions are collected as `CallSite`s with the region and direction of each
-tensor argument and the loops around the call.
+tensor argument, the regions of its explicit `deps=[...]` (which the call does not access) and the
+loops around the call.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class Region:
 
 @dataclass(eq=False)
 class CallSite:
-    """One call of a program function: `args[i]` is (param name, direction, Region or None)."""
+    """One call of a program function: `args[i]` is (param name, direction, Region or None);
+    `deps` the regions its explicit `deps=[...]` name (whose earlier writers it waits for)."""
 
     index: int
     callee: str
@@ -54,6 +56,7 @@ class CallSite:
     stmt: Stmt
     args: list[tuple[str, ParamDirection, Region | None]]
     loops: tuple[int, ...] = ()
+    deps: tuple[Region, ...] = ()
 
 
 class TensorAccess(IRVisitor):
@@ -159,7 +162,8 @@ class TensorAccess(IRVisitor):
                 args.append((n, d, r))
             if d is not ParamDirection.In:
                 outs.append(r)
-        self.calls.append(CallSite(len(self.calls), name, v, s, args, tuple(self.loops)))
+        deps = tuple(r for r in (self.region_of(d) for d in v.deps) if r is not None)
+        self.calls.append(CallSite(len(self.calls), name, v, s, args, tuple(self.loops), deps))
         if len(outs) == 1:
             return outs[0]
         return outs if outs else None

@@ -11,7 +11,11 @@ kernel's parameter directions, `add_scalar` for scalars — and submits it to th
 kernels a Group function calls (the AIC and AIV halves of a mixed kernel, joined by cross-core
 pipes) are submitted together as one cluster task (`submit_mixed_task`), with a `MixedConfig` of
 its split mode and pipe rings when it has any (`cluster_config`). The value of a kernel call
-is its Out/InOut tensor(s). Runtime scopes (`pl.scope()`) become
+is its Out/InOut tensor(s). Explicit dependencies (`Call.deps`, `deps=[x, y]` in the source) are
+named on the task argument list — `add_dep(x)`: the task waits for the earlier tasks that wrote
+tensor `x` — and, for a call of another host function (a Group function, a nested orchestration),
+bracket the call — `push_task_deps(rt, {x, y}); ...; pop_task_deps(rt);` — so every task it submits
+waits for them. Runtime scopes (`pl.scope()`) become
 `PTO2_SCOPE(rt) { ... }`; a function with `auto_scope=True` and no explicit scope gets one scope
 around its body. Other host functions it calls (Opaque, nested Orchestration) become static C++
 functions in the same file. Host ops (creation, views, shape queries) are spelled generically as
@@ -95,6 +99,7 @@ class _FunctionEmitter:
         self.env: dict[Var, str] = {}
         self.depth = 1
         self.tasks = 0
+        self.pops = 0   # push_task_deps of the current statement, popped after it
         self.yields: list[list[str]] = []   # target C++ names of the enclosing loop / if
         # A Group function's kernels (AIC + AIV of a split mixed kernel) are one cluster task.
         self.mixed: list[tuple[str, str, str]] | None = [] if func.func_type is FunctionType.Group else None
@@ -182,6 +187,9 @@ class _FunctionEmitter:
                 self.scope(s)
             else:
                 raise self.fail(f"{type(s).__name__} is not supported in host code", s.span)
+            for _ in range(self.pops):
+                self.emit("pop_task_deps(rt);")
+            self.pops = 0
         finally:
             self.span = prev
 
@@ -214,6 +222,11 @@ class _FunctionEmitter:
             if is_kernel(callee):
                 return self.submit(callee, e, span)
             args = ", ".join(["rt"] + [self.expr(a) for a in e.args])
+            if e.deps:
+                deps = ", ".join(self.expr(d) for d in e.deps)
+                self.emit(f"push_task_deps(rt, {{{deps}}});  // every task {callee.name} submits waits "
+                          f"for the earlier writers of these")
+                self.pops += 1
             return f"{callee.name}({args})"
         spec = get_op(e.op)
         host_ok = spec.namespace != "tile" and (spec.traits & _HOST_TRAITS or isinstance(e.type, ScalarType))
@@ -246,10 +259,8 @@ class _FunctionEmitter:
                 self.emit(f"{t}.add_scalar({val});")
         for _, i, kind, axis in dynamic_dims(kernel):  # the kernel's dynamic dims follow its params
             self.emit(f"{t}.add_scalar({self.expr(e.args[i])}.{kind}({axis}));")
-        for k, v in e.kwargs:
-            if k == "deps":
-                for dep in (v if isinstance(v, tuple) else (v,)):
-                    self.emit(f"{t}.add_dep({self.expr(dep) if isinstance(dep, Expr) else c_literal(dep)});")
+        for dep in e.deps:  # explicit: wait for the earlier tasks that wrote this tensor
+            self.emit(f"{t}.add_dep({self.expr(dep)});")
         core = kernel_core_type(kernel)
         if self.mixed is not None and self.depth == 1:
             self.mixed.append((kernel_enum_name(kernel.name), t, core))

@@ -18,6 +18,7 @@ from ...ir.function import Function, Program
 from ...ir.stmt import AssignStmt, ReturnStmt
 from ...ir.structural import structural_equal
 from ...ir.types import Type
+from .deps import reject_deps
 from .function_parser import FunctionParser, ProgramContext, parse_header
 from .source import Namespace, SourceInfo, source_of, source_of_text
 from .stmts import type_compatible, type_text
@@ -265,6 +266,8 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
     info = source_of(pyfunc)
     fdef = find_def(info)
     ns = Namespace.of_function(pyfunc)
+    reject_deps(parser, node, f"inline helper '{fdef.name}' (its body is spliced in: put deps= on the "
+                              f"calls inside it)")
     args = [parser.parse_expr(a) for a in node.args]
     if node.keywords:
         raise ParserSyntaxError("keyword arguments are not supported in inline calls", parser.span(node))

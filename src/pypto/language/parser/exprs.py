@@ -38,6 +38,7 @@ from ...ir.types import ScalarType, TensorType, TileType, TupleType
 from .. import dsl
 from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
 from ..typing import DynVar
+from .deps import parse_deps, reject_deps
 from .source import MISSING
 
 __all__ = ["ExprParser", "make_op_call"]
@@ -301,6 +302,7 @@ class ExprParser:
     def expr_Call(self, node: ast.Call) -> Any:
         callee = self.parse_value(node.func)
         if isinstance(callee, (OpRef, UnifiedOp)):
+            reject_deps(self, node, f"op call '{ast.unparse(node.func)}'")
             args = [self.parse_value(a) for a in node.args]
             kwargs = {k.arg: self.parse_value(k.value) for k in node.keywords}
             if isinstance(callee, OpRef):
@@ -440,10 +442,15 @@ class ExprParser:
         raise ParserSyntaxError(f"pl.{b.name}(...) cannot be used as a value here", span)
 
     def call_function(self, gv: GlobalVar, node: ast.Call) -> Call:
+        """A call of program function `gv`; `deps=[...]` is its only keyword (`parser/deps.py`)."""
         params, _dirs, rets = self.program.signature(gv.name)
         args = [self.parse_expr(a) for a in node.args]
-        if node.keywords:
-            raise ParserSyntaxError("keyword arguments are not supported in function calls", self.span(node))
+        deps: tuple[Expr, ...] = ()
+        for k in node.keywords:
+            if k.arg != "deps":
+                raise ParserSyntaxError("keyword arguments are not supported in function calls (except "
+                                        "deps=[...])", self.span(node))
+            deps = parse_deps(self, k.value, node)
         if len(args) != len(params):
             raise ParserTypeError(f"function '{gv.name}' takes {len(params)} arguments, got {len(args)}",
                                   self.span(node))
@@ -451,7 +458,7 @@ class ExprParser:
             if d is not ParamDirection.In:
                 self.check_writable(a, f"it is passed as {d.name} parameter '{p.name}' of '{gv.name}'", node)
         rt = rets[0] if len(rets) == 1 else TupleType(tuple(rets))
-        return Call(gv, tuple(args), (), rt, span=self.span(node))
+        return Call(gv, tuple(args), (), rt, deps, span=self.span(node))
 
 
 def _linear(e: Expr) -> tuple[dict[int, int], int, dict[int, Expr]]:

@@ -37,6 +37,7 @@ from ...ir.stmt import (
 from ...ir.structural import structural_equal
 from ...ir.types import ScalarType, TensorType, TileType, TupleType, Type
 from .. import dsl
+from .deps import parse_deps
 from .exprs import make_op_call
 
 __all__ = ["StmtParser", "PendingYield"]
@@ -563,15 +564,19 @@ class StmtParser:
         if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in ("at", "scope"):
             raise ParserSyntaxError("only 'with pl.at(...)' and 'with pl.scope()' are supported",
                                     self.span(node))
-        kw = {k.arg: self.parse_value(k.value) for k in call.keywords}
+        deps_node = next((k.value for k in call.keywords if k.arg == "deps"), None)
+        kw = {k.arg: self.parse_value(k.value) for k in call.keywords if k.arg != "deps"}
+        deps: tuple[Expr, ...] = ()
         if helper.name == "scope":
-            if call.args or kw:
+            if call.args or kw or deps_node is not None:
                 raise ParserTypeError("pl.scope() takes no arguments", self.span(call))
             kind, level, opts = ScopeKind.Runtime, None, ()
         else:
             if call.args or set(kw) - {"level", "optimizations"}:
-                raise ParserTypeError("pl.at takes keyword arguments level= and optimizations=",
+                raise ParserTypeError("pl.at takes keyword arguments level=, optimizations= and deps=",
                                       self.span(call))
+            if deps_node is not None:
+                deps = parse_deps(self, deps_node, call)
             level = kw.get("level", Level.CORE_GROUP)
             if not isinstance(level, Level):
                 raise ParserTypeError(f"pl.at level must be a pl.Level, got {level!r}", self.span(call))
@@ -587,7 +592,7 @@ class StmtParser:
             self.incore_depth -= kind is ScopeKind.InCore
         if py is not None:  # a yield inside a scope belongs to the enclosing construct
             self.pending_yield = py
-        self.emit(ScopeStmt(kind, body, level, opts, span=self.span(node)))
+        self.emit(ScopeStmt(kind, body, level, opts, deps, span=self.span(node)))
 
     # ---- simple statements ---------------------------------------------------------------
     def stmt_Pass(self, node: ast.Pass) -> None:

@@ -4,7 +4,9 @@
 A Group call (ExpandMixedKernel's `k` calling `k_aic` and `k_aiv`) runs as one unit on one cluster:
 its AIC kernel on the cube core and its AIV kernel on one vector core, or on both (subblocks 0 and
 1) under a split mode. The kernels talk through the cluster's own `PipeChannel`, made fresh for the
-call, so no two groups ever share a pipe.
+call, so no two groups ever share a pipe. Where memory planning gave a consumer a ring (a pipe on
+chip), the channel keeps that ring's slots in the consumer core's arena at the planned address
+(`PipeChannel.attach`), so the tiles in flight share the core's memory with its tiles.
 
 `ClusterRun` executes the members *interleaved*, deterministically: each member runs in its own
 thread, but only one runs at a time. The running member keeps going until it finishes or waits on

@@ -16,6 +16,13 @@ lives inside a kernel. A host op that reads or writes tensor *data* (not a view 
 e.g. reading one element) first waits for every submitted task (`SimDevice.sync`), so it sees
 their results and is ordered after them.
 
+Explicit dependencies: a call with `deps=[x, y]` (`Call.deps`) waits for every earlier task of the
+run that wrote any part of the DDR region of `x` or `y` (found from the recorded accesses of the
+submitted tasks, `writers`), on top of the dependencies the device derives from overlapping
+regions. The ids go to `SimDevice.submit` / `submit_group` as `deps`; for a nested orchestration
+function they apply to every task it submits (`Orchestrator.run(args, deps)`), together with the
+caller's own inherited ones.
+
 Runtime scopes: the entry function's body is the outermost scope; a call of a nested orchestration
 function and a `pl.scope()` block (`ScopeStmt` of kind Runtime) each open a scope inside it. Tasks
 record the scopes they were submitted in (for the scope statistics of the DFX outputs).
@@ -26,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ...core.enums import FunctionType, ParamDirection, ScopeKind
 from ...core.errors import RuntimeSimError
 from ...ir.expr import Call, GlobalVar
@@ -34,11 +43,12 @@ from ...ir.stmt import ScopeStmt
 from ...ir.types import ScalarType, TensorType
 from .interp import Env, ExprFn, FunctionCompiler, StmtFn
 from .kernel import KERNEL_TYPES
+from .regions import region_of
 
 if TYPE_CHECKING:
     from .device import SimDevice
 
-__all__ = ["Orchestrator", "HOST_TRAITS"]
+__all__ = ["Orchestrator", "HOST_TRAITS", "writers"]
 
 HOST_TRAITS = frozenset({"orchestration", "view", "creation"})
 _OUT = (ParamDirection.Out, ParamDirection.InOut)
@@ -50,11 +60,25 @@ def _pick(values: Sequence[Any] | None) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
+def writers(device: SimDevice, value: Any, span: Any = None) -> list[int]:
+    """Ids of the tasks of the current run that write (Out/InOut) any part of tensor `value`'s DDR
+    region, in submission order.
+
+    Raises:
+        RuntimeSimError: `value` is not a DDR tensor.
+    """
+    if not isinstance(value, torch.Tensor):
+        raise RuntimeSimError(f"deps= names a {type(value).__name__}, not a DDR tensor", span)
+    r = region_of(value)
+    return [t.task_id for t in device.tasks if any(w and a.overlaps(r) for _, a, _, w in t.accesses)]
+
+
 class _OrchCompiler(FunctionCompiler):
     kind = "orchestration function"
 
     def __init__(self, func: Function, program: Program, device: SimDevice) -> None:
         self.program, self.device = program, device
+        self.inherited: tuple[int, ...] = ()  # deps of the call running this function (nested)
         super().__init__(func)
 
     def compile_call(self, call: Call) -> ExprFn:
@@ -105,26 +129,39 @@ class _OrchCompiler(FunctionCompiler):
             raise RuntimeSimError(f"'{name}' takes {len(callee.params)} arguments, got {len(call.args)}",
                                   call.span)
         arg_fns = [self.compile_expr(a) for a in call.args]
+        dep_fns = [self.compile_expr(d) for d in call.deps]
         device, program = self.device, self.program
         span = call.span
+
+        def deps(env: Env) -> tuple[int, ...]:
+            """Inherited deps plus the earlier writers of this call's `deps=` tensors."""
+            if not dep_fns:
+                return self.inherited
+            ids = dict.fromkeys(self.inherited)
+            for f in dep_fns:
+                ids.update(dict.fromkeys(writers(device, f(env), span)))
+            return tuple(ids)
+
         if callee.func_type in KERNEL_TYPES:
             outs = tuple(i for i, d in enumerate(callee.param_directions) if d in _OUT)
 
             def submit(env: Env) -> Any:
                 args = tuple([f(env) for f in arg_fns])
-                device.submit(callee, args, span=span)
+                device.submit(callee, args, deps(env), span=span)
                 return _pick([args[i] for i in outs])
             return submit
         if callee.func_type is FunctionType.Group:
             def group(env: Env) -> Any:
-                return _pick(device.submit_group(program, callee, [f(env) for f in arg_fns], span))
+                args = [f(env) for f in arg_fns]
+                return _pick(device.submit_group(program, callee, args, span, deps(env)))
             return group
 
         def nested(env: Env) -> Any:
             args = [f(env) for f in arg_fns]
+            ids = deps(env)
             device.push_scope(name, span)
             try:
-                return _pick(device.orchestrator(program, callee).run(args))
+                return _pick(device.orchestrator(program, callee).run(args, ids))
             finally:
                 device.pop_scope()
         return nested
@@ -133,16 +170,16 @@ class _OrchCompiler(FunctionCompiler):
 class Orchestrator:
     """A compiled orchestration function, bound to a program and a device.
 
-    `run(args)` binds the parameters (DDR tensors as torch tensors, scalars as numbers), runs the
-    body (submitting tasks to the device) and returns the ReturnStmt values as a tuple (None when
-    the function has no return).
+    `run(args, deps)` binds the parameters (DDR tensors as torch tensors, scalars as numbers), runs
+    the body (submitting tasks to the device; each waits for the tasks `deps` names too) and returns
+    the ReturnStmt values as a tuple (None when the function has no return).
     """
 
     def __init__(self, func: Function, program: Program, device: SimDevice) -> None:
         self.func = func
         self._c = _OrchCompiler(func, program, device)
 
-    def run(self, args: Sequence[Any]) -> tuple | None:
+    def run(self, args: Sequence[Any], deps: Sequence[int] = ()) -> tuple | None:
         c = self._c
         if len(args) != len(c.param_slots):
             raise RuntimeSimError(f"'{self.func.name}' takes {len(c.param_slots)} arguments, got "
@@ -151,5 +188,9 @@ class Orchestrator:
         for slot, a in zip(c.param_slots, args):
             env[slot] = a
         c.bind_dims(env, args)
-        c.body(env)
+        saved, c.inherited = c.inherited, tuple(deps)
+        try:
+            c.body(env)
+        finally:
+            c.inherited = saved
         return env[0]
