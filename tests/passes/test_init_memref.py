@@ -1,6 +1,8 @@
-"""InitMemRef buffer sizes: the on-chip footprint of a tile as the hardware lays it out (SPEC §6)."""
+"""InitMemRef: buffer sizes — the on-chip footprint of a tile as the hardware lays it out (SPEC §6) —
+and carried values computed in place in their carried buffer."""
 
 import pytest
+import torch
 
 import pypto.language as pl
 from pypto import ir
@@ -29,3 +31,103 @@ def tile(shape, dtype, space, layout=None):
 ])
 def test_buffer_bytes(shape, dtype, space, layout, want):
     assert buffer_bytes(tile(shape, dtype, space, layout), SOC) == want
+
+
+# ---- carried values computed in place -----------------------------------------------------------
+
+
+R, C = 16, 64
+
+
+def _buffers(compiled, kernel):
+    """Tile name -> (memory space, MemRef id) of `kernel` in the compiled (lowered) program."""
+    out = {}
+
+    class V(ir.IRVisitor):
+        def visit_Var(self, e):
+            m = getattr(e.type, "memref", None)
+            if m is not None:
+                out.setdefault(e.name, (m.memory_space, m.id))
+        visit_IterArg = visit_Var
+
+    V().visit_function(compiled.program.get_function(kernel))
+    return out
+
+
+@pl.program
+class CarriedInPlace:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[4 * R, C], pl.FP32], y: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        acc0 = pl.load(x, [0, 0], [R, C])
+        for i, (acc,) in pl.range(1, 4, init_values=(acc0,)):
+            blk = pl.load(x, [i * R, 0], [R, C])
+            s = pl.add(acc, blk)       # acc is not read after this: s is computed in acc's buffer
+            out = pl.yield_(s)
+        y = pl.store(out, [0, 0], y)
+        return y
+
+
+@pl.program
+class CarriedReadLater:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[4 * R, C], pl.FP32], y: pl.Out[pl.Tensor[[4 * R, C], pl.FP32]]) -> pl.Tensor[[4 * R, C], pl.FP32]:
+        acc0 = pl.load(x, [0, 0], [R, C])
+        for i, (acc, yy) in pl.range(1, 4, init_values=(acc0, y)):
+            blk = pl.load(x, [i * R, 0], [R, C])
+            s = pl.add(acc, blk)
+            u = pl.mul(acc, 2.0)       # reads acc after s exists: s needs a buffer of its own
+            y2 = pl.store(u, [i * R, 0], yy)
+            out, yo = pl.yield_(s, y2)
+        y3 = pl.store(out, [0, 0], yo)
+        return y3
+
+
+def test_a_carried_value_is_computed_in_its_buffer():
+    compiled = ir.compile(CarriedInPlace, dump_passes=False, skip_ptoas=True,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    b = _buffers(compiled, "k")
+    assert b["s"] == b["acc"] == b["acc0"] == b["out"] and b["blk"] != b["acc"]
+    x, y = torch.randn(4 * R, C), torch.zeros(R, C)
+    compiled(x, y)
+    torch.testing.assert_close(y, x.view(4, R, C).sum(0))
+
+
+def test_a_carried_value_read_after_the_update_keeps_its_buffer():
+    compiled = ir.compile(CarriedReadLater, dump_passes=False, skip_ptoas=True,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    b = _buffers(compiled, "k")
+    assert b["s"] != b["acc"]
+    x, y = torch.randn(4 * R, C), torch.zeros(4 * R, C)
+    compiled(x, y)
+    acc, want = x[:R].clone(), torch.zeros(4 * R, C)
+    for i in range(1, 4):
+        want[i * R:(i + 1) * R] = acc * 2.0
+        acc = acc + x[i * R:(i + 1) * R]
+    want[:R] = acc
+    torch.testing.assert_close(y, want)
+
+
+@pl.program
+class CubeAccumulate:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[R, 4 * R], pl.FP16], b: pl.Tensor[[4 * R, R], pl.FP16],
+          c: pl.Out[pl.Tensor[[R, R], pl.FP32]]) -> pl.Tensor[[R, R], pl.FP32]:
+        acc0 = pl.matmul(pl.move(pl.load(a, [0, 0], [R, R], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
+                         pl.move(pl.load(b, [0, 0], [R, R], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right))
+        for k, (acc,) in pl.range(R, 4 * R, R, init_values=(acc0,)):
+            lk = pl.move(pl.load(a, [0, k], [R, R], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            rk = pl.move(pl.load(b, [k, 0], [R, R], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            nacc = pl.matmul_acc(acc, lk, rk)   # accumulates into the carried Acc tile
+            out = pl.yield_(nacc)
+        c = pl.store(out, [0, 0], c)
+        return c
+
+
+def test_matmul_acc_accumulates_into_the_carried_acc_tile():
+    compiled = ir.compile(CubeAccumulate, dump_passes=False, skip_ptoas=True,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    b = _buffers(compiled, "k")
+    assert b["nacc"] == b["acc"] and b["acc"][0] is pl.Mem.Acc
+    a, w, c = torch.randn(R, 4 * R).half(), torch.randn(4 * R, R).half(), torch.zeros(R, R)
+    compiled(a, w, c)
+    torch.testing.assert_close(c, a.float() @ w.float(), rtol=1e-4, atol=1e-4)

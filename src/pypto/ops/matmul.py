@@ -158,15 +158,61 @@ def _mm_bias(a: Any, b: Any, bias: Any, a_trans: bool = False, b_trans: bool = F
     return _mm(a, b, a_trans=a_trans, b_trans=b_trans, valid=valid).to(bias.dtype) + bias
 
 
+def _overlap(x: Any, y: Any) -> bool:
+    """Whether two tensors may share bytes (conservative for non-contiguous views)."""
+    if x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+        return False
+    if not (x.is_contiguous() and y.is_contiguous()):
+        return True
+    x0, y0 = x.data_ptr(), y.data_ptr()
+    return x0 < y0 + y.numel() * y.element_size() and y0 < x0 + x.numel() * x.element_size()
+
+
+def _fp32_operands(dst: Any, a: Any, b: Any, a_trans: bool, b_trans: bool, valid: tuple | None) -> Any:
+    """FP32 [M, K] and [K, N] operands for a product written into FP32 `dst`, or None when the
+    in-place form does not apply (integer operands, another result dtype, `dst` overlapping them)."""
+    if dst.dtype is not torch.float32 or not a.is_floating_point() or not dst.is_contiguous() \
+            or _overlap(dst, a) or _overlap(dst, b):
+        return None
+    a, b = _restrict_k(a, b, valid, a_trans, b_trans)
+    return a.to(torch.float32), b.to(torch.float32)
+
+
+def _mm_into(dst: Any, a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: bool = False,
+             valid: tuple | None = None) -> Any:
+    ops = None if out_dtype is not None else _fp32_operands(dst, a, b, a_trans, b_trans, valid)
+    if ops is None:
+        return _mm(a, b, out_dtype, a_trans, b_trans, valid)
+    torch.mm(*ops, out=dst)
+    return None
+
+
+def _mm_acc_into(dst: Any, acc: Any, a: Any, b: Any, a_trans: bool = False, b_trans: bool = False,
+                 valid: tuple | None = None) -> Any:
+    """acc + a @ b into `dst`: accumulated in place when `dst` is `acc` (the usual carried Acc
+    tile), written with `out=` when they are apart."""
+    ops = _fp32_operands(dst, a, b, a_trans, b_trans, valid) if acc.dtype is torch.float32 else None
+    if ops is not None:
+        if dst.data_ptr() == acc.data_ptr() and dst.shape == acc.shape and dst.stride() == acc.stride():
+            dst.addmm_(*ops)
+            return None
+        if not _overlap(dst, acc):
+            torch.addmm(acc, *ops, out=dst)
+            return None
+    return _mm_acc(acc, a, b, a_trans=a_trans, b_trans=b_trans, valid=valid)
+
+
 _CUBE = frozenset({"cube"})
 _DT = _OPERANDS.text
 _TRANS = {"a_trans": False, "b_trans": False}
-register(OpSpec("tile.matmul", ("lhs", "rhs"), _mm_rule("tile"), _mm, attrs=dict(_TRANS), reads=(0, 1),
+register(OpSpec("tile.matmul", ("lhs", "rhs"), _mm_rule("tile"), _mm, compute_into=_mm_into, attrs=dict(_TRANS),
+                reads=(0, 1),
                 traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tmatmul",
                 cost=cube(), family="matmul", dtypes=_DT,
                 doc="lhs [M, K] (Left) @ rhs [K, N] (Right) -> [M, N] in Acc, accumulated in FP32 "
                     "(INT32 for integer operands); `a_trans`/`b_trans` take an operand transposed."))
-register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _acc_rule, _mm_acc, attrs=dict(_TRANS),
+register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _acc_rule, _mm_acc, compute_into=_mm_acc_into,
+                attrs=dict(_TRANS), inplace=(0,),
                 reads=(0, 1, 2), traits=_CUBE,
                 operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tmatmul.acc",
                 cost=cube(), family="matmul", dtypes=_DT,

@@ -53,6 +53,12 @@ class OpSpec:
             tensors, list arguments as tuples of Python numbers, scalars as Python numbers. Ops in
             `writes` return the updated argument. None only for ops that produce no data
             (`tile.create`: contents undefined).
+        compute_into: optional faster form of `compute` for the simulator's kernels:
+            `(dst, *arg_values, **attrs) -> None | value` writes the result into `dst` (the result
+            tile's buffer, which may be an operand's buffer: it must check) and returns None, or
+            returns a value like `compute` when it cannot (the caller then copies it into `dst`).
+            Same numbers as `compute` up to floating-point rounding order (matmul_acc accumulates
+            in place, like the cube unit accumulating into L0C).
         attrs: keyword attributes (compile-time constants) and their defaults, in printing order.
         optional: trailing `params` that a call may omit (the call then has fewer operands).
         reads / writes: indices of the arguments the op reads / writes (SPEC §3).
@@ -74,6 +80,12 @@ class OpSpec:
         valid_args: indices of tile arguments whose valid region (`TileView.valid_shape`) the
             compute function needs; the simulator passes them as `valid=(shape | None, ...)`
             (a tuple of ints per argument, None for a fully valid tile).
+        inplace: indices of the tile operands the result may be written over (same buffer) when
+            they have the result's shape and dtype: the op reads each element of such an operand
+            only to produce the result element at the same position (or accumulates into it:
+            matmul_acc's `acc`). None: derived — the read operands of a tile op with the
+            "elementwise" or "positionwise" trait that writes no argument; `inplace_args` gives
+            the effective tuple. Memory planning uses it to compute carried values in place.
         ddr_region: for an op that moves one box of a DDR tensor (`tile.load`, `tile.store`):
             (index of the tensor argument, index of the offsets argument, index of the box-shape
             argument — a list of sizes, or a tile whose shape is the box). The simulator reads it
@@ -91,6 +103,7 @@ class OpSpec:
     infer: Callable[[list[Expr], dict[str, Any]], Type]
     compute: Callable[..., Any] | None
     attrs: dict[str, Any] = field(default_factory=dict)
+    compute_into: Callable[..., Any] | None = None
     optional: tuple[str, ...] = ()
     reads: tuple[int, ...] = ()
     writes: tuple[int, ...] = ()
@@ -100,6 +113,7 @@ class OpSpec:
     operand_spaces: dict[int, tuple[MemorySpace, ...]] = field(default_factory=dict)
     scratch: tuple[int, ...] = ()
     valid_args: tuple[int, ...] = ()
+    inplace: tuple[int, ...] | None = None
     ddr_region: tuple[int, int, int] | None = None
     pto: str | None = None
     cost: Cost | None = None
@@ -129,6 +143,15 @@ class OpSpec:
 
     def has_trait(self, trait: str) -> bool:
         return trait in self.traits
+
+    @property
+    def inplace_args(self) -> tuple[int, ...]:
+        """The operands the result may overwrite (`inplace`, or derived from the traits)."""
+        if self.inplace is not None:
+            return self.inplace
+        if self.namespace == "tile" and not self.writes and self.traits & {"elementwise", "positionwise"}:
+            return self.reads
+        return ()
 
 
 def _text(v: Any) -> str:

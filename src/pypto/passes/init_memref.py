@@ -19,7 +19,12 @@ read back from printed IR (the parser types results the same way):
 A buffer can only be donated by a value that has no other use; otherwise the pass first copies the
 value (`tile.move` within the same memory) and donates the copy, so a value still read after the
 loop is never overwritten by the loop (SPEC §9, "buffer reused while a value still lives in it").
-Yielded values are copied into the shared buffer at run time when their buffers differ.
+Yielded values are copied into the shared buffer at run time when their buffers differ — except a
+value computed *in place*: when the yielded value is made, directly in the loop body, by an op that
+may write its result over the carried value (`OpSpec.inplace_args`: elementwise ops, matmul_acc's
+accumulator; same shape and dtype) and the carried value is not read after that op in the
+iteration, it is computed in the carried buffer, so `acc = acc + x` and `matmul_acc` loops move no
+data to carry their value.
 
 A view op (trait "view") of a whole tile — `tile.reshape` (which FlattenTileNdTo2D inserts),
 `tile.view`, `tile.transpose_view`; not a sub-block `tile.slice` — whose source tile has no other
@@ -126,6 +131,46 @@ class _Donate(IRMutator):
         return replace(s, then_body=replace(s.then_body, stmts=body))
 
 
+class _Uses(UseVisitor):
+    def __init__(self, v: Var) -> None:
+        self.v, self.found = v, False
+
+    def on_use(self, u: Var) -> None:
+        self.found = self.found or u is self.v
+
+
+def _used_in(stmts: tuple[Stmt, ...], v: Var) -> bool:
+    u = _Uses(v)
+    for st in stmts:
+        u.visit_stmt(st)
+    return u.found
+
+
+def _computed_in_place(loop: ForStmt | WhileStmt, ia: Var) -> Var | None:
+    """The value yielded for carried tile `ia` when it can be computed straight into the carried
+    buffer: defined in the loop body (not nested) by an op that may write its result over `ia`
+    (`OpSpec.inplace_args`, same shape and dtype), yielded once, and `ia` is not read after it in
+    the iteration (the yield itself included). The yield then needs no copy."""
+    stmts = loop.body.stmts
+    if not stmts or not isinstance(stmts[-1], YieldStmt):
+        return None
+    values = stmts[-1].values
+    i = loop.iter_args.index(ia)
+    y = values[i] if i < len(values) else None
+    if not isinstance(y, Var) or sum(v is y for v in values) != 1:
+        return None
+    k = next((j for j, st in enumerate(stmts) if isinstance(st, AssignStmt) and st.var is y), None)
+    if k is None or _used_in(stmts[k + 1:], ia):
+        return None
+    call, t, it = stmts[k].value, y.type, ia.type
+    if not (isinstance(call, Call) and isinstance(call.op, str) and isinstance(t, TileType)
+            and isinstance(it, TileType) and t.dtype is it.dtype and t.memory_space is it.memory_space
+            and tuple(t.shape) == tuple(it.shape)):
+        return None
+    spec = get_op(call.op)
+    return y if any(j < len(call.args) and call.args[j] is ia for j in spec.inplace_args) else None
+
+
 class _Assign(IRMutator):
     def __init__(self, soc: SoCModel, uses: Counter[Var], rings: frozenset[Var] = frozenset()) -> None:
         super().__init__()
@@ -176,6 +221,9 @@ class _Assign(IRMutator):
             if isinstance(ia.type, TileType) and m is not None:
                 self.shared[ia] = m
                 self.shared[rv] = m
+                y = _computed_in_place(s, ia)
+                if y is not None and y not in self.shared:
+                    self.shared[y] = m
 
     def visit_ForStmt(self, s: ForStmt) -> Stmt:
         self._share_loop(s)

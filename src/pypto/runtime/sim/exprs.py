@@ -209,20 +209,23 @@ class ExprCompiler:
         except KeyError as err:
             raise RuntimeSimError(err.args[0], call.span) from None
 
-    def op_closure(self, call: ex.Call, spec: OpSpec) -> ExprFn:
+    def op_closure(self, call: ex.Call, spec: OpSpec, into_slot: int | None = None) -> ExprFn:
         """A closure returning `spec.compute(*args, **attrs)` for `call`.
 
         Tensors and tiles arrive as torch tensors, MakeTuple arguments as tuples of Python numbers,
         scalars as Python numbers. For an op with `valid_args`, `valid=` passes the valid shape of
         each of those arguments (a tuple of ints, evaluated at run time, or None when the argument's
         type has no valid region). Any exception from the op becomes a RuntimeSimError naming the op
-        and the function, located at the call.
+        and the function, located at the call. With `into_slot`, the closure calls
+        `spec.compute_into(env[into_slot], *args, **attrs)` instead (the result's buffer first).
         """
-        compute = spec.compute
+        compute = spec.compute if into_slot is None else spec.compute_into
         if compute is None:
             raise RuntimeSimError(f"op '{spec.name}' has no simulator semantics (its OpSpec has no "
                                   f"compute function)", call.span)
         arg_fns = [self.compile_expr(a) for a in call.args]
+        if into_slot is not None:
+            arg_fns.insert(0, itemgetter(into_slot))
         attrs = dict(call.kwargs)
         where, span = f"{spec.name} failed in {self.kind} '{self.func.name}'", call.span
         valid_fns = self._valid_fns(call, spec)
@@ -305,6 +308,18 @@ def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, spa
             except Exception as err:
                 raise RuntimeSimError(f"{where}: {err}", span) from err
         return run3
+
+    if len(arg_fns) == 4:
+        f0, f1, f2, f3 = arg_fns
+
+        def run4(env: Env) -> Any:
+            try:
+                return fn(f0(env), f1(env), f2(env), f3(env))
+            except RuntimeSimError:
+                raise
+            except Exception as err:
+                raise RuntimeSimError(f"{where}: {err}", span) from err
+        return run4
 
     def run(env: Env) -> Any:
         try:

@@ -9,6 +9,8 @@ template, binds the parameters and runs the closures.
 Semantics of a tile assignment `t = op(args)`: `OpSpec.compute` runs on the argument values (tiles
 are their arena views) and its result is copied into `t`'s view, converted to `t`'s dtype; a `None`
 result, or an op without `compute` that has the "creation" trait (`tile.create`), writes nothing.
+An op with `OpSpec.compute_into` gets `t`'s view first and writes it itself (returning None), or
+returns a value that is copied as above.
 A compute may return a view of its inputs (a DDR region, another tile): the copy reads it directly,
 after first detaching it only when it views the destination's own memory.
 Assigning a tile Var to another tile Var copies bytes unless both are at the same address. Ops with
@@ -216,7 +218,7 @@ class _KernelCompiler(FunctionCompiler):
         if spec.compute is None and spec.has_trait("creation"):
             return lambda env: None
         k = self.site(op_cost(spec, call, self.soc))
-        compute = self.op_closure(call, spec)
+        compute = self.op_closure(call, spec, into_slot=slot if spec.compute_into is not None else None)
         name, span = spec.name, call.span
         may_alias = self._may_alias(var, call)
 
