@@ -80,7 +80,8 @@ def test_quickstart_pto_has_views_allocs_and_ops_at_the_user_line(examples_dir):
     for name, t in tiles.items():
         addr, tb = got[name]
         assert addr == t.memref.addr and "loc=vec" in tb and "rows=64, cols=128" in tb
-    assert sorted(a for _, a, _ in pto.allocs) == [0, 32768, 65536]
+    # the sum is computed in place over an operand it reads for the last time (MemoryReuse)
+    assert sorted(a for _, a, _ in pto.allocs) == [0, 0, 32768]
     assert re.search(r"pto\.tadd ins\(%a_tile, %b_tile : .*\) outs\(%add_tile : ", text)
 
 

@@ -12,16 +12,17 @@ from pypto.core.errors import MemoryCapacityError
 @pl.program
 class TooBig:
     @pl.function(type=pl.FunctionType.InCore)
-    def big_kernel(self, a: pl.Tensor[[128, 256], pl.FP32],
+    def big_kernel(self, a: pl.Tensor[[128, 384], pl.FP32],
                    c: pl.Out[pl.Tensor[[128, 256], pl.FP32]]) -> pl.Tensor[[128, 256], pl.FP32]:
-        t0 = pl.load(a, [0, 0], [128, 128])  # 64 KiB each
+        t0 = pl.load(a, [0, 0], [128, 128])  # 64 KiB each, all three live at once
         t1 = pl.load(a, [0, 128], [128, 128])
-        t2 = pl.add(t0, t1)
-        c = pl.store(t2, [0, 0], c)
+        t2 = pl.load(a, [0, 256], [128, 128])
+        s = pl.add(pl.add(t0, t1), t2)       # the sums are computed in place
+        c = pl.store(s, [0, 0], c)
         return c
 
     @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, a: pl.Tensor[[128, 256], pl.FP32],
+    def main(self, a: pl.Tensor[[128, 384], pl.FP32],
              c: pl.Out[pl.Tensor[[128, 256], pl.FP32]]) -> pl.Tensor[[128, 256], pl.FP32]:
         c = self.big_kernel(a, c)
         return c
@@ -43,7 +44,7 @@ def test_vec_capacity_exceeded_names_function_space_and_bytes(tmp_path):
 def test_same_kernel_fits_the_larger_ascend950_vec(tmp_path):
     compiled = ir.compile(TooBig, output_dir=tmp_path / "b", backend_type=BackendType.Ascend950)
     usage = json.loads((Path(compiled.output_dir) / "report" / "memory_usage.json").read_text())
-    assert usage["big_kernel"]["Vec"] == {"peak": 3 * 128 * 128 * 4, "naive": 3 * 128 * 128 * 4,
+    assert usage["big_kernel"]["Vec"] == {"peak": 3 * 128 * 128 * 4, "naive": 5 * 128 * 128 * 4,
                                           "capacity": 240 * 1024}
 
 
@@ -54,7 +55,8 @@ def test_addresses_are_aligned_and_disjoint(tmp_path):
         def k(self, a: pl.Tensor[[3, 5], pl.FP16], c: pl.Out[pl.Tensor[[3, 5], pl.FP16]]) -> pl.Tensor[[3, 5], pl.FP16]:
             t0 = pl.load(a, [0, 0], [3, 5])
             t1 = pl.add(t0, t0)
-            c = pl.store(t1, [0, 0], c)
+            t2 = pl.mul(t1, t0)   # t0 is still read: t1 needs a buffer of its own
+            c = pl.store(t2, [0, 0], c)
             return c
 
     compiled = ir.compile(Odd, output_dir=tmp_path / "o")
@@ -62,5 +64,5 @@ def test_addresses_are_aligned_and_disjoint(tmp_path):
     refs = [s.var.type.memref for s in k.body.stmts
             if isinstance(s, ir.AssignStmt) and isinstance(s.var.type, ir.TileType)]
     # each 5-element FP16 row (10 bytes) starts on the 32-byte alignment: 3 rows take 96 bytes
-    assert [m.addr for m in refs] == [0, 96]
+    assert [m.addr for m in refs[:2]] == [0, 96]
     assert all(m.size == 96 and m.addr % 32 == 0 for m in refs)

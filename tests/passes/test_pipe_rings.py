@@ -210,7 +210,7 @@ def test_eight_slots_leave_no_room_for_the_tiles_and_the_error_says_how_to_shrin
     assert f"but Ascend950 has only {240 * 1024} bytes of Vec per core" in msg
     assert f"ring 'c2v_ring' of pipe AIC->AIV (8 slots of {slot} B) takes Vec [0, {8 * slot})" in msg
     assert f"tile 'matmul_tile' ({slot} B at [{8 * slot}, {9 * slot}), line " in msg and "no longer fits" in msg
-    assert "shrink the ring with pl.cross_core_slot(slot_num=6)" in msg
+    assert "shrink the ring with pl.cross_core_slot(slot_num=7)" in msg
     assert e.value.span.is_known() and e.value.span.filename == __file__
 
 
@@ -236,3 +236,16 @@ def test_the_same_kernel_reserves_no_ring_on_ascend910b():
     usage = json.loads((Path(cp.output_dir) / "report" / "memory_usage.json").read_text())
     assert not any("rings" in spaces for kernel in usage.values() for spaces in kernel.values())
     assert "tile.create" not in cp.program.get_function("mm_relu_add_incore_0_aiv").as_python()
+
+
+def test_the_suggested_ring_depth_compiles():
+    @pl.jit
+    def mm_relu_add_7(a: pl.Tensor, b: pl.Tensor, w: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP,
+                   optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=7)]):
+            c[:] = pl.add(pl.relu(pl.matmul(a, b)), w)
+        return c
+
+    a, b, w, c = _args()
+    mm_relu_add_7(a, b, w, c, config=RunConfig(platform="a5sim"))
+    torch.testing.assert_close(c, torch.relu(a.float() @ b.float()) + w, rtol=1e-3, atol=1e-3)

@@ -27,13 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.enums import MemorySpace
-from ..ir.expr import IterArg, Var
+from ..ir.expr import Call, IterArg, Var
 from ..ir.function import Function
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TileType
 from ..ir.visitor import IRVisitor
+from ..ops.typing_rules import dims_equal
 
-__all__ = ["BufferKey", "Interval", "buffer_intervals"]
+__all__ = ["BufferKey", "Interval", "buffer_intervals", "in_place_operands"]
 
 BufferKey = tuple[MemorySpace, int]
 
@@ -65,6 +66,7 @@ class _Walk(IRVisitor):
         self.loop_end: dict[int, int] = {}    # loop id -> number of its end
         self.def_at: dict[Var, tuple[int, tuple[int, ...]]] = {}
         self.uses: list[tuple[Var, int, tuple[int, ...]]] = []
+        self.assigns: list[tuple[int, AssignStmt]] = []   # (number, statement)
 
     def tick(self) -> int:
         self.pos += 1
@@ -88,6 +90,7 @@ class _Walk(IRVisitor):
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         self.visit_expr(s.value)
         self.define(s.var, self.pos)
+        self.assigns.append((self.pos, s))
 
     def visit_YieldStmt(self, s: YieldStmt) -> None:
         for v in s.values:
@@ -159,4 +162,38 @@ def buffer_intervals(func: Function) -> dict[BufferKey, Interval]:
         touch(v, pos)
         if d is None and not isinstance(v, IterArg):
             touch(v, 0)  # used but never defined here (e.g. a parameter): live from the start
+    return out
+
+
+def _key(v: Var) -> BufferKey:
+    m = v.type.memref  # type: ignore[attr-defined]
+    return (m.memory_space, m.id)
+
+
+def in_place_operands(func: Function, intervals: dict[BufferKey, Interval]) -> dict[BufferKey, frozenset[BufferKey]]:
+    """For each buffer whose first definition is an op that may write its result over an operand
+    (`OpSpec.inplace_args`, operand of the result's shape and dtype): the buffers of those operands
+    whose live interval ends at that very statement — the result may then take their place."""
+    from ..ops import get_op, has_op
+
+    w = _Walk()
+    w.visit_stmt(func.body)
+    out: dict[BufferKey, frozenset[BufferKey]] = {}
+    for pos, s in w.assigns:
+        v, call = s.var, s.value
+        if not (_is_buffer(v) and isinstance(call, Call) and isinstance(call.op, str) and has_op(call.op)):
+            continue
+        key, t = _key(v), v.type
+        if intervals[key].start != pos:
+            continue
+        ops = set()
+        for j in get_op(call.op).inplace_args:
+            a = call.args[j] if j < len(call.args) else None
+            if isinstance(a, Var) and _is_buffer(a) and a.type.dtype is t.dtype \
+                    and a.type.memory_space is t.memory_space \
+                    and all(dims_equal(x, y) for x, y in zip(a.type.shape, t.shape)) \
+                    and len(a.type.shape) == len(t.shape) and intervals[_key(a)].end == pos:
+                ops.add(_key(a))
+        if ops:
+            out[key] = frozenset(ops)
     return out

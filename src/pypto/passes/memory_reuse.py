@@ -9,6 +9,11 @@ buffers are all dead before it starts (smallest group at least as large; else th
 which grows), or opening a new group. Every Var of a group then carries the group's MemRef (the id
 of its first buffer, the size of its largest), so AllocateMemoryAddr places the group at one address.
 
+In place: a buffer defined by an op that may write its result over an operand (`OpSpec.inplace_args`:
+elementwise ops, matmul_acc's accumulator; operand of the result's shape and dtype) may also join
+the group of that operand when the operand dies at that very op — `c = a + b` with `a` read for the
+last time computes `c` in `a`'s buffer.
+
 Records, per kernel and memory space, in `ctx.records["memory_reuse"][kernel][space]`:
 `naive` (bytes if every buffer had its own address, each rounded to the 32-byte alignment),
 `reused` (bytes after sharing) and `buffers` / `groups` (counts).
@@ -23,7 +28,7 @@ from ..ir.function import Function, Program
 from ..ir.types import MemRef
 from .base import FunctionPass, PassContext
 from .init_memref import align_up
-from .liveness import BufferKey, Interval, buffer_intervals
+from .liveness import BufferKey, Interval, buffer_intervals, in_place_operands
 from .rewrite import MemRefRewriter
 
 __all__ = ["MemoryReuse", "plan_reuse"]
@@ -37,11 +42,15 @@ class _Group:
     members: list[int] = field(default_factory=list)
 
 
-def plan_reuse(intervals: dict[BufferKey, Interval]) -> dict[BufferKey, tuple[int, int]]:
+def plan_reuse(intervals: dict[BufferKey, Interval],
+               in_place: dict[BufferKey, frozenset[BufferKey]] | None = None) -> dict[BufferKey, tuple[int, int]]:
     """Map each buffer to (shared id, shared size in bytes); see the module docstring.
 
+    `in_place` (from `liveness.in_place_operands`): a buffer may also join the group whose last
+    member is one of its in-place operands dying at the buffer's defining op.
     Buffers of different memory spaces never share. Deterministic: ties break on buffer id.
     """
+    in_place = in_place or {}
     plan: dict[BufferKey, tuple[int, int]] = {}
     by_space: dict[MemorySpace, list[tuple[int, Interval]]] = {}
     for (space, mid), iv in intervals.items():
@@ -49,7 +58,9 @@ def plan_reuse(intervals: dict[BufferKey, Interval]) -> dict[BufferKey, tuple[in
     for space, bufs in by_space.items():
         groups: list[_Group] = []
         for mid, iv in sorted(bufs, key=lambda b: (b[1].start, b[0])):
-            free = [g for g in groups if g.end < iv.start]
+            over = in_place.get((space, mid), frozenset())
+            free = [g for g in groups if g.end < iv.start
+                    or (g.end == iv.start and (space, g.members[-1]) in over)]
             fits = [g for g in free if g.size >= iv.size]
             if fits:
                 g = min(fits, key=lambda g: (g.size, g.id))
@@ -87,7 +98,7 @@ class MemoryReuse(FunctionPass):
         intervals = buffer_intervals(func)
         if not intervals:
             return func
-        plan = plan_reuse(intervals)
+        plan = plan_reuse(intervals, in_place_operands(func, intervals))
         align = ctx.soc.alignment
         stats: dict[str, dict[str, int]] = {}
         for (space, mid), iv in sorted(intervals.items(), key=lambda kv: (kv[0][0].name, kv[0][1])):
