@@ -190,3 +190,37 @@ def test_jit_sub_function_calls_take_deps():
     torch.testing.assert_close(b, 2 * a)
     t0, t1 = jit_halves.compile(a, b).last_run.tasks
     assert t1.deps == {0: "explicit"} and t1.start_cycle >= t0.end_cycle
+
+
+OVERLAP = '''
+import pypto.language as pl
+
+@pl.program
+class Overlap:
+    @pl.function(type=pl.FunctionType.InCore)
+    def scale(self, a: pl.Tensor[[16, 64], pl.FP32], o: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 64])
+        o = pl.store(pl.mul(t, 2.0), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[16, 64], pl.FP32], b: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
+             c: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        b = self.scale(a, b)
+        c = self.scale(b, c, deps=[b])
+        return c
+'''
+
+
+def test_an_explicit_dependency_that_the_regions_also_give_is_recorded_as_both(tmp_path):
+    """The second call reads what the first wrote (RAW) and also names it in deps=: the run record
+    and the DFX task graph keep both reasons, like the compile-time report."""
+    cp = ir.compile(pl.parse(OVERLAP), output_dir=tmp_path / "b")
+    a, b, c = torch.randn(*H), torch.empty(*H), torch.empty(*H)
+    cp(a, b, c, config=RunConfig(enable_dep_gen=True))
+    torch.testing.assert_close(c, 4 * a)
+    assert cp.last_run.tasks[1].deps == {0: "RAW+explicit"}
+    graph = json.loads((tmp_path / "b" / "dfx_outputs" / "task_graph.json").read_text())
+    assert graph["edges"] == [{"src": 0, "dst": 1, "kind": "RAW+explicit"}]
+    report = json.loads((tmp_path / "b" / "report" / "task_dependencies.json").read_text())
+    assert [e["kinds"] for e in report["main"]["edges"]] == [["RAW", "explicit"]]

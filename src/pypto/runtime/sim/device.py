@@ -163,8 +163,7 @@ class SimDevice:
         accesses = self._accesses(ex, func, args)
         found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses]) \
             if self._auto_deps else {}
-        for d in deps:
-            found.setdefault(d, "explicit")
+        _add_explicit(found, deps)
         self._clock += int(const("orch_submit"))
         task = Task(tid, func.name, ex.core_type, tuple(args), func.param_directions, executor=ex,
                     span=span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
@@ -233,8 +232,7 @@ class SimDevice:
                 accesses = self._accesses(ex, func, args)
                 found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=gid) \
                     if self._auto_deps else {}
-                for d in deps:
-                    found.setdefault(d, "explicit")
+                _add_explicit(found, deps)
                 task = Task(tid, func.name, core, args, func.param_directions, executor=ex,
                             span=cspan or span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
                             submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats)
@@ -409,6 +407,14 @@ class SimDevice:
             raise
         self.end_run()
         return result
+
+
+def _add_explicit(found: dict[int, str], deps: Iterable[int]) -> None:
+    """Record the explicit dependencies `deps` in `found` (task id -> kind): "explicit", or
+    "<kind>+explicit" for a task the regions already ordered this one after."""
+    for d in deps:
+        k = found.get(d)
+        found[d] = "explicit" if k is None else k if k.endswith("explicit") else f"{k}+explicit"
 
 
 def _conflict(a: Task, b: Task) -> bool:

@@ -33,7 +33,7 @@ class Task:
         span: source location of the kernel call in the orchestration function (or None).
         scope: ids of the runtime scopes (outermost first) it was submitted in.
         deps: {earlier task id: kind}; kind is "RAW", "WAW", "WAR" (found from overlapping DDR
-            regions) or "explicit".
+            regions), "explicit" (a `deps=` of the call), or both, e.g. "RAW+explicit".
         accesses: (argument index, Region, reads, writes) per tensor argument.
         submit_cycle / start_cycle / end_cycle: simulated times in AI-core cycles (start and end
             are None until the task has run).
