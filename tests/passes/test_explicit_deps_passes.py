@@ -247,5 +247,5 @@ def test_default_pipeline_keeps_deps_under_roundtrip_verification(tmp_path):
     assert [t.kernel for t in tasks] == ["scale", "main_incore_0", "scale", "scale", "scale", "scale"]
     assert tasks[1].deps == {0: "explicit"}
     assert tasks[2].deps == {0: "explicit", 1: "explicit"}
-    assert tasks[3].deps == {2: "WAW", 1: "explicit"}  # t0 is now task 2's result: a region conflict
+    assert tasks[3].deps == {2: "WAW+explicit", 1: "explicit"}  # t0 is now task 2's result: a region conflict too
     assert tasks[4].deps == tasks[5].deps == {0: "explicit", 2: "explicit", 3: "explicit"}

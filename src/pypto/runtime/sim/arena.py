@@ -1,7 +1,10 @@
 """Per-core on-chip memory of the simulated chip (DESIGN idea 5: tiles live at planned addresses).
 
 A `CoreArena` holds one `torch.uint8` buffer per on-chip memory space (Vec, Mat, Left, Right, Acc,
-Bias), each `soc.physical[space]` bytes, zero-filled and allocated lazily on first use. Every tile of
+Bias), each `soc.physical[space]` bytes, allocated lazily on first use and filled with
+`UNINIT_BYTE` (0xFF: NaN in every float format, -1 in signed integers), so a kernel that reads a
+tile it never wrote — which on the chip would see whatever an earlier task left there — gets
+conspicuous values instead of convenient zeros (the sanitizer names such reads). Every tile of
 a lowered kernel is a typed view into these bytes at its MemRef's address, so two tiles whose
 address ranges overlap see each other's writes, exactly as on the hardware: a wrong address or a
 wrong buffer reuse by the compiler produces wrong numbers here too.
@@ -23,7 +26,9 @@ from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ...ir.types import MemRef
 
-__all__ = ["CoreArena", "tile_nbytes", "view_shape"]
+__all__ = ["CoreArena", "tile_nbytes", "view_shape", "UNINIT_BYTE"]
+
+UNINIT_BYTE = 0xFF   # the contents of on-chip memory no task has written yet
 
 
 def _torch_dtype(dtype: DataType) -> Any:
@@ -82,7 +87,7 @@ class CoreArena:
         return f"CoreArena({self.core_type}{self.index})"
 
     def buffer(self, space: MemorySpace) -> torch.Tensor:
-        """The raw `uint8` bytes of `space` (allocated zero-filled on first use).
+        """The raw `uint8` bytes of `space` (allocated on first use, every byte `UNINIT_BYTE`).
 
         Raises:
             RuntimeSimError: for DDR or a space the SoC has no such memory for.
@@ -93,7 +98,7 @@ class CoreArena:
             if size is None:
                 raise RuntimeSimError(f"memory space {space.name} is not an on-chip memory of "
                                       f"{self.soc.backend.name}")
-            buf = torch.zeros(size, dtype=torch.uint8)
+            buf = torch.full((size,), UNINIT_BYTE, dtype=torch.uint8)
             self._buffers[space] = buf
         return buf
 
