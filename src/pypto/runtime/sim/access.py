@@ -10,29 +10,39 @@ arguments:
 
 - every op that moves a DDR box declares it (`OpSpec.ddr_region` = (tensor argument, offsets
   argument, box-shape argument): `tile.load`, `tile.store`); the box shape is a list of constant
-  sizes, or a tile whose static shape is the box;
+  sizes, or a tile whose static shape is the box (a `valid_shape` only shrinks what is moved);
 - offsets are evaluated as integer *intervals* from the scalar arguments: constants, scalar
-  parameters (their value in this task), scalar variables assigned once from such expressions,
-  and for-loop variables (the interval from start to stop - 1, when the step is a positive
-  constant), combined by `+ - * // min max` and negation;
+  parameters (their value in this task), the dynamic dimensions of tensor parameters (the
+  argument's size), scalar variables assigned once from such expressions, and for-loop variables
+  (from start to stop, when the step is a nonzero constant or a scalar whose sign is known),
+  combined by `+ - * min max`, `//` and `%` by a positive constant, negation and integer casts.
+  Every intermediate result must fit its dtype — the simulator wraps integers around like the
+  hardware, and a wrapped value is not in the interval — or the argument counts as touched whole;
 - the region of a tensor argument is then the bounding box of all its boxes, clipped to the
-  argument's shape.
+  argument's shape (an access outside the tensor still fails when the task runs).
 
 Anything else makes the analysis give up *for that argument*, which then counts as touched
-whole, as before: an offset built from a loop-carried scalar, a tensor value, a dynamic dimension
-or any other expression; a tensor argument passed to an op that reads or writes it without a
-declared box; a tensor value the walk cannot trace back to one parameter. The analysis can thus
-only remove dependencies between tasks whose boxes cannot overlap, never one that may be needed.
+whole, as before: an offset built from a loop-carried scalar, a scalar variable assigned more
+than once (the simulator runs non-SSA IR as written), a tensor value, a block index or any other
+expression; a tensor argument passed to an op without a declared box (or inside a tuple, or to a
+function call); a scalar argument that is not an int. Accesses through other tensor variables
+count for the parameter the variable aliases — found flow-insensitively, as the one parameter
+every value it is ever given comes from (assignments, store results, loop-carried values, `if`
+results) — and the analysis gives up for *all* arguments when some tensor variable may alias two
+parameters or none. It can thus only remove dependencies between tasks whose boxes cannot
+overlap, never one that may be needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 
-from ...ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, MakeTuple, UnaryExpr, Var
+from ...core.dtype import DataType, DTypeKind
+from ...ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, MakeTuple, TupleGetItem, UnaryExpr, Var
 from ...ir.function import Function
 from ...ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ...ir.types import ScalarType, TensorType, TileType
@@ -41,9 +51,15 @@ from ...ops.registry import get_op, has_op
 __all__ = ["AccessSummary"]
 
 Interval = tuple[int, int]
-IntervalFn = Callable[[Sequence[Any]], Interval]
+Memo = dict[int, Interval]
+IntervalFn = Callable[[Sequence[Any], Memo], Interval]   # (task arguments, per-task memo)
 _Box = tuple[tuple[IntervalFn, ...], tuple[int, ...]]   # (offset intervals, sizes)
 _WHOLE = None
+_MAX_NODES = 256   # expression nodes per offset before giving up (keeps the work per task small)
+
+
+class _GiveUp(Exception):
+    """Raised while evaluating a box for one task: the argument counts as touched whole."""
 
 
 def _const_ints(e: Expr) -> tuple[int, ...] | None:
@@ -55,199 +71,363 @@ def _const_ints(e: Expr) -> tuple[int, ...] | None:
     return None
 
 
+def _int_range(dt: DataType) -> Interval | None:
+    """The values of integer dtype `dt` (None for other dtypes): the simulator wraps results
+    into it (`scalar.normalizer`)."""
+    bits = dt.get_bit()
+    if dt.kind is DTypeKind.UINT:
+        return 0, (1 << bits) - 1
+    if dt.kind in (DTypeKind.SINT, DTypeKind.INDEX, DTypeKind.TASK_ID):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return None
+
+
 def _mul(a: Interval, b: Interval) -> Interval:
     p = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
     return min(p), max(p)
 
 
-def _floordiv(a: Interval, b: Interval) -> Interval:
-    return a[0] // b[0], a[1] // b[0]
+def _floormod(a: Interval, b: Interval) -> Interval:
+    c = b[0]
+    if a[0] // c == a[1] // c:      # one period: exact
+        return a[0] % c, a[1] % c
+    return 0, c - 1
 
 
-# IR operator -> interval function (floordiv only by a positive constant, checked at compile time)
+#  IR operator  interval of the result (floordiv / floormod only by a positive constant)
 _BINARY: dict[str, Callable[[Interval, Interval], Interval]] = {
     "add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
     "sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
     "mul": _mul,
-    "floordiv": _floordiv,
+    "floordiv": lambda a, b: (a[0] // b[0], a[1] // b[0]),
+    "floormod": _floormod,
     "min": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
     "max": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
 }
+_BY_POSITIVE_CONST = frozenset({"floordiv", "floormod"})
+_UNARY: dict[str, Callable[[Interval], Interval]] = {
+    "neg": lambda a: (-a[1], -a[0]),
+    "cast": lambda a: a,            # int -> int only; the range check catches a wrap
+}
 
 
-class _Walker:
-    """One pass over a kernel body collecting the boxes of each tensor parameter."""
+def _checked(fn: Callable[..., Interval], parts: tuple[IntervalFn, ...], rng: Interval) -> IntervalFn:
+    lo_ok, hi_ok = rng
+
+    def run(args: Sequence[Any], memo: Memo) -> Interval:
+        r = fn(*[p(args, memo) for p in parts])
+        if r[0] < lo_ok or r[1] > hi_ok:
+            raise _GiveUp   # the simulator would wrap this value around
+        return r
+    return run
+
+
+def _targeting_yields(body: SeqStmts | None) -> Iterator[YieldStmt]:
+    """The yields of `body` that assign the loop's iter_args / the if's return vars: those not
+    inside a nested loop or a nested `if` with return vars of its own (the simulator's rule)."""
+    if body is None:
+        return
+    for s in body.stmts:
+        if isinstance(s, YieldStmt):
+            yield s
+        elif isinstance(s, IfStmt) and not s.return_vars:
+            yield from _targeting_yields(s.then_body)
+            yield from _targeting_yields(s.else_body)
+        elif isinstance(s, ScopeStmt):
+            yield from _targeting_yields(s.body)
+        elif isinstance(s, SeqStmts):
+            yield from _targeting_yields(s)
+
+
+class _Definitions:
+    """One walk over a kernel: how often each Var is defined (parameters included), the value of
+    each assignment, the loop of each loop variable, and every value each tensor variable is ever
+    given (None: one of unknown origin) — assignments, a loop's initial and yielded values, the
+    values a loop or an `if` returns."""
 
     def __init__(self, func: Function) -> None:
-        self.scalar_params = {p: i for i, p in enumerate(func.params) if isinstance(p.type, ScalarType)}
-        self.owner: dict[Var, int] = {p: i for i, p in enumerate(func.params) if isinstance(p.type, TensorType)}
-        self.boxes: dict[int, list[_Box] | None] = {i: [] for i in self.owner.values()}
-        self.scalar_defs: dict[Var, Expr | None] = {}   # None: assigned more than once
+        self.count: Counter = Counter(func.params)
+        self.values: dict[Var, Expr] = {}
         self.loops: dict[Var, ForStmt] = {}
-        self.traced = True   # False once a tensor value cannot be traced to one parameter
+        self.sources: dict[Var, list[Expr | None]] = {p: [p] for p in func.params
+                                                       if isinstance(p.type, TensorType)}
+        self.walk(func.body)
 
-    # ---- interval evaluation -------------------------------------------------------------------
-    def interval(self, e: Expr, depth: int = 0) -> IntervalFn | None:
-        if depth > 64:
+    def define(self, v: Var, value: Expr | None) -> None:
+        self.count[v] += 1
+        if isinstance(v.type, TensorType):
+            self.sources.setdefault(v, []).append(value)
+
+    def carried(self, targets: Sequence[Var], bodies: Sequence[SeqStmts | None]) -> None:
+        for y in (y for b in bodies for y in _targeting_yields(b)):
+            for k, v in enumerate(targets):
+                if isinstance(v.type, TensorType):
+                    self.sources[v].append(y.values[k] if k < len(y.values) else None)
+
+    def walk(self, s: Stmt | None) -> None:
+        if isinstance(s, SeqStmts):
+            for x in s.stmts:
+                self.walk(x)
+        elif isinstance(s, AssignStmt):
+            self.define(s.var, s.value)
+            self.values[s.var] = s.value
+        elif isinstance(s, (ForStmt, WhileStmt)):
+            if isinstance(s, ForStmt):
+                self.define(s.loop_var, None)
+                self.loops[s.loop_var] = s
+            for ia, rv in zip(s.iter_args, s.return_vars):
+                self.define(ia, getattr(ia, "init", None))
+                self.define(rv, ia)   # a loop returns its carried values (also after a break)
+            self.carried(s.iter_args, [s.body])
+            self.walk(s.body)
+        elif isinstance(s, IfStmt):
+            for v in s.return_vars:   # only the yields give it values
+                self.count[v] += 1
+                if isinstance(v.type, TensorType):
+                    self.sources.setdefault(v, [])
+            self.carried(s.return_vars, [s.then_body, s.else_body])
+            self.walk(s.then_body)
+            self.walk(s.else_body)
+        elif isinstance(s, ScopeStmt):
+            self.walk(s.body)
+
+
+class _Intervals:
+    """Interval functions of the scalar expressions of one kernel (module docstring)."""
+
+    def __init__(self, func: Function, defs: _Definitions) -> None:
+        self.count, self.values, self.loops = defs.count, defs.values, defs.loops
+        self.params = {p: i for i, p in enumerate(func.params) if isinstance(p.type, ScalarType)}
+        self.dims: dict[Var, tuple[int, int]] = {}
+        for i, p in enumerate(func.params):
+            if isinstance(p.type, TensorType):
+                for axis, d in enumerate(p.type.shape):
+                    if isinstance(d, Var):
+                        self.dims.setdefault(d, (i, axis))
+        self._vars: dict[Var, IntervalFn | None] = {}
+        self._nodes = 0
+
+    def of(self, e: Expr) -> IntervalFn | None:
+        """The interval function of offset `e`, or None when it cannot be traced."""
+        self._nodes = 0
+        return self._expr(e)
+
+    def _expr(self, e: Expr) -> IntervalFn | None:
+        self._nodes += 1
+        if self._nodes > _MAX_NODES:
             return None
         if isinstance(e, ConstInt):
             v = e.value
-            return lambda args: (v, v)
+            return (lambda args, memo: (v, v)) if isinstance(v, int) else None
         if isinstance(e, Var):
-            return self._var_interval(e, depth)
+            if e not in self._vars:
+                self._vars[e] = None   # a definition that refers to itself is not traced
+                fn = self._var(e)
+                self._vars[e] = None if fn is None else _memoized(fn)
+            return self._vars[e]
+        rng = _int_range(e.dtype) if isinstance(e, (BinaryExpr, UnaryExpr)) else None
+        if rng is None:
+            return None
         if isinstance(e, BinaryExpr):
             fn = _BINARY.get(e.op)
-            if fn is None:
+            if fn is None or (e.op in _BY_POSITIVE_CONST and not (isinstance(e.rhs, ConstInt) and e.rhs.value > 0)):
                 return None
-            if e.op == "floordiv" and not (isinstance(e.rhs, ConstInt) and e.rhs.value > 0):
+            parts = (self._expr(e.lhs), self._expr(e.rhs))
+        else:
+            fn = _UNARY.get(e.op)   # type: ignore[assignment]
+            operand_t = e.operand.type
+            if fn is None or not (isinstance(operand_t, ScalarType) and _int_range(operand_t.dtype)):
                 return None
-            lhs, rhs = self.interval(e.lhs, depth + 1), self.interval(e.rhs, depth + 1)
-            if lhs is None or rhs is None:
-                return None
-            return lambda args: fn(lhs(args), rhs(args))
-        if isinstance(e, UnaryExpr) and e.op == "neg":
-            x = self.interval(e.operand, depth + 1)
-            if x is None:
-                return None
-            return lambda args: (-x(args)[1], -x(args)[0])
-        return None
+            parts = (self._expr(e.operand),)
+        if None in parts:
+            return None
+        return _checked(fn, parts, rng)  # type: ignore[arg-type]
 
-    def _var_interval(self, v: Var, depth: int) -> IntervalFn | None:
-        k = self.scalar_params.get(v)
+    def _var(self, v: Var) -> IntervalFn | None:
+        if self.count[v] > 1:   # assigned more than once: its value is not one expression
+            return None
+        k = self.params.get(v)
         if k is not None:
-            def param(args: Sequence[Any]) -> Interval:
+            def param(args: Sequence[Any], memo: Memo) -> Interval:
                 x = args[k]
                 if not isinstance(x, int) or isinstance(x, bool):
                     raise _GiveUp
                 return x, x
             return param
+        dim = self.dims.get(v) if self.count[v] == 0 else None
+        if dim is not None:
+            i, axis = dim
+
+            def size(args: Sequence[Any], memo: Memo) -> Interval:
+                t = args[i]
+                if not isinstance(t, torch.Tensor) or axis >= t.dim():
+                    raise _GiveUp
+                n = int(t.shape[axis])
+                return n, n
+            return size
         loop = self.loops.get(v)
         if loop is not None:
-            if not (isinstance(loop.step, ConstInt) and loop.step.value > 0):
-                return None
-            start, stop = self.interval(loop.start, depth + 1), self.interval(loop.stop, depth + 1)
-            if start is None or stop is None:
-                return None
-            return lambda args: (start(args)[0], max(start(args)[0], stop(args)[1] - 1))
-        d = self.scalar_defs.get(v)
-        return None if d is None else self.interval(d, depth + 1)
+            return self._loop_var(loop)
+        value = self.values.get(v)
+        return None if value is None else self._expr(value)
 
-    # ---- the walk ------------------------------------------------------------------------------
-    def block(self, s: Stmt | None) -> None:
+    def _loop_var(self, loop: ForStmt) -> IntervalFn | None:
+        start, stop, step = self._expr(loop.start), self._expr(loop.stop), self._expr(loop.step)
+        if start is None or stop is None or step is None:
+            return None
+
+        def run(args: Sequence[Any], memo: Memo) -> Interval:
+            b, e, st = start(args, memo), stop(args, memo), step(args, memo)
+            if st[0] > 0:    # start, start + step, ... < stop
+                return b[0], max(b[0], e[1] - 1)
+            if st[1] < 0:    # start, start + step, ... > stop
+                return min(b[1], e[0] + 1), b[1]
+            raise _GiveUp    # the step's sign depends on the task (or it is zero: the loop fails)
+        return run
+
+
+def _memoized(fn: IntervalFn) -> IntervalFn:
+    key = id(fn)
+
+    def run(args: Sequence[Any], memo: Memo) -> Interval:
+        r = memo.get(key)
+        if r is None:
+            r = memo[key] = fn(args, memo)
+        return r
+    return run
+
+
+_TOP = -1   # a tensor variable that may alias more than one parameter, or something unknown
+
+
+class _Owners:
+    """The tensor parameter each tensor variable aliases, whatever the order the statements run
+    in: the join over all the values it is given, solved to a fixed point (a variable given
+    values from two parameters, or one of unknown origin, aliases `_TOP`)."""
+
+    def __init__(self, func: Function, defs: _Definitions) -> None:
+        params = {p: i for i, p in enumerate(func.params) if isinstance(p.type, TensorType)}
+        self.owner: dict[Var, int] = dict(params)
+        sources = defs.sources
+        changed = True
+        while changed:
+            changed = False
+            for v, exprs in sources.items():
+                if v in params and len(exprs) == 1:
+                    continue
+                got = {self.of(e) for e in exprs}
+                got.discard(None)   # not known yet
+                new = got.pop() if len(got) == 1 else (_TOP if got else None)
+                if new is not None and self.owner.get(v) != new:
+                    self.owner[v] = new
+                    changed = True
+        # traced: every tensor variable aliases exactly one parameter
+        self.traced = all(self.owner.get(v, _TOP) != _TOP for v in sources)
+
+    def of(self, e: Expr | None) -> int | None:
+        """The parameter a tensor-valued `e` aliases (`_TOP` when unknown, None while a variable
+        has no known value yet)."""
+        if isinstance(e, Var):
+            return self.owner.get(e)
+        if isinstance(e, Call) and isinstance(e.op, str) and has_op(e.op) and isinstance(e.result_type, TensorType):
+            spec = get_op(e.op)
+            written = [self.of(e.args[i]) for i in spec.writes if i < len(e.args)
+                       and isinstance(e.args[i].type, TensorType)]
+            known = set(written) - {None}
+            if written and not known:
+                return None
+            if len(known) == 1:
+                return known.pop()   # an op that writes a tensor in place returns it
+        return _TOP
+
+
+class _Walker:
+    """Collects the boxes of each tensor parameter from every op call of a kernel body."""
+
+    def __init__(self, func: Function) -> None:
+        defs = _Definitions(func)
+        self.iv = _Intervals(func, defs)
+        self.owners = _Owners(func, defs)
+        self.boxes: dict[int, list[_Box] | None] = {i: [] for i, p in enumerate(func.params)
+                                                    if isinstance(p.type, TensorType)}
+        self.traced = self.owners.traced   # False also once an operand tensor has no known origin
+
+    def stmt(self, s: Stmt | None) -> None:
         if s is None:
             return
-        for x in (s.stmts if isinstance(s, SeqStmts) else (s,)):
-            self.stmt(x)
-
-    def stmt(self, s: Stmt) -> None:
-        if isinstance(s, AssignStmt):
-            if isinstance(s.var.type, ScalarType):
-                self.scalar_defs[s.var] = None if s.var in self.scalar_defs else s.value
-            owner = self.expr(s.value)
-            if isinstance(s.var.type, TensorType):
-                self.bind(s.var, owner)
-        elif isinstance(s, (EvalStmt,)):
+        if isinstance(s, SeqStmts):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, AssignStmt):
+            self.expr(s.value)
+        elif isinstance(s, EvalStmt):
             self.expr(s.expr)
-        elif isinstance(s, YieldStmt):
-            for v in s.values:
-                self.expr(v)
         elif isinstance(s, ForStmt):
-            self.loops[s.loop_var] = s
-            self.carry(s.iter_args, s.return_vars)
-            self.block(s.body)
+            for e in (s.start, s.stop, s.step):
+                self.expr(e)
+            self.stmt(s.body)
         elif isinstance(s, WhileStmt):
             self.expr(s.cond)
-            self.carry(s.iter_args, s.return_vars)
-            self.block(s.body)
+            self.stmt(s.body)
         elif isinstance(s, IfStmt):
             self.expr(s.cond)
-            self.block(s.then_body)
-            self.block(s.else_body)
-            for rv in s.return_vars:
-                if isinstance(rv.type, TensorType):
-                    self.bind(rv, self._yielded_owner(s, s.return_vars.index(rv)))
+            self.stmt(s.then_body)
+            self.stmt(s.else_body)
         elif isinstance(s, ScopeStmt):
-            self.block(s.body)
-        elif isinstance(s, SeqStmts):
-            self.block(s)
-        else:   # return / break / continue: read their values for untraceable tensors
+            self.stmt(s.body)
+        else:   # yield / return / break / continue
             for v in getattr(s, "values", ()):
                 self.expr(v)
 
-    def _yielded_owner(self, s: IfStmt, i: int) -> int | None:
-        owners = set()
-        for body in (s.then_body, s.else_body):
-            last = body.stmts[-1] if body is not None and body.stmts else None
-            if not isinstance(last, YieldStmt) or i >= len(last.values):
-                return None
-            owners.add(self.owner_of(last.values[i]))
-        return owners.pop() if len(owners) == 1 else None
-
-    def carry(self, iter_args: Sequence[Var], return_vars: Sequence[Var]) -> None:
-        for ia, rv in zip(iter_args, return_vars):
-            if isinstance(ia.type, TensorType):
-                owner = self.owner_of(ia.init) if getattr(ia, "init", None) is not None else None
-                self.bind(ia, owner)
-                self.bind(rv, owner)
-            elif isinstance(ia.type, ScalarType):
-                self.scalar_defs[ia] = None   # loop-carried: unknown value
-
-    def bind(self, v: Var, owner: int | None) -> None:
-        if owner is None:
-            self.traced = False
-        else:
-            self.owner[v] = owner
-
-    def owner_of(self, e: Expr | None) -> int | None:
-        return self.owner.get(e) if isinstance(e, Var) else None
-
-    def expr(self, e: Expr) -> int | None:
-        """Record the accesses of `e`; return the parameter a tensor-valued `e` aliases."""
-        if isinstance(e, Var):
-            return self.owner.get(e)
-        if not isinstance(e, Call):
-            for x in getattr(e, "elements", ()):
+    def expr(self, e: Expr) -> None:
+        """Record the accesses of every op call in `e`."""
+        if isinstance(e, (MakeTuple, TupleGetItem)):
+            for x in (e.elements if isinstance(e, MakeTuple) else (e.tuple_value,)):
+                self.whole(x)   # a tensor inside a tuple may be touched anywhere
                 self.expr(x)
-            return None
-        for a in e.args:
-            if not isinstance(a, Var):
+        elif isinstance(e, Call):
+            for a in e.args:
                 self.expr(a)
+            self.call(e)
+
+    def call(self, e: Call) -> None:
         if isinstance(e.op, GlobalVar) or not has_op(e.op):   # type: ignore[arg-type]
             for a in e.args:
-                if self.owner_of(a) is not None:
-                    self.boxes[self.owner_of(a)] = _WHOLE  # type: ignore[index]
-            return None
+                self.whole(a)
+            return
         spec = get_op(e.op)  # type: ignore[arg-type]
         region = spec.ddr_region
-        result: int | None = None
         for i, a in enumerate(e.args):
-            p = self.owner_of(a)
-            if p is None:
-                continue
-            touched = i in spec.reads or i in spec.writes
             if region is not None and i == region[0]:
-                self.add_box(p, e, region)
-            elif touched:
-                self.boxes[p] = _WHOLE
-            if i in spec.writes and isinstance(e.result_type, TensorType):
-                result = p
-        return result
+                self.add_box(a, e, region)
+            elif i in spec.reads or i in spec.writes or not isinstance(e.result_type, ScalarType):
+                self.whole(a)   # touched without a box, or a non-scalar result that may view it
 
-    def add_box(self, p: int, call: Call, region: tuple[int, int, int]) -> None:
-        boxes = self.boxes[p]
-        if boxes is _WHOLE:
+    def param(self, a: Expr) -> int | None:
+        if not isinstance(a.type, TensorType):
+            return None
+        p = self.owners.of(a)
+        if p is None or p == _TOP:
+            self.traced = False
+            return None
+        return p
+
+    def whole(self, a: Expr) -> None:
+        p = self.param(a)
+        if p is not None:
+            self.boxes[p] = _WHOLE
+
+    def add_box(self, a: Expr, call: Call, region: tuple[int, int, int]) -> None:
+        p = self.param(a)
+        if p is None or self.boxes[p] is _WHOLE:
             return
         _, oi, si = region
         offs, sizes = call.args[oi], _const_ints(call.args[si])
-        fns = [self.interval(o) for o in offs.elements] if isinstance(offs, MakeTuple) else None
+        fns = [self.iv.of(o) for o in offs.elements] if isinstance(offs, MakeTuple) else None
         if sizes is None or fns is None or None in fns or len(fns) != len(sizes):
             self.boxes[p] = _WHOLE
             return
-        boxes.append((tuple(fns), sizes))  # type: ignore[arg-type]
-
-
-class _GiveUp(Exception):
-    """A scalar argument was not an int: count the tensor as touched whole."""
+        self.boxes[p].append((tuple(fns), sizes))  # type: ignore[union-attr]
 
 
 class _NoArgs:
@@ -258,19 +438,21 @@ class _NoArgs:
 
 
 def _covers_static(boxes: list[_Box], t: TensorType) -> bool:
-    """True when boxes that do not depend on the task cover every element of a static shape (the
-    argument is then always touched whole: no need to evaluate anything per task)."""
+    """True when the boxes that do not depend on the task already cover every element of a static
+    shape (the argument is then always touched whole: no need to evaluate anything per task)."""
     dims = [getattr(d, "value", None) for d in t.shape]
     if None in dims:
         return False
-    try:
-        for d, dim in enumerate(dims):
-            lo = min(b[0][d](_NoArgs())[0] for b in boxes)
-            hi = max(b[0][d](_NoArgs())[1] + b[1][d] for b in boxes)
-            if lo > 0 or hi < dim:
-                return False
-    except (_GiveUp, IndexError):
-        return False
+    fixed = []
+    for fns, sizes in boxes:
+        try:
+            fixed.append(([fn(_NoArgs(), {}) for fn in fns], sizes))
+        except _GiveUp:
+            continue
+    for d, dim in enumerate(dims):
+        ivs = [(iv[d], sizes[d]) for iv, sizes in fixed if len(iv) == len(dims)]
+        if not ivs or min(x[0] for x, _ in ivs) > 0 or max(x[1] + n for x, n in ivs) < dim:
+            return False
     return True
 
 
@@ -283,8 +465,9 @@ class AccessSummary:
     """
 
     def __init__(self, func: Function) -> None:
+        self._nparams = len(func.params)
         w = _Walker(func)
-        w.block(func.body)
+        w.stmt(func.body)
         self._boxes: dict[int, tuple[_Box, ...]] = {}
         if w.traced:
             self._boxes = {p: tuple(b) for p, b in w.boxes.items()
@@ -296,11 +479,14 @@ class AccessSummary:
         return frozenset(self._boxes)
 
     def region_arg(self, i: int, args: Sequence[Any]) -> Any:
+        """Argument `i` of a task with `args`, narrowed to the bounding box of its accesses (a
+        view of it), or the argument itself (see the class docstring)."""
         a = args[i]
         boxes = self._boxes.get(i)
-        if boxes is None or not isinstance(a, torch.Tensor):
+        if boxes is None or not isinstance(a, torch.Tensor) or len(args) != self._nparams:
             return a
         shape = a.shape
+        memo: Memo = {}
         try:
             lo = [None] * len(shape)
             hi = [None] * len(shape)
@@ -308,7 +494,7 @@ class AccessSummary:
                 if len(fns) != len(shape):
                     return a
                 for d, (fn, n) in enumerate(zip(fns, sizes)):
-                    x0, x1 = fn(args)
+                    x0, x1 = fn(args, memo)
                     lo[d] = x0 if lo[d] is None else min(lo[d], x0)
                     hi[d] = x1 + n if hi[d] is None else max(hi[d], x1 + n)
         except _GiveUp:
