@@ -410,13 +410,12 @@ _DEAD = """        with pl.at(level=pl.Level.CORE_GROUP):   # a is written but n
 """
 
 
-@pytest.mark.xfail(strict=True, reason="OutlineIncoreScopes returns a region's outputs in definition "
-                   "order and only those used afterwards, while the simulator binds a kernel call's "
-                   "results to all its Out/InOut arguments in parameter order")
 @pytest.mark.parametrize("body", [_SWAPPED, _DEAD], ids=["swapped", "dead"])
 def test_outlined_results_follow_the_parameter_order(body: str) -> None:
     """A region writing `a` and `b` in the other order than their parameters, or with `a` dead
-    afterwards: the loop carries `a` and `b` swapped / the next region gets the tuple of both."""
+    afterwards: the outlined function returns its Out/InOut tensors in parameter order (what a
+    call stands for), so the loop does not carry them swapped and the next region does not get a
+    tuple of both (both happened while outlining returned the used outputs in definition order)."""
     prog = pl.parse(_HEADER + body)
     x, a, b = (torch.randn(R, C) for _ in range(3))
     ra, rb = a.clone(), b.clone()

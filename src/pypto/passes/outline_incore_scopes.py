@@ -199,11 +199,19 @@ class _Outliner:
                 d = ParamDirection.In
             dirs.append(d)
             args.append(v)
+        # The function returns one value per Out/InOut parameter, in parameter order (the value a
+        # call of it stands for, SPEC §1): first the outer tensors it writes in place — their last
+        # value at the top level of the body, or the parameter itself —, then the new tensors.
+        written = [v for v, d in zip(inputs, dirs) if d is not ParamDirection.In]
+        final = _final_values(scope.body, targets)
+        ret_values.extend(final.get(v, v) for v in written)
+        slot: dict[Var, int] = {}
         for o in outputs:
             root = targets.root.get(o)
             if root is not None and root in param_of and root in targets.written:
-                ret_values.append(o)
+                slot[o] = written.index(root)
                 continue
+            slot[o] = len(ret_values)
             # A new tensor: the caller allocates it, the body assembles the value into it.
             t = o.type
             buf = Var(f"{o.name}_buf", t, span=o.span)
@@ -231,13 +239,30 @@ class _Outliner:
             from ..ir.stmt import EvalStmt
 
             return pre + [EvalStmt(call, span=scope.span)]
-        if len(outputs) == 1:
+        if len(outputs) == 1 and len(ret_values) == 1:
             return pre + [AssignStmt(outputs[0], call, span=scope.span)]
-        tup = Var(f"{name}_results", rt, span=scope.span)
-        stmts = pre + [AssignStmt(tup, call, span=scope.span)]
-        for i, o in enumerate(outputs):
-            stmts.append(AssignStmt(o, TupleGetItem(tup, i), span=scope.span))
+        res = Var(f"{name}_results", rt, span=scope.span)
+        stmts = pre + [AssignStmt(res, call, span=scope.span)]
+        for o in outputs:
+            value = res if len(ret_values) == 1 else TupleGetItem(res, slot[o])
+            stmts.append(AssignStmt(o, value, span=scope.span))
         return stmts
+
+
+def _final_values(body: SeqStmts, targets: _AssembleTargets) -> dict[Var, Var]:
+    """Outer tensor -> the last value defined at the top level of `body` that *is* it (after the
+    in-place writes of `targets`): what the outlined function returns for that parameter."""
+    final: dict[Var, Var] = {}
+    for st in body.stmts:
+        if isinstance(st, AssignStmt):
+            defined: tuple[Var, ...] = (st.var,)
+        else:
+            defined = tuple(getattr(st, "return_vars", ()))
+        for v in defined:
+            r = targets.root.get(v)
+            if r is not None:
+                final[r] = v
+    return final
 
 
 def _create(t: TensorType, span) -> Call:  # type: ignore[no-untyped-def]
