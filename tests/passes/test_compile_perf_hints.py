@@ -92,15 +92,16 @@ def test_ph003_out_parameter_never_written(tmp_path):
     class Forgot:
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, x: pl.Tensor[[16, 128], pl.FP32], y: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
-              z: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+              z: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> tuple[pl.Tensor[[16, 128], pl.FP32],
+                                                                 pl.Tensor[[16, 128], pl.FP32]]:
             t = pl.load(x, [0, 0], [16, 128])
             y = pl.store(t, [0, 0], y)
-            return y
+            return y, z
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def main(self, x: pl.Tensor[[16, 128], pl.FP32], y: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
                  z: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
-            y = self.k(x, y, z)
+            y, z = self.k(x, y, z)
             return y
 
     with pytest.warns(UserWarning, match="'z'"):

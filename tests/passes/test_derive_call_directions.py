@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import pytest
 import torch
 
 import pypto.language as pl
@@ -129,3 +130,44 @@ def test_a_written_parameter_declared_in_reaches_the_host(tmp_path):
     a, c = torch.randn(*S), torch.zeros(*S)
     compiled(a, c)
     torch.testing.assert_close(c, a * 3.0)
+
+
+def test_a_kernel_returning_some_of_its_outputs_is_an_error_at_its_return():
+    """A kernel call stands for all its Out/InOut tensors in parameter order (that is how the
+    runtime, the torch reference and the host code bind it): returning fewer is an error."""
+    from pypto.core.errors import CompileError
+
+    with pytest.raises(CompileError) as ei:
+        ir.compile(pl.parse(_PARTIAL), dump_passes=False, skip_ptoas=True)
+    assert "kernel 'k' returns (y), but a kernel call stands for all its Out/InOut tensors in parameter " \
+           "order: return (y, z)" in ei.value.message
+    assert ei.value.span.begin_line == 9
+
+
+def test_a_kernel_returning_its_outputs_out_of_order_is_an_error():
+    from pypto.core.errors import CompileError
+
+    with pytest.raises(CompileError, match=r"returns \(z, y\).*return \(y, z\)"):
+        ir.compile(pl.parse(_SWAPPED_RETURN), dump_passes=False, skip_ptoas=True)
+
+
+_PARTIAL = """import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]], z: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        y = pl.store(pl.load(x, [0, 0], [16, 64]), [0, 0], y)
+        z = pl.store(pl.load(x, [0, 0], [16, 64]), [0, 0], z)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]], z: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        y = self.k(x, y, z)
+        return y
+"""
+_SWAPPED_RETURN = _PARTIAL.replace("        return y\n\n    @pl.function(type=pl.FunctionType.Orch",
+                                   "        return z, y\n\n    @pl.function(type=pl.FunctionType.Orch").replace(
+    "-> pl.Tensor[[16, 64], pl.FP32]:\n        y = pl.store",
+    "-> tuple[pl.Tensor[[16, 64], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:\n        y = pl.store").replace(
+    "        y = self.k(x, y, z)", "        z, y = self.k(x, y, z)")

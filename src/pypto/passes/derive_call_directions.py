@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..core.enums import FunctionType
 from ..core.enums import ParamDirection as D
+from ..core.errors import CompileError
 from ..ir.expr import Call, GlobalVar, Var
 from ..ir.function import Function, Program
+from ..ir.stmt import ReturnStmt
 from ..ir.types import TensorType
 from ..ir.visitor import IRVisitor
 from .base import Pass, PassContext
@@ -85,6 +88,30 @@ def _merge(declared: D, derived: D) -> D:
     return D.InOut
 
 
+_KERNELS = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+
+
+def _check_kernel_return(f: Function, dirs: tuple[D, ...], acc: TensorAccess) -> None:
+    """A kernel call stands for the kernel's Out/InOut tensors in parameter order (that is how the
+    runtime and the host code bind a task's results), so a kernel that returns values must return
+    exactly those. Raises CompileError at the return statement otherwise."""
+    if f.func_type not in _KERNELS or not f.body.stmts or not isinstance(f.body.stmts[-1], ReturnStmt):
+        return
+    ret = f.body.stmts[-1]
+    if not ret.values:
+        return
+    outs = [p for p, d in zip(f.params, dirs) if isinstance(p.type, TensorType) and d is not D.In]
+    roots = [r.root if (r := acc.region_of(v)) is not None else None for v in ret.values]
+    if len(roots) == len(outs) and (roots == outs or not set(roots) <= set(outs)):
+        return   # as required, or values the tracing cannot tie to parameters: not judged
+    got = ", ".join(r.name if r is not None else "?" for r in roots)
+    want = ", ".join(p.name for p in outs) or "nothing"
+    raise CompileError(f"kernel '{f.name}' returns ({got}), but a kernel call stands for all its Out/InOut "
+                       f"tensors in parameter order: return ({want}) and bind them all at the call — a "
+                       f"tensor parameter the kernel writes is an output even when declared as an input",
+                       ret.span or f.span)
+
+
 class DeriveCallDirections(Pass):
     """Set every tensor parameter's direction from what its function reads and writes."""
 
@@ -107,6 +134,7 @@ class DeriveCallDirections(Pass):
                     record.setdefault(f.name, {})[p.name] = {"declared": declared.name, "derived": d.name}
                 new.append(d)
             dirs[f.name] = tuple(new)
+            _check_kernel_return(f, dirs[f.name], acc)
         funcs = [f if dirs[f.name] == f.param_directions else replace(f, param_directions=dirs[f.name])
                  for f in program.functions]
         if all(a is b for a, b in zip(funcs, program.functions)):
