@@ -485,3 +485,33 @@ def test_loop_variables_with_negative_zero_and_task_dependent_steps() -> None:
     _run(Steps, x, 56, 40, -8, y)       # k = 56, 48
     torch.testing.assert_close(y[48:], x[48:])
     torch.testing.assert_close(y[16:48], -x[16:48])
+
+
+@pl.jit
+def _mm_split(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    for i in pl.parallel(8):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            y[i * 32:(i + 1) * 32, :] = pl.relu(pl.matmul(a[i * 32:(i + 1) * 32, :], b))
+    return y
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_split_vector_halves_are_bounded_by_the_subblock_index(platform):
+    """Under pl.split each vector core stores at an offset computed from get_subblock_idx()
+    (OpSpec.scalar_range (0, 1)): the groups of different blocks do not depend on each other, and
+    nothing is left unordered when only the regions order tasks."""
+    from pypto.runtime import RunConfig
+
+    a, b, y = torch.randn(256, 64).half(), torch.randn(64, 64).half(), torch.zeros(256, 64)
+    cfg = RunConfig(platform=platform)
+    cp = _mm_split.compile(a, b, y, config=cfg)
+    cp(a, b, y, config=cfg)
+    torch.testing.assert_close(y, torch.relu(a.float() @ b.float()), rtol=1e-3, atol=1e-3)
+    tasks = cp.last_run.tasks
+    assert len(tasks) == 8 * 3 and all(t.deps == {} for t in tasks)
+    groups = {t.group for t in tasks}
+    assert len(groups) == 8
+    spans = sorted((min(t.start_cycle for t in tasks if t.group == g), max(t.end_cycle for t in tasks if t.group == g))
+                   for g in groups)
+    assert all(nxt[0] < cur[1] for cur, nxt in zip(spans, spans[1:]))   # each starts before the last ends
+    cp(a, b, torch.zeros(256, 64), config=RunConfig(platform=platform, sanitize=True, auto_deps=False))

@@ -64,11 +64,12 @@ def _index(args: list[Expr], attrs: dict[str, Any]) -> Type:
     return ScalarType(INDEX)
 
 
-for _name, _field, _what in (("get_block_idx", "block_idx", "index of the running block (0-based)"),
-                             ("get_block_num", "block_num", "number of blocks of the launch"),
-                             ("get_subblock_idx", "subblock_idx",
-                              "index of the running vector core within its cluster (0 or 1)")):
+for _name, _field, _what, _range in (
+        ("get_block_idx", "block_idx", "index of the running block (0-based)", None),
+        ("get_block_num", "block_num", "number of blocks of the launch", None),
+        ("get_subblock_idx", "subblock_idx", "index of the running vector core within its cluster (0 or 1)",
+         (0, 1))):
     register(OpSpec(f"tile.{_name}", (), _index, (lambda f: lambda: getattr(current_block(), f))(_field),
-                    traits=frozenset({"block"}), pto=f"pto.{_name}", cost=scalar(), family="block",
+                    traits=frozenset({"block"}), scalar_range=_range, pto=f"pto.{_name}", cost=scalar(), family="block",
                     dtypes="INDEX result", doc=f"The {_what}, as an INDEX scalar."))
     register_unified(_name, "tile", None, f"tile.{_name}")

@@ -86,6 +86,9 @@ class OpSpec:
             matmul_acc's `acc`). None: derived — the read operands of a tile op with the
             "elementwise" or "positionwise" trait that writes no argument; `inplace_args` gives
             the effective tuple. Memory planning uses it to compute carried values in place.
+        scalar_range: for an operand-less op with a scalar result whose value always lies in a
+            fixed range (`tile.get_subblock_idx`: 0 or 1): (lowest, highest). The simulator bounds
+            offsets computed from it before a task runs (`runtime/sim/access.py`).
         ddr_region: for an op that moves one box of a DDR tensor (`tile.load`, `tile.store`):
             (index of the tensor argument, index of the offsets argument, index of the box-shape
             argument — a list of sizes, or a tile whose shape is the box). The simulator reads it
@@ -114,6 +117,7 @@ class OpSpec:
     scratch: tuple[int, ...] = ()
     valid_args: tuple[int, ...] = ()
     inplace: tuple[int, ...] | None = None
+    scalar_range: tuple[int, int] | None = None
     ddr_region: tuple[int, int, int] | None = None
     pto: str | None = None
     cost: Cost | None = None

@@ -225,6 +225,8 @@ class _Intervals:
                 fn = self._var(e)
                 self._vars[e] = None if fn is None else _memoized(fn)
             return self._vars[e]
+        if isinstance(e, Call):
+            return self._call(e)
         rng = _int_range(e.dtype) if isinstance(e, (BinaryExpr, UnaryExpr)) else None
         if rng is None:
             return None
@@ -242,6 +244,17 @@ class _Intervals:
         if None in parts:
             return None
         return _checked(fn, parts, rng)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _call(e: Call) -> IntervalFn | None:
+        """An operand-less op whose result lies in a declared range (`OpSpec.scalar_range`)."""
+        if e.args or not isinstance(e.op, str) or not has_op(e.op):
+            return None
+        rng = get_op(e.op).scalar_range
+        if rng is None:
+            return None
+        lo, hi = rng
+        return lambda args, memo: (lo, hi)
 
     def _var(self, v: Var) -> IntervalFn | None:
         if self.count[v] > 1:   # assigned more than once: its value is not one expression
