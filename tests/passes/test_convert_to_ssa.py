@@ -82,3 +82,95 @@ def test_if_assignment_becomes_if_result():
             return r2
 
     ir.assert_structural_equal(run(Before), Expected)
+
+
+def test_a_reassigned_name_whose_value_does_not_flow_around_the_loop_is_not_carried():
+    """`t` is assigned before the loop and re-assigned first thing in the body, and nothing after
+    the loop reads it: each iteration's `t` is local (no iter arg), while `y` is carried."""
+    @pl.program
+    class Before:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64, 16], pl.FP32], y: pl.Out[pl.Tensor[[64, 16], pl.FP32]]) -> pl.Tensor[[64, 16], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 16])
+            y = pl.store(t, [0, 0], y)
+            for i in pl.range(1, 4):
+                t = pl.load(x, [i * 16, 0], [16, 16])
+                y = pl.store(pl.add(t, 1.0), [i * 16, 0], y)
+            return y
+
+    @pl.program
+    class Expected:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64, 16], pl.FP32], y: pl.Out[pl.Tensor[[64, 16], pl.FP32]]) -> pl.Tensor[[64, 16], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 16])
+            y_1 = pl.store(t, [0, 0], y)
+            for i, (y_it,) in pl.range(1, 4, init_values=(y_1,)):
+                t_1 = pl.load(x, [i * 16, 0], [16, 16])
+                y_2 = pl.store(pl.add(t_1, 1.0), [i * 16, 0], y_it)
+                y_out = pl.yield_(y_2)
+            return y_out
+
+    ir.assert_structural_equal(run(Before), Expected)
+
+
+def test_a_reassigned_name_read_after_the_loop_or_before_its_update_is_carried():
+    @pl.program
+    class ReadAfter:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64, 16], pl.FP32], y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 16])
+            for i in pl.range(1, 4):
+                t = pl.load(x, [i * 16, 0], [16, 16])   # the last block is stored after the loop
+            y = pl.store(t, [0, 0], y)
+            return y
+
+    @pl.program
+    class ReadInOuterLoop:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[64, 16], pl.FP32], y: pl.Out[pl.Tensor[[64, 16], pl.FP32]]) -> pl.Tensor[[64, 16], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 16])
+            for j in pl.range(2):
+                y = pl.store(t, [j * 16, 0], y)          # reads the inner loop's last t next time round
+                for i in pl.range(1, 4):
+                    t = pl.load(x, [i * 16, 0], [16, 16])
+            return y
+
+    for prog in (ReadAfter, ReadInOuterLoop):
+        inner = [s for s in _walk(run(prog).get_function("k").body) if isinstance(s, ir.ForStmt)][-1]
+        assert [ia.name for ia in inner.iter_args] == ["t"], prog.name
+
+
+def _walk(s):
+    yield s
+    for child in getattr(s, "stmts", ()):
+        yield from _walk(child)
+    body = getattr(s, "body", None)
+    if body is not None:
+        yield from _walk(body)
+
+
+def test_a_tile_reused_by_name_in_a_later_region_inside_a_loop_compiles_and_runs():
+    """The Python-style program of a user trial: `t` names a tile of the first pl.at region and
+    again, fresh, in every iteration's region; it must not become a value leaving a region."""
+    import torch
+
+    @pl.program
+    class Regions:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[32, 32], pl.FP32], y: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(x, [0, 0], [8, 32])
+                y = pl.store(t, [0, 0], y)
+            for i in pl.range(1, 4):
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    t = pl.load(x, [i * 8, 0], [8, 32])
+                    y = pl.store(pl.add(t, 1.0), [i * 8, 0], y)
+            return y
+
+    compiled = ir.compile(Regions, dump_passes=False, skip_ptoas=True,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    x, y = torch.randn(32, 32), torch.zeros(32, 32)
+    compiled(x, y)
+    want = x.clone()
+    want[8:] += 1
+    torch.testing.assert_close(y, want)

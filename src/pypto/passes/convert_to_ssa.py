@@ -8,7 +8,11 @@ rebind variables of the enclosing scope without `init_values` / `pl.yield_`. Thi
   return var holding the value after the loop;
 - turns an outer variable re-assigned in an `if` branch (or assigned in both branches) into an
   if result: both branches yield their value and a return var holds it afterwards.
-Variables first defined inside a loop body stay local to it (never loop-carried, SPEC §9).
+Variables first defined inside a loop body stay local to it (never loop-carried, SPEC §9), and
+so does an outer variable the body re-assigns when its value does not flow around the loop: the
+body assigns it before any read (so no iteration reads the previous one's value) and nothing after
+the loop — or in an enclosing loop — reads it. Carrying such a variable would only make a value
+(possibly an on-chip tile of a `pl.at` region) outlive its scope.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from ..ir.stmt import (
     YieldStmt,
 )
 from ..ir.visitor import IRMutator
-from .analysis import assigned_vars
+from .analysis import UseVisitor, assigned_vars
 from .base import FunctionPass, PassContext
 
 __all__ = ["ConvertToSSA"]
@@ -41,10 +45,75 @@ class _Subst(IRMutator):
     """Replace uses of original Vars by their current SSA version."""
 
 
+class _UsePositions(UseVisitor):
+    """Statements numbered in pre-order; where each Var is read; each loop's number range and the
+    loops around it (keyed by `id` of the original loop statement)."""
+
+    def __init__(self) -> None:
+        self.pos = 0
+        self.uses: dict[Var, list[int]] = {}
+        self.loops: dict[int, tuple[int, int, tuple[int, ...]]] = {}
+        self._stack: list[int] = []
+
+    def visit_stmt(self, s: Stmt) -> None:
+        self.pos += 1
+        if not isinstance(s, (ForStmt, WhileStmt)):
+            super().visit_stmt(s)
+            return
+        start, around = self.pos, tuple(self._stack)
+        self._stack.append(id(s))
+        super().visit_stmt(s)
+        self._stack.pop()
+        self.loops[id(s)] = (start, self.pos, around)
+
+    def on_use(self, v: Var) -> None:
+        self.uses.setdefault(v, []).append(self.pos)
+
+    def read_after(self, loop: Stmt, v: Var) -> bool:
+        """Whether `v` is read after `loop`, or anywhere in a loop around it (its next iteration)."""
+        _, end, around = self.loops[id(loop)]
+        spans = [self.loops[a][:2] for a in around]
+        return any(u > end or any(a <= u <= b for a, b in spans) for u in self.uses.get(v, ()))
+
+
+def _reads(s: Stmt | Expr, v: Var) -> bool:
+    found = [False]
+
+    class _R(UseVisitor):
+        def on_use(self, u: Var) -> None:
+            found[0] = found[0] or u is v
+
+    r = _R()
+    if isinstance(s, Stmt):
+        r.visit_stmt(s)
+    else:
+        r.visit_expr(s)
+    return found[0]
+
+
+def _read_first(stmts: tuple[Stmt, ...], v: Var) -> bool | None:
+    """True if `stmts` (run in order) may read `v` before assigning it, False if they surely
+    assign it first, None if they do neither."""
+    for st in stmts:
+        if isinstance(st, (SeqStmts, ScopeStmt)):
+            inner = _read_first(st.stmts if isinstance(st, SeqStmts) else st.body.stmts, v)
+            if isinstance(st, ScopeStmt) and any(d is v for d in st.deps):
+                return True
+            if inner is not None:
+                return inner
+            continue
+        if _reads(st, v):
+            return True
+        if isinstance(st, AssignStmt) and st.var is v:
+            return False
+    return None
+
+
 class _SSABuilder:
-    def __init__(self, params: tuple[Var, ...]) -> None:
+    def __init__(self, params: tuple[Var, ...], positions: _UsePositions) -> None:
         self.env: dict[Var, Expr] = {p: p for p in params}
         self.defined: set[Var] = set(params)
+        self.positions = positions
 
     def use(self, e: Expr) -> Expr:
         return _Subst(self.env).visit_expr(e)
@@ -84,12 +153,20 @@ class _SSABuilder:
             return [self.if_(s)]
         return [s]  # break / continue
 
-    def carried(self, body: Stmt) -> list[Var]:
-        """Outer variables (already defined) that `body` re-assigns."""
-        return [v for v in assigned_vars(body) if v in self.env]
+    def carried(self, s: ForStmt | WhileStmt) -> list[Var]:
+        """Outer variables (already defined) that the loop body re-assigns and whose value flows
+        around the loop (module docstring)."""
+        out = []
+        for v in assigned_vars(s.body):
+            if v not in self.env:
+                continue
+            if (isinstance(s, WhileStmt) and _reads(s.cond, v)) or _read_first(s.body.stmts, v) is not False \
+                    or self.positions.read_after(s, v):
+                out.append(v)
+        return out
 
     def loop(self, s: ForStmt | WhileStmt) -> Stmt:
-        carried = self.carried(s.body)
+        carried = self.carried(s)
         iter_args = []
         for ia in s.iter_args:  # explicit SSA loop-carried values keep their IterArgs
             init = self.use(ia.init) if ia.init is not None else None
@@ -170,6 +247,8 @@ class ConvertToSSA(FunctionPass):
     name = "ConvertToSSA"
 
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
-        b = _SSABuilder(func.params)
+        positions = _UsePositions()
+        positions.visit_stmt(func.body)
+        b = _SSABuilder(func.params, positions)
         body = b.block(func.body)
         return replace(func, body=body)
