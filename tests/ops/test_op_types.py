@@ -131,6 +131,11 @@ def test_type_inference(body, expected):
      "system.sync_src: attribute 'wait_pipe' must be one of 'MTE1', 'MTE2', 'MTE3', 'V', 'M', 'S', 'FIX', got 'X'"),
     ("r = pl.system.tpush_to_aic(mh)", "system.tpush_to_aic: argument 'tile' must be in memory space Vec, "
                                        "but it is in Mat"),
+    ("o = pl.create_tensor([16, 32], dtype=pl.FP16)\nr = pl.tensor.assemble(o, a, [0, 0])",
+     "tensor.assemble: cannot write a value of dtype FP32 into 'o', whose dtype is FP16; cast it first, "
+     "e.g. pl.cast(value, pl.FP16)"),
+    ("r = pl.tile.assemble(ti, ta, [0, 0])", "tile.assemble: cannot write a value of dtype FP32 into 'ti', whose "
+                                             "dtype is INT32; cast it first, e.g. pl.cast(value, pl.INT32)"),
     ("r = pl.cast(ta, pl.HF8)", "tile.cast: attribute 'target_type' HF8 has no simulated equivalent"),
     ("r = pl.tile.load(a, [0, 0], [16, 32], [8, 32], pl.Mem.Left)",
      "tile.load: attribute 'target_memory' must be one of pl.Mem.Vec, pl.Mem.Mat, got pl.Mem.Left"),

@@ -89,3 +89,46 @@ def test_find_ptoas_absent(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     exe.chmod(0o755)
     monkeypatch.setenv("PTOAS_ROOT", str(tmp_path))
     assert find_ptoas() == str(exe)
+
+
+def test_compile_time_fields_at_call_time_warn_once_per_field() -> None:
+    import warnings
+
+    cp = CompiledProgram(add_program(), "", None)
+    a, b, c = _args()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cp(a, b, c, config=RunConfig(dump_passes=True))
+        cp(a, b, c, config=RunConfig(dump_passes=True, save_kernels=True))
+        cp(a, b, c, config=RunConfig(dump_passes=True, strategy="whatever"))
+        cp(a, b, c, config=RunConfig(enable_pmu=0, sanitize=True))      # run-time fields: silent
+    msgs = [str(x.message) for x in w]
+    assert len(msgs) == 3, msgs
+    assert [m.split("=")[0] for m in msgs] == ["RunConfig.dump_passes", "RunConfig.save_kernels",
+                                              "RunConfig.strategy"]
+    assert "compile-time" in msgs[0] and "ir.compile(..., dump_passes=...)" in msgs[0]
+    assert "JITFunction.compile(..., config=RunConfig(dump_passes=...))" in msgs[0]
+    assert "kernels under <output_dir>/kernels/ anyway" in msgs[1]
+    assert all(x.filename == __file__ for x in w)                       # points at the call
+    torch.testing.assert_close(c, a + b)
+
+
+def test_compile_time_fields_of_a_worker_config_warn_too() -> None:
+    import warnings
+
+    from pypto.runtime import ChipWorker
+
+    cp = CompiledProgram(add_program(), "", None)
+    with warnings.catch_warnings(record=True) as w, ChipWorker(config=RunConfig(dump_passes=True)) as worker:
+        warnings.simplefilter("always")
+        handle = worker.register(cp)
+        handle(*_args())
+        handle(*_args())
+    assert [str(x.message).split("=")[0] for x in w] == ["RunConfig.dump_passes"]
+    assert w[0].filename == __file__
+
+
+def test_config_must_be_a_run_config() -> None:
+    cp = CompiledProgram(add_program(), "", None)
+    with pytest.raises(TypeError, match="config= expects a pypto.runtime.RunConfig, got str"):
+        cp(*_args(), config="a2a3sim")

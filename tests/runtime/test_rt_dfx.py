@@ -153,3 +153,64 @@ def test_pmu_counters_per_core(run) -> None:
     with open(d / "pmu_tasks.csv", newline="") as f:
         per_task = list(csv.DictReader(f))
     assert [int(r["cycles"]) for r in per_task] == [t.cycles for t in cp.tasks]
+
+
+def _dfx_files(out) -> set[str]:
+    d = out / "dfx_outputs"
+    return {p.name for p in d.iterdir()} if d.is_dir() else set()
+
+
+def test_each_run_leaves_only_its_own_dfx_files(tmp_path) -> None:
+    """A run removes the DFX files of earlier runs it does not write again; a run with every switch
+    off removes them all, so `dfx_outputs/` always describes the last run."""
+    cp = ir.compile(Staged, output_dir=tmp_path, dump_passes=False)
+    args = (torch.randn(64, 64), torch.randn(32, 32).half(), torch.randn(32, 32).half(), torch.zeros(64, 64),
+            torch.zeros(32, 32))
+    (tmp_path / "dfx_outputs").mkdir()
+    (tmp_path / "dfx_outputs" / "notes.txt").write_text("mine")   # not a DFX file: never touched
+    cp(*args, config=RunConfig(enable_pmu=2, enable_dep_gen=True))
+    assert _dfx_files(tmp_path) == {"pmu.csv", "pmu_tasks.csv", "task_graph.dot", "task_graph.json", "notes.txt"}
+    cp(*args, config=RunConfig(enable_pmu=1))
+    assert _dfx_files(tmp_path) == {"pmu.csv", "notes.txt"}
+    with open(tmp_path / "dfx_outputs" / "pmu.csv", newline="") as f:   # and it is this run's
+        assert sum(int(r["busy_cycles"]) for r in csv.DictReader(f)) == sum(t.cycles for t in cp.tasks)
+    cp(*args, config=RunConfig(enable_chip_swimlane=1, enable_scope_stats=True))
+    assert _dfx_files(tmp_path) == {"swimlane.json", "scope_stats.json", "notes.txt"}
+    cp(*args)
+    assert _dfx_files(tmp_path) == {"notes.txt"}
+    (tmp_path / "dfx_outputs" / "notes.txt").unlink()
+    cp(*args, config=RunConfig(enable_scope_stats=True))
+    cp(*args, config=RunConfig())
+    assert not (tmp_path / "dfx_outputs").exists()          # an emptied folder goes too
+
+
+def test_swimlane_level_1_has_no_arrows_and_slices_carry_pipe_totals(tmp_path) -> None:
+    cp = ir.compile(Staged, output_dir=tmp_path, dump_passes=False)
+    cp(torch.randn(64, 64), torch.randn(32, 32).half(), torch.randn(32, 32).half(), torch.zeros(64, 64),
+       torch.zeros(32, 32), config=RunConfig(enable_chip_swimlane=1))
+    ev = json.loads((tmp_path / "dfx_outputs" / "swimlane.json").read_text())["traceEvents"]
+    assert not [e for e in ev if e["ph"] in ("s", "f")]
+    slices = [e for e in ev if e["ph"] == "X" and e.get("cat") == "task"]
+    for e in slices:
+        t = cp.tasks[e["args"]["task_id"]]
+        assert e["args"]["pipe_cycles"] == {p: c for p, c in t.cost.pipe_cycles.items() if c}
+    mm = next(e for e in slices if e["name"] == "mm")
+    assert mm["args"]["pipe_cycles"]["cube"] > 0 and "vector" not in mm["args"]["pipe_cycles"]
+
+
+@pytest.mark.parametrize("field, value", [("enable_chip_swimlane", -1), ("enable_chip_swimlane", 3),
+                                          ("enable_chip_swimlane", 1.5), ("enable_chip_swimlane", "1"),
+                                          ("enable_pmu", -2), ("enable_pmu", 3), ("enable_pmu", None)])
+def test_invalid_dfx_levels_are_rejected_naming_the_field(field, value) -> None:
+    with pytest.raises(ValueError) as e:
+        RunConfig(**{field: value})
+    msg = str(e.value)
+    assert f"RunConfig.{field} must be an int level in 0..2" in msg and f"got {value!r}" in msg
+    assert "0 = off" in msg and "2 = level 1 plus" in msg
+
+
+def test_valid_dfx_levels_and_switches() -> None:
+    assert RunConfig(enable_chip_swimlane=True).enable_chip_swimlane == 1   # True is level 1
+    assert RunConfig(enable_pmu=2, enable_chip_swimlane=0).enable_pmu == 2
+    with pytest.raises(ValueError, match=r"RunConfig.enable_dep_gen must be True or False, got 'yes'"):
+        RunConfig(enable_dep_gen="yes")

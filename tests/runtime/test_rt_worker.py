@@ -150,3 +150,48 @@ def test_compiled_program_exposes_the_spec_fields(tmp_path) -> None:
         d = w.alloc_tensor(wt.shape, wt.dtype, init=wt)
         args = compiled.build_orch_args(x, d, out)
         assert [a.name for a in args] == ["x", "w", "out"] and args[1].value is d.tensor
+
+
+def test_a_tensor_of_a_closed_worker_says_the_worker_was_closed() -> None:
+    w = ChipWorker()
+    t = w.alloc_tensor([16, 32], torch.float32, init=torch.ones(16, 32))
+    freed = w.alloc_tensor([4], torch.float32)
+    w.free_tensor(freed)
+    w.close()
+    assert t.freed and t.release_reason == "closed" and "worker closed" in repr(t)
+    for use in (t.to_host, t.numel, lambda: t.copy_from(torch.ones(16, 32))):
+        with pytest.raises(RuntimeError) as e:
+            use()
+        msg = str(e.value)
+        assert "its ChipWorker was closed" in msg and "init()" in msg and "alloc_tensor" in msg
+        assert "was freed" not in msg
+    with pytest.raises(RuntimeError, match="was freed with free_tensor"):
+        freed.to_host()                                  # a tensor freed explicitly says so
+    x, out = torch.randn(16, 32), torch.zeros(16, 32)
+    compiled = axpy.compile(x, x, out)
+    w.init()
+    with pytest.raises(RuntimeError, match="its ChipWorker was closed"):
+        w.run(compiled, x, t, out)
+    with pytest.raises(ValueError, match="already released: its ChipWorker was closed"):
+        w.free_tensor(t)
+    w.close()
+
+
+def test_run_accepts_a_registered_handle_and_keyword_arguments() -> None:
+    x, wt, out = torch.randn(16, 32), torch.randn(16, 32), torch.zeros(16, 32)
+    compiled = axpy.compile(x, wt, out)
+    with ChipWorker() as w, ChipWorker() as other:
+        handle = w.register(compiled)
+        assert w.run(handle, x, wt, out) is out
+        torch.testing.assert_close(out, 2 * x + wt)
+        out2 = torch.zeros(16, 32)
+        assert other.run(handle, x, wt, out=out2) is out2              # another worker's handle too
+        torch.testing.assert_close(out2, 2 * x + wt)
+        assert other.register(handle).compiled is compiled
+        out3 = torch.zeros(16, 32)
+        handle(out=out3, w=wt, x=x)
+        torch.testing.assert_close(out3, 2 * x + wt)
+        with pytest.raises(TypeError, match="'axpy' got multiple values for argument 'x'"):
+            handle(x, wt, out, x=x)
+        with pytest.raises(TypeError, match="expected a CompiledProgram or a KernelHandle, got str"):
+            w.run("axpy", x, wt, out)

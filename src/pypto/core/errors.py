@@ -28,6 +28,9 @@ __all__ = [
     "MemoryCapacityError",
     "VerificationError",
     "RuntimeSimError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
+    "DeviceStateError",
     "InternalError",
     "render_location",
 ]
@@ -113,6 +116,22 @@ class VerificationError(CompileError):
 
 class RuntimeSimError(PyPTOError):
     """The simulator found an error while running a compiled program."""
+
+
+class ArgumentTypeError(PyPTOError, TypeError):
+    """A call of a compiled program (CompiledProgram, kernel handle, ChipWorker, `@pl.jit` kernel) got
+    the wrong arguments: wrong count, unknown / missing / duplicate names, a wrong kind or dtype.
+    Also a TypeError, so `except TypeError` keeps working."""
+
+
+class ArgumentValueError(PyPTOError, ValueError):
+    """A call argument of the right kind with a wrong value: a wrong shape, an out-of-range scalar, a
+    tensor not on the CPU, a RunConfig for another chip. Also a ValueError."""
+
+
+class DeviceStateError(PyPTOError, RuntimeError):
+    """A ChipWorker or DeviceTensor used when it cannot be: a closed worker, a freed tensor, a tensor
+    of a closed worker. Also a RuntimeError."""
 
 
 class InternalError(Exception):

@@ -15,7 +15,13 @@ as the simulator does (`torch_cluster`); a deadlock or a tile never popped makes
 The report lists every stage with its status — "ok", "mismatch" (numbers differ beyond tolerance),
 "error" (the stage's script or run raised, e.g. a pipe deadlock) or "skipped" (no script can be
 written: `torch_codegen` raised NotImplementedError, e.g. for a dtype without a torch equivalent) —
-and names the first stage that is a mismatch or an error.
+and names the first stage that is a mismatch or an error. When that stage is `00_frontend` (the
+program as parsed, before any pass) no pass diverged: the source program already disagrees with
+`expected`, and the report says so (`source_disagrees`).
+
+The inputs are checked against the entry's parameters before any stage runs (count, tensor or
+scalar, dtype, shape, CPU device), and each expected tensor against its output's shape, so a call
+mistake is one clear error instead of the same failure in every stage.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from typing import Any
 
 import torch
 
+from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
+from ..runtime.binding import check_host_args
 from ..runtime.compiled import select_entry
 from .torch_codegen import torch_codegen
 
@@ -54,10 +62,14 @@ class StageResult:
     message: str = ""
 
 
+FRONTEND = "frontend"   # pass name of the 00_frontend stage: the program before any pass
+
+
 @dataclass
 class ValidationReport:
     """Results per stage in pipeline order; `first_divergent` is the first stage's pass name whose
-    status is "mismatch" or "error" (None when every stage matches)."""
+    status is "mismatch" or "error" (None when every stage matches; "frontend" when the source
+    program itself, before any pass, already disagrees — see `source_disagrees`)."""
 
     stages: list[StageResult]
 
@@ -74,13 +86,34 @@ class ValidationReport:
         """True when every stage matches (skipped stages aside)."""
         return self.first_divergent is None
 
+    @property
+    def source_disagrees(self) -> bool:
+        """True when the first divergent stage is the frontend one: the program as written (before
+        any compiler pass) already gives other numbers than `expected` (or its reference failed)."""
+        return self.first_divergent == FRONTEND
+
+    @property
+    def verdict(self) -> str:
+        """One line: which pass diverged first, that the source already disagrees, or that every
+        stage matches."""
+        first = self.first_divergent
+        if first is None:
+            return "every stage matches the expected outputs"
+        if first != FRONTEND:
+            return f"first divergent pass: {first}"
+        stage = next(s for s in self.stages if s.pass_name == FRONTEND)
+        if stage.status == "mismatch":
+            return ("the source program (00_frontend, before any compiler pass) already disagrees with "
+                    "the expected values: check `expected` and the kernel source; no pass diverged")
+        return ("the source program (00_frontend, before any compiler pass) could not be run as a "
+                f"PyTorch reference ({(stage.message.splitlines() or [''])[0]}); no pass diverged")
+
     def __str__(self) -> str:
         rows = [f"{'stage':<40} {'status':<9} max |error|"]
         for s in self.stages:
             errs = ", ".join("-" if e is None else f"{e:.3g}" for e in s.max_abs_errors)
             rows.append(f"{s.stage:<40} {s.status:<9} {errs}" + (f"  ({s.message})" if s.message else ""))
-        first = self.first_divergent
-        rows.append(f"first divergent pass: {first}" if first else "every stage matches the expected outputs")
+        rows.append(self.verdict)
         return "\n".join(rows)
 
 
@@ -99,7 +132,22 @@ def _clone(args: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _expected(compiled: Any, expected: Any) -> list[torch.Tensor]:
+def _check_inputs(compiled: Any, inputs: Sequence[Any]) -> list[Any]:
+    entry = compiled.entry_function
+    if isinstance(inputs, (torch.Tensor, Mapping)) or not isinstance(inputs, Sequence):
+        raise ArgumentTypeError(f"validate_ir: inputs must be a list of the arguments of "
+                                f"'{entry.name}' ({', '.join(p.name for p in entry.params)}), got "
+                                f"{type(inputs).__name__}")
+    inputs = list(inputs)
+    if len(inputs) != len(entry.params):
+        raise ArgumentTypeError(f"validate_ir: '{entry.name}' takes {len(entry.params)} arguments "
+                                f"({', '.join(p.name for p in entry.params)}), got {len(inputs)} "
+                                f"input(s); pass every argument in order, Out/InOut tensors included")
+    check_host_args(entry, inputs)
+    return inputs
+
+
+def _expected(compiled: Any, expected: Any, inputs: list[Any]) -> list[torch.Tensor]:
     idx = compiled.output_indices
     if isinstance(expected, torch.Tensor):
         expected = [expected]
@@ -107,12 +155,22 @@ def _expected(compiled: Any, expected: Any) -> list[torch.Tensor]:
         params = compiled.entry_function.params
         missing = [params[i].name for i in idx if params[i].name not in expected]
         if missing:
-            raise ValueError(f"expected values lack output(s) {', '.join(map(repr, missing))}")
+            raise ArgumentValueError(f"expected values lack output(s) {', '.join(map(repr, missing))}")
         expected = [expected[params[i].name] for i in idx]
     expected = list(expected)
     if len(expected) != len(idx):
-        raise ValueError(f"'{compiled.entry}' has {len(idx)} Out/InOut parameter(s), got "
-                         f"{len(expected)} expected tensor(s)")
+        raise ArgumentValueError(f"'{compiled.entry}' has {len(idx)} Out/InOut parameter(s), got "
+                                 f"{len(expected)} expected tensor(s)")
+    params = compiled.entry_function.params
+    for i, w in zip(idx, expected):
+        name = params[i].name
+        if not isinstance(w, torch.Tensor):
+            raise ArgumentTypeError(f"validate_ir: the expected value of output '{name}' must be a "
+                                    f"torch.Tensor, got {type(w).__name__}")
+        have = tuple(getattr(inputs[i], "shape", ()))
+        if tuple(w.shape) != have:
+            raise ArgumentValueError(f"validate_ir: the expected value of output '{name}' has shape "
+                                     f"{list(w.shape)}, but argument '{name}' has shape {list(have)}")
     return expected
 
 
@@ -148,6 +206,7 @@ def _run_stage(program: Any, entry_name: str, inputs: Sequence[Any]) -> list[Any
     return [args[i] for i, d in enumerate(entry.param_directions) if d.name in ("Out", "InOut")]
 
 
+@user_facing
 def validate_ir(compiled: Any, inputs: Sequence[Any], expected: Any, rtol: float | None = None,
                 atol: float | None = None) -> ValidationReport:
     """Compare every pass dump of `compiled` (and the simulator run) against `expected`.
@@ -160,12 +219,16 @@ def validate_ir(compiled: Any, inputs: Sequence[Any], expected: Any, rtol: float
         rtol / atol: tolerances; None uses `DEFAULT_TOLERANCES` for each output's dtype.
 
     Raises:
-        FileNotFoundError: the build has no pass dumps. ValueError: `expected` does not match the
-            entry's outputs.
+        ArgumentTypeError (a TypeError): `inputs` is not a list of the entry's arguments, has the
+            wrong length, or an argument of the wrong kind or dtype (before any stage runs).
+        ArgumentValueError (a ValueError): an argument of the wrong shape or not on the CPU, or
+            `expected` that does not match the entry's outputs (count, shape).
+        FileNotFoundError: the build has no pass dumps.
     """
     from ..language import loads
 
-    want = _expected(compiled, expected)
+    inputs = _check_inputs(compiled, inputs)
+    want = _expected(compiled, expected, inputs)
     dump = Path(compiled.output_dir) / "passes_dump"
     files = sorted(dump.glob("*.py")) if dump.is_dir() else []
     if not files:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.dtype import dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
-from ..core.errors import ParserSyntaxError, ParserTypeError, user_facing
+from ..core.errors import ArgumentTypeError, ParserSyntaxError, ParserTypeError, user_facing
 from ..ir.expr import GlobalVar
 from ..ir.function import Program
 from ..ir.types import TensorType, Type
@@ -54,17 +54,18 @@ def _bare_params(fn: Callable) -> list[str]:
 
 
 def tensor_type_of(value: Any, param: str) -> TensorType:
-    """The TensorType of a torch tensor (or DeviceTensor) argument. Raises TypeError otherwise."""
+    """The TensorType of a torch tensor (or DeviceTensor) argument. Raises ArgumentTypeError (a
+    TypeError) otherwise."""
     import torch
 
     t = getattr(value, "tensor", value)
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"parameter '{param}' expects a torch.Tensor, got {type(value).__name__}")
+        raise ArgumentTypeError(f"parameter '{param}' expects a torch.Tensor, got {type(value).__name__}")
     try:
         dtype = dtype_from_torch(t.dtype)
     except TypeError:
-        raise TypeError(f"parameter '{param}' has dtype {t.dtype}, which PyPTO does not support; "
-                        f"convert it (e.g. to torch.float32)") from None
+        raise ArgumentTypeError(f"parameter '{param}' has dtype {t.dtype}, which PyPTO does not support; "
+                                f"convert it (e.g. to torch.float32)") from None
     return TensorType(tuple(to_dim(int(d)) for d in t.shape), dtype)
 
 
@@ -145,20 +146,22 @@ class JITFunction(_Specialisable):
     def _overrides(self, args: tuple[Any, ...]) -> dict[str, Type]:
         params = list(inspect.signature(self.__pypto_pyfunc__).parameters)
         if len(args) != len(params):
-            raise TypeError(f"{self.__name__}() takes {len(params)} arguments ({', '.join(params)}), "
-                            f"got {len(args)}")
+            raise ArgumentTypeError(f"{self.__name__}() takes {len(params)} arguments "
+                                    f"({', '.join(params)}), got {len(args)}")
         bare = set(_bare_params(self.__pypto_pyfunc__))
         return {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        """Positional argument tuple for a call with `args` / `kwargs` (Python binding rules)."""
+        """Positional argument tuple for a call with `args` / `kwargs` (Python binding rules).
+
+        Raises ArgumentTypeError (a TypeError) naming a missing, unknown or duplicate parameter."""
         if not kwargs:
             return args
         sig = inspect.signature(self.__pypto_pyfunc__)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError(f"{self.__name__}(): {e}") from None
+            raise ArgumentTypeError(f"{self.__name__}(): {e}") from None
         return tuple(bound.arguments[n] for n in sig.parameters)
 
     @user_facing
@@ -187,9 +190,9 @@ class JITFunction(_Specialisable):
         """Compile (or fetch from the cache) the CompiledProgram for `args`; nothing is run."""
         args = self.bind(args, kwargs)
         from ..passes.compile import compile as ir_compile
-        from ..runtime.config import RunConfig
+        from ..runtime.config import RunConfig, check_run_config
 
-        config = config or RunConfig()
+        config = check_run_config(config) or RunConfig()
         key = self.cache_key(args, config)
         hit = self._cache.get(key)
         if hit is not None:
@@ -218,10 +221,25 @@ class JITFunction(_Specialisable):
         return self.specialise_call(parser, node)
 
     @user_facing
-    def __call__(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Specialise, compile (once per cache key, with `config`'s compile-time fields) and run
+        on torch tensors / DeviceTensors / numbers given positionally or by parameter name.
+
+        Raises:
+            ArgumentTypeError / ArgumentValueError (TypeError / ValueError): wrong, missing, unknown
+                or duplicate arguments, wrong dtypes or shapes, tensors not on the CPU (checked
+                before compiling) — with a traceback that ends at the caller's line.
+        """
+        from ..runtime.binding import check_on_cpu
+        from ..runtime.config import check_run_config
+
+        config = check_run_config(config)
         args = self.bind(args, kwargs)
+        for name, a in zip(inspect.signature(self.__pypto_pyfunc__).parameters, args):
+            check_on_cpu(f"argument '{name}' of '{self.__name__}'", a)
         compiled = self.compile(*args, config=config)
-        return compiled(*args, config=config)
+        # compile() applied config's compile-time fields, so running must not warn about them
+        return compiled.run_on(None, args, config, warn_compile_fields=False)
 
 
 class _JitDecorator:

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from ..core.dtype import DataType
 from ..core.enums import PadValue, TensorLayout
 from ..ir.expr import ConstInt, Expr
 from ..ir.types import TensorType, TensorView, TileType, TileView, Type
@@ -150,9 +151,17 @@ def _assemble_rule(ns: str):
         offs = int_list(args, 2, "offset")
         check_in_bounds(target.shape, offs, effective_shape(src), ns)
         if src.dtype is not target.dtype:
-            raise OpTypeError(f"source dtype {src.dtype.name} differs from target dtype {target.dtype.name}")
+            raise OpTypeError(_assemble_dtype_message(args[0], src.dtype, target.dtype))
         return target
     return rule
+
+
+def _assemble_dtype_message(target: Expr, src: DataType, dst: DataType) -> str:
+    """Names the target (`c` of `c[:] = value` when it is a named variable) and the cast to write."""
+    name = getattr(target, "name", None)
+    what = f"'{name}'" if isinstance(name, str) and name else "the target"
+    return (f"cannot write a value of dtype {src.name} into {what}, whose dtype is {dst.name}; cast it "
+            f"first, e.g. pl.cast(value, pl.{dst.name})")
 
 
 def _assemble(target: Any, src: Any, offset: tuple, valid: tuple | None = None) -> Any:

@@ -3,14 +3,21 @@
 `ir.compile(...)` returns one (SPEC §5: `str(compiled)` is the output directory). Calling it runs the
 entry function on the simulator:
 
-1. check the arguments against the entry's parameters and copy host tensors into fresh device
-   tensors (`runtime.binding`), so a failed run never modifies the caller's tensors;
+1. match the arguments to the entry's parameters (positionally and/or by parameter name, as a Python
+   call), check them and copy host tensors into fresh device tensors (`runtime.binding`), so a
+   failed run never modifies the caller's tensors;
 2. run the entry on a `SimDevice` for the target chip (orchestration → tasks → kernels);
 3. copy every Out/InOut device tensor back into the caller's tensor in place;
 4. return the entry's return value(s): the caller's own tensor where a returned value is a
    parameter's device tensor, other tensors (e.g. created by `tensor.create`) as they are.
 
 Real-NPU platforms (`a2a3`, `a5`) raise a RuntimeError naming the missing toolkit/driver.
+
+Argument mistakes raise `ArgumentTypeError` / `ArgumentValueError` (`pypto.core.errors`; also a
+TypeError / ValueError) whose traceback stops at the user's call; the compile-time fields of a
+RunConfig given at call time (`dump_passes`, `strategy`, `save_kernels`) cannot apply to a finished
+build and warn once per field and program. Every run updates `<output_dir>/dfx_outputs/` (see
+`pypto.runtime.dfx.update_dfx`): it holds the DFX files of the last run only.
 
 `CompiledProgram.from_dir(path)` reloads a finished build (its `compiled_meta.json` and the
 serialized lowered program) so it can run again without recompiling. The SPEC §7 extraction surface
@@ -22,20 +29,29 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..backend.soc import BackendType
 from ..core.enums import FunctionType, ParamDirection
-from ..core.errors import user_facing
+from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
 from ..ir.expr import Call, GlobalVar
 from ..ir.function import Function, Program
 from ..ir.visitor import IRVisitor
-from .binding import _check_scalar, _check_tensor, bind_host_args
-from .config import RunConfig, backend_for_platform, check_platform, is_simulator
+from .binding import _check_scalar, _check_tensor, bind_call_args, bind_host_args
+from .config import (
+    COMPILE_TIME_FIELDS,
+    RunConfig,
+    backend_for_platform,
+    check_platform,
+    check_run_config,
+    is_simulator,
+)
 from .device_tensor import DeviceTensor
-from .dfx import wants_dfx, write_dfx
+from .dfx import update_dfx
 from .sim.device import SimDevice
 from .sim.record import RunRecord
 from .sim.task import Task
@@ -163,6 +179,7 @@ class CompiledProgram:
         self.meta: dict[str, Any] | None = None  # compiled_meta.json of a reloaded build
         self.last_run: RunRecord | None = None   # schedule, scopes and findings of the last run
         self._device: SimDevice | None = None
+        self._warned_fields: set[str] = set()   # compile-time RunConfig fields already warned about
 
     def __str__(self) -> str:
         return self.output_dir
@@ -182,31 +199,43 @@ class CompiledProgram:
         return self._device
 
     @user_facing
-    def __call__(self, *args: Any, config: RunConfig | None = None) -> Any:
+    def __call__(self, /, *args: Any, config: RunConfig | None = None, **kwargs: Any) -> Any:
         """Run the entry with `args` (torch tensors, DeviceTensors, Python numbers); return its result.
 
-        Out/InOut tensors are updated in place (DeviceTensors are used in place, never copied).
-        Returns None when the entry returns nothing, the single value when it returns one, else a
-        tuple. With `config.codegen_only` the arguments are checked but nothing runs (returns
-        None). `config` also selects the sanitizer, dependency tracking and the DFX outputs written
-        under `<output_dir>/dfx_outputs/` (see `RunConfig`); `last_run` holds the run's record.
+        Arguments bind to the entry's parameters as in a Python call: positionally, by parameter
+        name (`cp(a=x, c=y)`), or both; `config` is the RunConfig, so a parameter named `config`
+        must be passed positionally. Out/InOut tensors are updated in place (DeviceTensors are used
+        in place, never copied). Returns None when the entry returns nothing, the single value when
+        it returns one, else a tuple. With `config.codegen_only` the arguments are checked but
+        nothing runs (returns None). `config` also selects the sanitizer, dependency tracking and
+        the DFX outputs written under `<output_dir>/dfx_outputs/` (see `RunConfig`); `last_run`
+        holds the run's record. Compile-time fields of `config` warn (see the module docstring).
 
         Raises:
-            TypeError / ValueError: arguments that do not match the entry's parameters.
-            ValueError: a config whose platform targets another chip than the program.
-            RuntimeError: a real-NPU platform (no toolkit/driver here), or a freed DeviceTensor.
+            ArgumentTypeError (a TypeError): wrong, unknown, missing or duplicate arguments, wrong
+                dtypes, a `config` that is not a RunConfig (the message names the parameter).
+            ArgumentValueError (a ValueError): wrong shapes, tensors not on the CPU, a config whose
+                platform targets another chip than the program.
+            DeviceStateError (a RuntimeError): a freed DeviceTensor or one of a closed worker.
+            RuntimeError: a real-NPU platform (no toolkit/driver here).
             RuntimeSimError: the simulator found an error while running (SanitizerError with the
                 sanitizer's findings).
         """
-        return self.run_on(None, args, config)
+        config = check_run_config(config)
+        return self.run_on(None, bind_call_args(self.entry_function, args, kwargs), config)
 
-    def run_on(self, device: SimDevice | None, args: tuple[Any, ...], config: RunConfig | None) -> Any:
-        """`self(*args, config=config)` on simulated chip `device` (None: this program's own)."""
+    def run_on(self, device: SimDevice | None, args: tuple[Any, ...], config: RunConfig | None, *,
+               warn_compile_fields: bool = True) -> Any:
+        """`self(*args, config=config)` on simulated chip `device` (None: this program's own), with
+        `args` in parameter order. `warn_compile_fields=False` is for a caller that compiled with
+        `config` itself (a `@pl.jit` call), so its compile-time fields did apply."""
         platform = config.platform if config is not None else self.platform
         backend = backend_for_platform(platform)
         if backend is not self.backend_type:
-            raise ValueError(f"platform {platform!r} targets {backend.name}, but the program was "
-                             f"compiled for {self.backend_type.name}")
+            raise ArgumentValueError(f"platform {platform!r} targets {backend.name}, but the program "
+                                     f"was compiled for {self.backend_type.name}")
+        if config is not None and warn_compile_fields:
+            self._warn_compile_fields(config)
         dev_args = bind_host_args(self.entry_function, args)
         if config is not None and config.codegen_only:
             return None
@@ -220,8 +249,8 @@ class CompiledProgram:
         finally:
             self.tasks = list(device.tasks)
             self.last_run = device.last_run
-            if self.last_run is not None and wants_dfx(config):
-                write_dfx(self.last_run, config, self.output_dir)
+            if self.last_run is not None:
+                update_dfx(self.last_run, config, self.output_dir)
         for i in self.output_indices:
             if not isinstance(args[i], DeviceTensor):
                 args[i].copy_(dev_args[i])
@@ -230,12 +259,25 @@ class CompiledProgram:
         host = [self._to_host(v, dev_args, args) for v in result]
         return host[0] if len(host) == 1 else tuple(host)
 
+    def _warn_compile_fields(self, config: RunConfig) -> None:
+        for name in config.compile_time_settings():
+            if name in self._warned_fields:
+                continue
+            self._warned_fields.add(name)
+            warnings.warn(f"RunConfig.{name}={getattr(config, name)!r} has no effect when running the "
+                          f"already compiled program '{self.program.name}': it is a compile-time "
+                          f"setting; {COMPILE_TIME_FIELDS[name][1]}", UserWarning,
+                          stacklevel=_user_stacklevel())
+
+    @user_facing
     def validate_ir(self, inputs: Any, expected: Any, rtol: float | None = None,
                     atol: float | None = None) -> Any:
         """Run the torch reference of every pass dump on `inputs` and compare with `expected`
         (User Manual "Torch Codegen Debug Guide"); see `pypto.debug.validate_ir`.
 
-        Returns a `ValidationReport` naming the first pass whose numbers diverge (None if none).
+        Returns a `ValidationReport` naming the first pass whose numbers diverge (None if none;
+        "frontend" when the source program already disagrees with `expected`).
+        Raises ArgumentTypeError / ArgumentValueError for inputs that do not fit the entry.
         """
         from ..debug.validate import validate_ir
 
@@ -332,21 +374,21 @@ class CompiledProgram:
                    kernels=[asdict(k) for k in cc.kernels])
         return cfg
 
-    def build_orch_args(self, *args: Any) -> list[OrchArg]:
-        """The orchestration argument list for a call with `args` (no copies are made).
+    @user_facing
+    def build_orch_args(self, /, *args: Any, **kwargs: Any) -> list[OrchArg]:
+        """The orchestration argument list for a call with `args` / `kwargs` (no copies are made).
 
         Order (the ABI in `compiled_meta.json`): one slot per entry parameter, then one per
         dynamic dimension of the parameter shapes.
 
         Raises:
-            TypeError / ValueError: arguments that do not match the entry (as for a call).
+            ArgumentTypeError / ArgumentValueError: arguments that do not match the entry (as for
+                a call).
         """
         from ..ir.types import ScalarType, TensorType
 
         func = self.entry_function
-        if len(args) != len(func.params):
-            raise TypeError(f"'{func.name}' takes {len(func.params)} arguments "
-                            f"({', '.join(p.name for p in func.params)}), got {len(args)}")
+        args = bind_call_args(func, args, kwargs)
         dims: dict[str, tuple[int, str]] = {}
         out: list[OrchArg] = []
         for p, d, a in zip(func.params, func.param_directions, args):
@@ -359,7 +401,8 @@ class CompiledProgram:
                 out.append(OrchArg("scalar", p.name, d.name, _check_scalar(func, p.name, t.dtype, a),
                                    t.dtype.name, ()))
             else:
-                raise TypeError(f"parameter '{p.name}' of '{func.name}' cannot be passed from the host")
+                raise ArgumentTypeError(f"parameter '{p.name}' of '{func.name}' cannot be passed from the "
+                                        f"host")
         for name, (n, _) in dims.items():
             out.append(OrchArg("dim", name, "In", n, "INDEX", ()))
         return out
@@ -372,9 +415,9 @@ class CompiledProgram:
         """
         from ..codegen.kernel_config import runtime_settings
 
-        config = config or RunConfig(platform=self.platform)
+        config = check_run_config(config) or RunConfig(platform=self.platform)
         if backend_for_platform(config.platform) is not self.backend_type:
-            raise ValueError(f"platform {config.platform!r} targets "
+            raise ArgumentValueError(f"platform {config.platform!r} targets "
                              f"{backend_for_platform(config.platform).name}, but the program was "
                              f"compiled for {self.backend_type.name}")
         rs = runtime_settings(self.backend_type, config.platform)
@@ -382,3 +425,15 @@ class CompiledProgram:
                 "block_dim": rs["block_dim"], "aicpu_thread_num": rs["aicpu_thread_num"],
                 "enable_chip_swimlane": config.enable_chip_swimlane, "enable_dep_gen": config.enable_dep_gen,
                 "enable_scope_stats": config.enable_scope_stats, "enable_pmu": config.enable_pmu}
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_stacklevel() -> int:
+    """`stacklevel` for a warning issued by this module's caller chain that points at the first frame
+    outside the pypto package (the user's call)."""
+    f, level = sys._getframe(1), 1
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE_DIR):
+        f, level = f.f_back, level + 1
+    return level

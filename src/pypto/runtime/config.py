@@ -6,13 +6,15 @@ toolkit; `a2a3sim` / `a5sim` run on this package's simulator. The default is `a2
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from ..backend.soc import BackendType
+from ..core.errors import ArgumentTypeError
 
 __all__ = ["RunConfig", "PLATFORMS", "SIM_PLATFORMS", "backend_for_platform", "check_platform",
-           "is_simulator"]
+           "is_simulator", "DFX_LEVELS", "COMPILE_TIME_FIELDS", "check_run_config"]
 
 #  platform     target chip               simulated
 _PLATFORMS: dict[str, tuple[BackendType, bool]] = {
@@ -23,6 +25,28 @@ _PLATFORMS: dict[str, tuple[BackendType, bool]] = {
 }
 PLATFORMS: tuple[str, ...] = tuple(_PLATFORMS)
 SIM_PLATFORMS: tuple[str, ...] = tuple(p for p, (_, sim) in _PLATFORMS.items() if sim)
+
+
+#  field                   level: what it writes under <output_dir>/dfx_outputs/ (see pypto.runtime.dfx)
+DFX_LEVELS: dict[str, dict[int, str]] = {
+    "enable_chip_swimlane": {0: "off",
+                             1: "swimlane.json, one slice per task on its core's track",
+                             2: "level 1 plus a flow arrow per task dependency"},
+    "enable_pmu": {0: "off",
+                   1: "pmu.csv, counters per core",
+                   2: "level 1 plus pmu_tasks.csv, counters per task"},
+}
+_DFX_SWITCHES = ("enable_dep_gen", "enable_scope_stats")
+
+_COMPILE = ("pass it to ir.compile(..., {f}=...) or JITFunction.compile(..., config=RunConfig({f}=...)) "
+            "(a @pl.jit kernel call compiles with its config)")
+#  RunConfig fields that only compiling reads: a CompiledProgram that is already built ignores them
+#  when it runs.   field: (default, where it applies)
+COMPILE_TIME_FIELDS: dict[str, tuple[Any, str]] = {
+    "strategy": (None, _COMPILE.format(f="strategy")),
+    "dump_passes": (False, _COMPILE.format(f="dump_passes")),
+    "save_kernels": (False, "every build keeps its kernels under <output_dir>/kernels/ anyway"),
+}
 
 
 def check_platform(platform: str) -> str:
@@ -54,11 +78,19 @@ class RunConfig:
         strategy: optimisation strategy forwarded to `ir.compile`; None means Default.
         backend_type: target chip; None derives it from `platform`. Giving one that the platform
             does not target raises ValueError.
-        dump_passes / save_kernels / codegen_only: compile-side switches; with `codegen_only` a
-            CompiledProgram checks its arguments but does not execute.
-        enable_chip_swimlane / enable_dep_gen / enable_scope_stats / enable_pmu: runtime DFX
-            outputs written under `<output_dir>/dfx_outputs/` after each run (swimlane level, task
-            graph, scope statistics, PMU counter level; see `pypto.runtime.dfx`).
+        codegen_only: a CompiledProgram called with it checks its arguments but does not execute.
+        enable_chip_swimlane: swimlane level (`DFX_LEVELS`): 0 off; 1 writes `swimlane.json`, one
+            slice per task on its core's track; 2 adds a flow arrow per task dependency.
+        enable_pmu: PMU level: 0 off; 1 writes `pmu.csv` (counters per core); 2 adds
+            `pmu_tasks.csv` (counters per task).
+        enable_dep_gen / enable_scope_stats: write the task graph (`task_graph.dot` / `.json`) and
+            `scope_stats.json`. All DFX outputs go under `<output_dir>/dfx_outputs/` after each run;
+            each run removes the DFX files of earlier runs that it does not write again (a run with
+            every switch off removes them all), so the folder always describes the last run.
+        dump_passes / save_kernels / strategy are compile-time only (`COMPILE_TIME_FIELDS`): they
+            act through `ir.compile` / `JITFunction.compile` (a `@pl.jit` call compiles with its
+            config); running an already compiled program with them set warns once per field
+            and program.
         sanitize: run kernels under the simulator sanitizer: uninitialised on-chip reads, live
             buffers that overlap, DDR accesses out of bounds and conflicting tasks that nothing
             orders raise a `SanitizerError` listing each finding (kernel, op, source line).
@@ -68,7 +100,9 @@ class RunConfig:
             pair of tasks is ordered.
 
     Raises:
-        ValueError: unknown platform, platform/backend mismatch, negative device_id or tolerance.
+        ValueError: unknown platform, platform/backend mismatch, negative device_id or tolerance, a
+            DFX level that is not an int in `DFX_LEVELS` (True counts as 1), a DFX switch that is
+            not a bool; the message names the field and the allowed values.
     """
 
     platform: str = "a2a3sim"
@@ -98,7 +132,34 @@ class RunConfig:
             raise ValueError(f"device_id must be >= 0, got {self.device_id}")
         if self.rtol < 0 or self.atol < 0:
             raise ValueError(f"rtol and atol must be >= 0, got rtol={self.rtol}, atol={self.atol}")
+        for name, levels in DFX_LEVELS.items():
+            setattr(self, name, _check_level(name, getattr(self, name), levels))
+        for name in _DFX_SWITCHES:
+            v = getattr(self, name)
+            if not isinstance(v, bool) and v not in (0, 1):
+                raise ValueError(f"RunConfig.{name} must be True or False, got {v!r}")
 
     @property
     def is_simulator(self) -> bool:
         return is_simulator(self.platform)
+
+    def compile_time_settings(self) -> list[str]:
+        """Names of the compile-time-only fields (`COMPILE_TIME_FIELDS`) set away from their default."""
+        return [f for f, (default, _) in COMPILE_TIME_FIELDS.items() if getattr(self, f) != default]
+
+
+def _check_level(name: str, value: Any, levels: dict[int, str]) -> int:
+    ok = isinstance(value, numbers.Integral) and value in levels   # bool is one: True is level 1
+    if not ok:
+        allowed = "; ".join(f"{k} = {v}" for k, v in levels.items())
+        raise ValueError(f"RunConfig.{name} must be an int level in {min(levels)}..{max(levels)} "
+                         f"({allowed}), got {value!r}")
+    return int(value)
+
+
+def check_run_config(config: Any) -> RunConfig | None:
+    """`config` if it is None or a RunConfig. Raises ArgumentTypeError (a TypeError) otherwise."""
+    if config is None or isinstance(config, RunConfig):
+        return config
+    raise ArgumentTypeError(f"config= expects a pypto.runtime.RunConfig, got {type(config).__name__} "
+                            f"(a kernel parameter named 'config' must be passed positionally)")

@@ -1,19 +1,30 @@
 """Runtime DFX outputs (SPEC §7; User Manual "Runtime DFX"): written under `<output_dir>/dfx_outputs/`.
 
-| RunConfig switch          | files                                                        |
-|---------------------------|--------------------------------------------------------------|
-| `enable_chip_swimlane=N`  | `swimlane.json` (Perfetto / Chrome trace events; N >= 2 adds dependency arrows) |
-| `enable_dep_gen=True`     | `task_graph.dot`, `task_graph.json`                           |
-| `enable_scope_stats=True` | `scope_stats.json`                                            |
-| `enable_pmu=N`            | `pmu.csv` (per core; N >= 2 adds `pmu_tasks.csv`, per task)   |
+| RunConfig switch          | files                                                                 |
+|---------------------------|-----------------------------------------------------------------------|
+| `enable_chip_swimlane=1`  | `swimlane.json` (Perfetto / Chrome trace events, a slice per task)    |
+| `enable_chip_swimlane=2`  | the same plus a flow arrow per task dependency                        |
+| `enable_dep_gen=True`     | `task_graph.dot`, `task_graph.json`                                   |
+| `enable_scope_stats=True` | `scope_stats.json`                                                    |
+| `enable_pmu=1`            | `pmu.csv` (counters per core)                                         |
+| `enable_pmu=2`            | `pmu.csv` and `pmu_tasks.csv` (counters per task)                     |
 
-Each run overwrites the files of the previous run in the same folder.
+Levels are checked by `RunConfig` (`config.DFX_LEVELS`). Higher swimlane levels would need to know
+when each pipe of a core was busy inside a task; the cost model only knows each pipe's total cycles
+per task (it serialises a core's pipes), so those totals go into each task slice's `args`
+(`pipe_cycles`) instead of being drawn as invented per-pipe slices.
+
+The folder always describes the last run of the build (`update_dfx`): a run writes the files its
+switches ask for and removes the DFX files of earlier runs that it does not write again; a run with
+every switch off removes them all (and the folder, when nothing else is in it). Only the file names
+above are touched.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +34,34 @@ from .pmu import pmu_csv, pmu_rows, pmu_task_csv
 from .scope_stats import scope_stats
 from .swimlane import swimlane_events
 
-__all__ = ["write_dfx", "wants_dfx", "DFX_DIR", "swimlane_events", "task_graph_json", "task_graph_dot",
-           "scope_stats", "pmu_rows", "pmu_csv", "pmu_task_csv"]
+__all__ = ["update_dfx", "wants_dfx", "dfx_files", "DFX_DIR", "DFX_FILES", "swimlane_events",
+           "task_graph_json", "task_graph_dot", "scope_stats", "pmu_rows", "pmu_csv", "pmu_task_csv"]
 
 DFX_DIR = "dfx_outputs"
+
+#  file                written when (config)                  text (record, config)
+_OUTPUTS: tuple[tuple[str, Callable[[Any], bool], Callable[[RunRecord, Any], str]], ...] = (
+    ("swimlane.json", lambda c: c.enable_chip_swimlane >= 1,
+     lambda r, c: json.dumps(swimlane_events(r, int(c.enable_chip_swimlane)))),
+    ("task_graph.dot", lambda c: bool(c.enable_dep_gen), lambda r, c: task_graph_dot(r)),
+    ("task_graph.json", lambda c: bool(c.enable_dep_gen), lambda r, c: json.dumps(task_graph_json(r), indent=1)),
+    ("scope_stats.json", lambda c: bool(c.enable_scope_stats), lambda r, c: json.dumps(scope_stats(r), indent=1)),
+    ("pmu.csv", lambda c: c.enable_pmu >= 1, lambda r, c: pmu_csv(r)),
+    ("pmu_tasks.csv", lambda c: c.enable_pmu >= 2, lambda r, c: pmu_task_csv(r)),
+)
+DFX_FILES: tuple[str, ...] = tuple(name for name, _, _ in _OUTPUTS)
+
+
+def dfx_files(config: Any) -> list[str]:
+    """Names of the files a run with `config` (a RunConfig, or None) writes, in `DFX_FILES` order."""
+    if config is None:
+        return []
+    return [name for name, wanted, _ in _OUTPUTS if wanted(config)]
 
 
 def wants_dfx(config: Any) -> bool:
     """True when any DFX switch of `config` (a RunConfig) is on."""
-    return bool(config is not None and (config.enable_chip_swimlane or config.enable_dep_gen
-                                        or config.enable_scope_stats or config.enable_pmu))
+    return bool(dfx_files(config))
 
 
 def _write(path: Path, text: str) -> None:
@@ -41,30 +70,32 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_dfx(record: RunRecord, config: Any, output_dir: str | os.PathLike) -> list[Path]:
-    """Write the outputs `config` asks for about `record` into `<output_dir>/dfx_outputs/`.
+def update_dfx(record: RunRecord, config: Any, output_dir: str | os.PathLike) -> list[Path]:
+    """Make `<output_dir>/dfx_outputs/` describe the run `record`: write the outputs `config` asks
+    for (each file atomically), then remove every other DFX file (`DFX_FILES`) an earlier run left.
+
+    With every switch off the DFX files are removed and the folder too when it is left empty. A
+    program without an output folder (`output_dir` empty) writes into `./dfx_outputs/` when asked
+    and otherwise leaves the working directory alone.
 
     Returns the paths written (none when every switch is off).
     """
-    if not wants_dfx(config):
+    names = dfx_files(config)
+    if not names and not output_dir:
         return []
     out = Path(output_dir or ".") / DFX_DIR
-    out.mkdir(parents=True, exist_ok=True)
+    if not names and not out.is_dir():
+        return []
     written: list[Path] = []
-
-    def emit(name: str, text: str) -> None:
-        _write(out / name, text)
-        written.append(out / name)
-
-    if config.enable_chip_swimlane:
-        emit("swimlane.json", json.dumps(swimlane_events(record, int(config.enable_chip_swimlane))))
-    if config.enable_dep_gen:
-        emit("task_graph.dot", task_graph_dot(record))
-        emit("task_graph.json", json.dumps(task_graph_json(record), indent=1))
-    if config.enable_scope_stats:
-        emit("scope_stats.json", json.dumps(scope_stats(record), indent=1))
-    if config.enable_pmu:
-        emit("pmu.csv", pmu_csv(record))
-        if int(config.enable_pmu) >= 2:
-            emit("pmu_tasks.csv", pmu_task_csv(record))
+    if names:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, _, text in _OUTPUTS:
+            if name in names:
+                _write(out / name, text(record, config))
+                written.append(out / name)
+    for name in DFX_FILES:
+        if name not in names:
+            (out / name).unlink(missing_ok=True)
+    if not names and not any(out.iterdir()):
+        out.rmdir()
     return written

@@ -3,10 +3,12 @@
 One process for the chip with one track (thread) per AI core — AIC0..AICn, then AIV0..AIVm, all of
 the chip's cores even when idle — and one process for the AICPU orchestrator. Every task is a
 complete event ("ph": "X") on its core's track, named by its kernel, with `ts` / `dur` in
-microseconds of simulated time and the task id, cycles, dependencies and scope in `args` (for the
-kernels of a Group call also the group's first task id and the cycles it stalled on its pipes). Each
-submission is a slice on the orchestrator track. With level >= 2, every dependency edge is also a
-flow arrow from the producer's end to the consumer's start.
+microseconds of simulated time and the task id, cycles, cycles per pipe (`pipe_cycles`: totals
+from the cost model, which serialises a core's pipes and does not place them in time), dependencies
+and scope in `args` (for the kernels of a Group call also the group's first task id and the cycles
+it stalled on its pipes). Each submission is a slice on the orchestrator track. Level 1 is that
+much; level 2 adds a flow arrow per dependency edge, from the producer's end to the consumer's
+start (`RunConfig` accepts levels 0..2).
 
 Open the file at https://ui.perfetto.dev or chrome://tracing.
 """
@@ -36,7 +38,7 @@ def _meta(pid: int, tid: int | None, kind: str, name: str) -> dict[str, Any]:
 
 
 def swimlane_events(record: RunRecord, level: int = 1) -> dict[str, Any]:
-    """The trace-event document (a JSON-ready dict) of `record`."""
+    """The trace-event document (a JSON-ready dict) of `record` at swimlane `level` (1 or 2)."""
     ev: list[dict[str, Any]] = [
         _meta(CHIP_PID, None, "process_name", f"{record.backend} AI cores"),
         _meta(ORCH_PID, None, "process_name", "AICPU"),
@@ -58,6 +60,8 @@ def swimlane_events(record: RunRecord, level: int = 1) -> dict[str, Any]:
             continue
         args: dict[str, Any] = {"task_id": t.task_id, "cycles": t.cycles, "core": t.core,
                                 "deps": sorted(t.deps)}
+        if t.cost is not None:
+            args["pipe_cycles"] = {p: c for p, c in t.cost.pipe_cycles.items() if c}
         if t.scope:
             args["scope"] = scopes[t.scope[-1]].path(scopes)
         if t.group is not None:   # a kernel of a Group call (mixed kernel) on its cluster
