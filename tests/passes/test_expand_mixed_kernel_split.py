@@ -204,24 +204,69 @@ def test_ops_that_address_elements_cannot_be_split():
     assert "tile.transpose cannot run on half of a tile" in msg
 
 
-def test_a_one_row_tile_cannot_be_sent_to_the_cube_core_split_up_down():
-    src = '''
-import pypto.language as pl
+@pl.program
+class RowToCube:
+    """A [1, N] row scaled on the vector cores is the bias of a matmul: under UP_DOWN it is not
+    halved (extent 1), both vector cores hold it whole, and vector core 0 alone sends it."""
+
+    @pl.function(type=pl.FunctionType.InCore, optimizations=[pl.split(UD)])
+    def k(self, a: pl.Tensor[[M, K], pl.FP16], b: pl.Tensor[[K, N], pl.FP16], bias: pl.Tensor[[1, N], pl.FP32],
+          c: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        bv: pl.Tile[[1, N], pl.FP32, pl.Mem.Vec] = pl.load(bias, [0, 0], [1, N])
+        b2: pl.Tile[[1, N], pl.FP32, pl.Mem.Vec] = pl.mul(bv, 2.0)
+        bm: pl.Tile[[1, N], pl.FP32, pl.Mem.Mat] = pl.move(b2, target_memory=pl.Mem.Mat)
+        a1: pl.Tile[[M, K], pl.FP16, pl.Mem.Mat] = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        b1: pl.Tile[[K, N], pl.FP16, pl.Mem.Mat] = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        a0: pl.Tile[[M, K], pl.FP16, pl.Mem.Left] = pl.move(a1, target_memory=pl.Mem.Left)
+        b0: pl.Tile[[K, N], pl.FP16, pl.Mem.Right] = pl.move(b1, target_memory=pl.Mem.Right)
+        bb: pl.Tile[[1, N], pl.FP32, pl.Mem.Bias] = pl.move(bm, target_memory=pl.Mem.Bias)
+        p: pl.Tile[[M, N], pl.FP32, pl.Mem.Acc] = pl.matmul_bias(a0, b0, bb)
+        c1 = pl.store(p, [0, 0], c)
+        return c1
+
 
 @pl.program
-class P:
-    @pl.function(type=pl.FunctionType.InCore, optimizations=[pl.split(pl.SplitMode.UP_DOWN)])
-    def k(self, a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.FP16],
-          c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
-        av = pl.load(a, [0, 0], [1, 32])
-        a1 = pl.move(pl.mul(av, 2.0), target_memory=pl.Mem.Mat)
-        b1 = pl.load(b, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
-        p = pl.matmul(pl.move(a1, target_memory=pl.Mem.Left), pl.move(b1, target_memory=pl.Mem.Right))
-        c = pl.store(p, [0, 0], c)
-        return c
-'''
-    with pytest.raises(CompileError, match="extent 1 in the dimension UP_DOWN splits"):
-        ExpandMixedKernel().run(pl.parse(src), PassContext(backend_type=BackendType.Ascend950))
+class RowToCubeExpected:
+    @pl.function(type=pl.FunctionType.AIV)
+    def k_aiv(self, bias: pl.Tensor[[1, N], pl.FP32]):
+        subblock: pl.Scalar[pl.INDEX] = pl.tile.get_subblock_idx()
+        bv: pl.Tile[[1, N], pl.FP32, pl.Mem.Vec] = pl.load(bias, [0, 0], [1, N])
+        b2: pl.Tile[[1, N], pl.FP32, pl.Mem.Vec] = pl.mul(bv, 2.0)
+        if subblock == 0:
+            pl.system.tpush_to_aic(b2, split=NONE)
+        return
+
+    @pl.function(type=pl.FunctionType.AIC)
+    def k_aic(self, a: pl.Tensor[[M, K], pl.FP16], b: pl.Tensor[[K, N], pl.FP16],
+              c: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        bm: pl.Tile[[1, N], pl.FP32, pl.Mem.Mat] = pl.system.tpop_from_aiv([1, N], dtype=pl.FP32, split=NONE)
+        a1: pl.Tile[[M, K], pl.FP16, pl.Mem.Mat] = pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat)
+        b1: pl.Tile[[K, N], pl.FP16, pl.Mem.Mat] = pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat)
+        a0: pl.Tile[[M, K], pl.FP16, pl.Mem.Left] = pl.move(a1, target_memory=pl.Mem.Left)
+        b0: pl.Tile[[K, N], pl.FP16, pl.Mem.Right] = pl.move(b1, target_memory=pl.Mem.Right)
+        bb: pl.Tile[[1, N], pl.FP32, pl.Mem.Bias] = pl.move(bm, target_memory=pl.Mem.Bias)
+        pl.system.tfree_to_aiv(bm)
+        p: pl.Tile[[M, N], pl.FP32, pl.Mem.Acc] = pl.matmul_bias(a0, b0, bb)
+        c1 = pl.store(p, [0, 0], c)
+        return c1
+
+    @pl.function(type=pl.FunctionType.Group, optimizations=[pl.split(UD)])
+    def k(self, a: pl.Tensor[[M, K], pl.FP16], b: pl.Tensor[[K, N], pl.FP16], bias: pl.Tensor[[1, N], pl.FP32],
+          c: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        self.k_aiv(bias)
+        r = self.k_aic(a, b, c)
+        return r
+
+
+@pytest.mark.parametrize("backend", [BackendType.Ascend950, BackendType.Ascend910B])
+def test_a_one_row_tile_is_sent_to_the_cube_core_by_vector_core_0_alone(backend):
+    ctx = PassContext(backend_type=backend)
+    ir.assert_structural_equal(ExpandMixedKernel().run(RowToCube, ctx), RowToCubeExpected)
+    assert ctx.records["mixed_kernels"]["k"]["pipes"] == ["V->C"]
+    # under LEFT_RIGHT the row has N columns to halve: each vector core sends its half, no guard
+    lr = pl.parse(RowToCube.as_python().replace("UP_DOWN", "LEFT_RIGHT"))
+    aiv = ExpandMixedKernel().run(lr, PassContext(backend_type=backend)).get_function("k_aiv").as_python()
+    assert "pl.system.tpush_to_aic(b2, split=pl.SplitMode.LEFT_RIGHT)" in aiv and "if " not in aiv
 
 
 def test_a_tile_without_a_path_to_the_other_core_is_a_compile_error():

@@ -209,7 +209,7 @@ def test_eight_slots_leave_no_room_for_the_tiles_and_the_error_says_how_to_shrin
     assert msg.startswith("function 'mm_relu_add_incore_0_aiv': its tiles and cross-core pipe ring need ")
     assert f"but Ascend950 has only {240 * 1024} bytes of Vec per core" in msg
     assert f"ring 'c2v_ring' of pipe AIC->AIV (8 slots of {slot} B) takes Vec [0, {8 * slot})" in msg
-    assert f"tile 'matmul_tile' ({slot} B at [{8 * slot}, {9 * slot}), line " in msg and "no longer fits" in msg
+    assert f"tile 'matmul_tile_vec' ({slot} B at [{8 * slot}, {9 * slot}), line " in msg and "no longer fits" in msg
     assert "shrink the ring with pl.cross_core_slot(slot_num=7)" in msg
     assert e.value.span.is_known() and e.value.span.filename == __file__
 

@@ -10,6 +10,19 @@ to tiles and rewrites, in order:
 - `tensor.create` → `tile.create` (an on-chip buffer);
 - `tensor.assemble(ddr, value, offset)` → `tile.store(value_tile, offset, ddr)`.
 Loop-carried tensors whose initial value lives on chip become loop-carried tiles.
+
+Each unit computes on its own memory: the cube unit reads its operands from Mat (InferTileMemorySpace
+then moves them on into Left / Right / Bias), the vector unit reads Vec. A value computed on chip
+by the other unit — a vector result for a cube op (an `OpSpec.operand_spaces` position of a "cube"
+tile op), a matmul result (Acc) for a vector op ("vector" trait), or a matmul result for another
+cube op — is moved there with `tile.move(t, target_memory=Mat | Vec)`: right after the op that
+computes it (once, however many ops and loop iterations use it), or, for a loop-carried tile or an
+if result, before its first such use in the block. In a mixed kernel a Vec → Mat / Acc → Vec move
+is the cross-core transfer ExpandMixedKernel turns into a pipe (Language Guide "InCore Scopes").
+A carried tile lives in one memory: when a loop's initial value and the value its body yields are
+in different memories (or an if's branches yield tiles in different memories), the carried value
+is kept in Vec, and the others are moved there (the initial value before the loop, a yielded value
+at the end of its body or branch).
 """
 
 from __future__ import annotations
@@ -35,8 +48,9 @@ from ..ir.stmt import (
     YieldStmt,
 )
 from ..ir.types import ScalarType, TensorType, TileType
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
+from ..ops.registry import OpSpec
 from ..ops.typing_rules import const_dims
 from .base import FunctionPass, PassContext
 from .op_builder import build_call, zeros_like_offsets
@@ -56,13 +70,54 @@ class _Region:
     valid_shape: Expr | None = None  # a MakeTuple: only this leading part holds data
 
 
-class _Converter:
+_VEC, _MAT = MemorySpace.Vec, MemorySpace.Mat
+_Home = tuple[MemorySpace, tuple[MemorySpace, ...]]
+
+
+def _space(t: object) -> MemorySpace | None:
+    """The memory of a tile type (Vec when unset), None for other types."""
+    return (t.memory_space or _VEC) if isinstance(t, TileType) else None
+
+
+def _operand_home(tile: OpSpec, i: int) -> _Home | None:
+    """Where tile op `tile` takes operand `i` computed on chip: (the memory to move it into, the
+    memories it may stay in); None when the op takes it wherever it is (module docstring)."""
+    if tile.has_trait("cube"):
+        spaces = tile.operand_spaces.get(i)
+        return (_MAT, (_MAT, *spaces)) if spaces else None
+    if tile.has_trait("vector"):
+        return (_VEC, (_VEC,))
+    return None
+
+
+class _Homes(IRVisitor):
+    """Var -> the memories the tensor ops using it want it moved into (`_operand_home`)."""
+
     def __init__(self) -> None:
+        self.homes: dict[Var, set[MemorySpace]] = {}
+
+    def visit_Call(self, e: Call) -> None:
+        super().visit_Call(e)
+        spec = get_op(e.op) if isinstance(e.op, str) and e.op.startswith("tensor.") else None
+        if spec is None or spec.tile_op is None:
+            return
+        tile = get_op(spec.tile_op)
+        for i, a in enumerate(e.args):
+            home = _operand_home(tile, i)
+            if home is not None and isinstance(a, Var):
+                self.homes.setdefault(a, set()).add(home[0])
+
+
+class _Converter:
+    def __init__(self, homes: dict[Var, set[MemorySpace]] | None = None) -> None:
         self.tiles: dict[Var, Expr] = {}  # tensor value computed on chip -> its tile
-        self.loaded: dict[tuple[Var, MemorySpace], Expr] = {}  # DDR value -> tile loaded from it
+        # DDR value -> tile loaded from it; on-chip tile -> its copy moved into that memory
+        self.loaded: dict[tuple[Var, MemorySpace], Expr] = {}
+        self.moves: dict[Stmt, tuple[Expr, MemorySpace]] = {}  # every move made -> (source, memory)
         self.regions: dict[Var, _Region] = {}
         self.out: list[Stmt] = []
         self.counter = 0
+        self.homes = homes or {}
 
     def renames(self) -> dict[Var, Expr]:
         return {k: v for k, v in self.tiles.items() if type(k.type) is type(v.type)}
@@ -107,12 +162,35 @@ class _Converter:
             self.loaded[(e, space)] = t  # type: ignore[index]
         return t
 
+    def move(self, t: Expr, space: MemorySpace, span: Span) -> Var:
+        """A copy of tile `t` in `space`."""
+        call = build_call("tile.move", [t], {"target_memory": space}, span)
+        v = self.emit_assign(f"{getattr(t, 'name', 't')}_{space.name.lower()}", call, span)
+        self.moves[self.out[-1]] = (t, space)
+        return v
+
+    def placed(self, t: Expr, home: _Home, span: Span) -> Expr:
+        """Tile `t` for an op that takes it in one of the memories `home[1]`: `t` itself when it
+        is there, else its copy in `home[0]` (made here unless this block already has one)."""
+        space, accept = home
+        if not isinstance(t.type, TileType) or _space(t.type) in accept:
+            return t
+        key = (t, space)
+        if isinstance(t, Var) and key in self.loaded:
+            return self.loaded[key]  # type: ignore[index]
+        copy = self.move(t, space, span)
+        if isinstance(t, Var):
+            self.loaded[key] = copy  # type: ignore[index]
+        return copy
+
     def cast_to(self, e: Expr, dtype: DataType, span: Span) -> Expr:
         """`e` converted to `dtype` when it is a tile of another dtype (tensor ops promote dtypes,
-        tile ops need equal ones)."""
+        tile ops need equal ones), on the vector unit (a matmul result is moved to Vec first)."""
         t = e.type
         if not isinstance(t, TileType) or t.dtype is dtype:
             return e
+        if _space(t) is not _VEC:
+            e = self.move(e, _VEC, span)
         call = build_call("tile.cast", [e], {"target_type": dtype}, span)
         return self.emit_assign(f"{getattr(e, 'name', 't')}_{dtype}", call, span)
 
@@ -152,29 +230,24 @@ class _Converter:
 
     def if_(self, s: IfStmt) -> None:
         """Branches yielding a tile in some position yield tiles there in every branch (DDR
-        values are loaded at the end of their branch); the return var becomes a tile."""
+        values are loaded at the end of their branch), all in one memory (Vec unless they agree);
+        the return var becomes a tile."""
         branches = [self.block(b) for b in (s.then_body, s.else_body) if b is not None]
         rvs = list(s.return_vars)
         if rvs and len(branches) == 2:
+            want: list[TileType | None] = []
             for i, rv in enumerate(rvs):
                 vals = [b.stmts[-1].values[i] for b in branches]  # type: ignore[attr-defined]
-                tile = next((v for v in vals if isinstance(v.type, TileType)), None)
-                if tile is None:
+                tiles = [v.type for v in vals if isinstance(v.type, TileType)]
+                if not tiles:
+                    want.append(None)
                     continue
-                for k, b in enumerate(branches):
-                    y = b.stmts[-1]
-                    if isinstance(y.values[i].type, TileType):  # type: ignore[attr-defined]
-                        continue
-                    saved, saved_loaded, self.out = self.out, dict(self.loaded), list(b.stmts[:-1])
-                    t = self.as_tile(y.values[i], y.span)  # type: ignore[attr-defined]
-                    self.loaded = saved_loaded  # the load lives inside the branch only
-                    vals_k = list(y.values)  # type: ignore[attr-defined]
-                    vals_k[i] = t
-                    branches[k] = replace(b, stmts=tuple(self.out) + (replace(y, values=tuple(vals_k)),))
-                    self.out = saved
-                nrv = Var(rv.name, tile.type, span=rv.span)
+                one = len(tiles) == len(vals) and len({_space(t) for t in tiles}) == 1
+                want.append(tiles[0] if one else replace(tiles[0], memory_space=_VEC))
+                nrv = Var(rv.name, want[-1], span=rv.span)
                 self.tiles[rv] = nrv
                 rvs[i] = nrv
+            branches = [self.conform_yield(b, want) for b in branches]
         self.out.append(replace(s, cond=self.sub(s.cond), then_body=branches[0],
                                 else_body=branches[1] if len(branches) > 1 else None,
                                 return_vars=tuple(rvs)))
@@ -207,11 +280,13 @@ class _Converter:
             return t
         return self.sub(v)
 
-    def loop(self, s: ForStmt | WhileStmt, on_chip: frozenset[int] = frozenset()) -> None:
+    def loop(self, s: ForStmt | WhileStmt, on_chip: frozenset[int] = frozenset(),
+             in_vec: frozenset[int] = frozenset()) -> None:
         """Convert a loop. A carried tensor becomes a carried tile when its initial value is on
         chip, or (positions in `on_chip`) when the body yields an on-chip value for it: then the
-        initial DDR value is loaded before the loop. The body is converted again if it turns out
-        that a position needs this."""
+        initial DDR value is loaded before the loop. An initial tile outside Vec whose body yields
+        another memory's value (positions in `in_vec`) is moved to Vec before the loop. The body is
+        converted again if it turns out that a position needs this."""
         saved_out, saved_loaded = self.out, dict(self.loaded)
         self.out = pre = []
         new_ias: list[IterArg] = []
@@ -221,6 +296,8 @@ class _Converter:
             t = self.on_chip(init) if init is not None else None
             if t is None and i in on_chip and init is not None:
                 t = self.as_tile(init, s.span)
+            if t is not None and i in in_vec:
+                t = self.placed(t, (_VEC, (_VEC,)), s.span)
             if t is not None:
                 nia = IterArg(ia.name, t.type, init=t, span=ia.span)
                 self.tiles[ia] = nia
@@ -238,11 +315,14 @@ class _Converter:
         if isinstance(last, YieldStmt):
             need = {i for i, (ia, v) in enumerate(zip(new_ias, last.values))
                     if isinstance(v.type, TileType) and not isinstance(ia.type, TileType)}
-            if need - on_chip:
+            to_vec = {i for i, (ia, v) in enumerate(zip(new_ias, last.values))
+                      if _space(ia.type) not in (None, _VEC) and _space(v.type) is not _space(ia.type)}
+            if need - on_chip or to_vec - in_vec:
                 self.loaded = saved_loaded  # loads of the discarded attempt are gone
-                self.loop(s, on_chip | frozenset(need))
+                self.loop(s, on_chip | frozenset(need), in_vec | frozenset(to_vec))
                 return
-            body = self.load_yielded(body, [isinstance(ia.type, TileType) for ia in new_ias])
+            body = self.conform_yield(body, [ia.type if isinstance(ia.type, TileType) else None
+                                             for ia in new_ias])
         self.out.extend(pre)
         rvs = tuple(n if n is not None else o for o, n in rv_map)
         if isinstance(s, ForStmt):
@@ -252,17 +332,23 @@ class _Converter:
             cond = IRMutator(dict(self.tiles)).visit_expr(s.cond)
             self.out.append(replace(s, cond=cond, iter_args=tuple(new_ias), body=body, return_vars=rvs))
 
-    def load_yielded(self, body: SeqStmts, want_tile: list[bool]) -> SeqStmts:
-        """`body` whose final yield gives tiles where `want_tile` says so (DDR values are loaded
-        at the end of the body)."""
+    def conform_yield(self, body: SeqStmts, want: list[TileType | None]) -> SeqStmts:
+        """`body` whose final yield gives a tile in the memory of `want[i]` wherever that is a tile
+        type: DDR values are loaded (into Vec), tiles elsewhere moved there, at the end of the body."""
         y = body.stmts[-1]
         vals = list(y.values)  # type: ignore[attr-defined]
-        todo = [i for i, (w, v) in enumerate(zip(want_tile, vals)) if w and isinstance(v.type, TensorType)]
+        todo = [i for i, (w, v) in enumerate(zip(want, vals))
+                if w is not None and (isinstance(v.type, TensorType) or _space(v.type) is not _space(w))]
         if not todo:
             return body
         saved, saved_loaded, self.out = self.out, dict(self.loaded), list(body.stmts[:-1])
+        for st in body.stmts:  # copies the body made where it computed a value are reused
+            if st in self.moves:
+                self.loaded[self.moves[st]] = st.var  # type: ignore[index, attr-defined]
         for i in todo:
-            vals[i] = self.as_tile(vals[i], y.span)
+            v = self.as_tile(vals[i], y.span)
+            space = _space(want[i])
+            vals[i] = self.placed(v, (space, (space,)), y.span)  # type: ignore[arg-type]
         stmts = tuple(self.out) + (replace(y, values=tuple(vals)),)
         self.out, self.loaded = saved, saved_loaded  # these loads live inside the body only
         return replace(body, stmts=stmts)
@@ -317,11 +403,13 @@ class _Converter:
             raise CompileError(f"op '{call.op}' has no tile-level form and cannot run inside an InCore "
                                f"function", span)
         tile_spec = get_op(spec.tile_op)
-        space = MemorySpace.Mat if tile_spec.has_trait("cube") else MemorySpace.Vec
+        space = _MAT if tile_spec.has_trait("cube") else _VEC
         operands: list[Expr] = []
-        for a in args:
+        for i, a in enumerate(args):
             if isinstance(a.type, TensorType) or (self.on_chip(a) is not None or a in self.regions):
-                operands.append(self.as_tile(a, span, space))
+                t = self.as_tile(a, span, space)
+                home = _operand_home(tile_spec, i)
+                operands.append(self.placed(t, home, span) if home is not None else t)
             else:
                 operands.append(self.sub(a))
         attrs = dict(call.kwargs)
@@ -344,6 +432,8 @@ class _Converter:
         if isinstance(call.type, TensorType):  # e.g. matmul(out_dtype=FP16): the tile op gives FP32
             result = self.cast_to(result, call.type.dtype, span)  # type: ignore[assignment]
         self.tiles[var] = result
+        for home in sorted(self.homes.get(var, ()), key=lambda m: m.name):  # moved once, right here
+            self.placed(result, (home, (home,)), span)
 
 
 class ConvertTensorToTileOps(FunctionPass):
@@ -352,6 +442,8 @@ class ConvertTensorToTileOps(FunctionPass):
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         if func.func_type not in _INCORE:
             return func
-        conv = _Converter()
+        homes = _Homes()
+        homes.visit_stmt(func.body)
+        conv = _Converter(homes.homes)
         body = conv.block(func.body)
         return replace(func, body=body)

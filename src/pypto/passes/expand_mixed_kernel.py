@@ -32,10 +32,11 @@ OutlineIncoreScopes) selects how the vector work is shared by the cluster's two 
 NONE the AIV kernel runs on one vector core and every tile crosses whole. With UP_DOWN (rows) or
 LEFT_RIGHT (columns) it runs on both, each on half of every Vec tile (`split_vector_kernel`): a
 tile of extent > 1 in the split dimension crosses with `split=mode` (the cube core sends / receives
-the whole tile, each vector core its half); a tile of extent 1 there goes whole to both vector
-cores (`split=NONE`), and may not be sent to the cube core (CompileError). The Group function keeps
-`k.optimizations`, so the runtime and codegen see the split mode and `pl.cross_core_slot` (ring
-depth).
+the whole tile, each vector core its half); a tile of extent 1 there (e.g. a [1, N] bias row under
+UP_DOWN) crosses whole (`split=NONE`): the cube core sends it to both vector cores, and of the two
+vector cores, which both hold it whole, vector core 0 alone sends it to the cube core. The Group
+function keeps `k.optimizations`, so the runtime and codegen see the split mode and
+`pl.cross_core_slot` (ring depth).
 
 Each transfer needs a path between the sender's and the receiver's memory on the target
 (`SoCModel.pipe_route`): on chip where the chip moves the tile directly (Acc → Vec, Vec → Mat on
@@ -104,21 +105,15 @@ class _Side:
                                f"{src.name} neither to {dst.name} nor to DDR; make the tile on the core "
                                f"that uses it", span)
         d = split_dim(t, self.split)
-        if d is None:
-            return SplitMode.NONE
-        if getattr(t.shape[d], "value", None) == 1:
-            if owner == V:
-                raise CompileError(f"a tile of shape {[getattr(x, 'value', x) for x in t.shape]} sent to "
-                                   f"the cube core has extent 1 in the dimension {self.split.name} splits, "
-                                   f"so the two vector cores cannot each send half of it", span)
-            return SplitMode.NONE  # both vector cores receive the whole tile
+        if d is None or getattr(t.shape[d], "value", None) == 1:
+            return SplitMode.NONE  # the tile crosses whole (module docstring)
         return self.split
 
     def transfer(self, v: Var, owner: str, out: list[Stmt], span, sent: TileType | None = None) -> None:  # type: ignore[no-untyped-def]
         """`v` (a tile of side `owner`, or the receiver's copy of `sent`) crosses to the other
         side at this point."""
         t = v.type
-        split = self.pipe_split(v.name, sent or t, owner, span)  # type: ignore[arg-type]
+        split = self.pipe_split(getattr(v, "name", "t"), sent or t, owner, span)  # type: ignore[arg-type]
         if self.side == owner:
             out.append(EvalStmt(build_call(_PUSH[owner], [self.sub(v)], {"split": split}, span), span=span))
             self.flows.add(f"{owner}->{_OTHER[owner]}")

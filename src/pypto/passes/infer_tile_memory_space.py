@@ -2,9 +2,17 @@
 
 Ops declare the memory space each tile operand must be in (`OpSpec.operand_spaces`, e.g. matmul
 wants Left/Right). When an operand lives elsewhere the pass inserts `tile.move(x,
-target_memory=...)` before the op, if the backend allows that move (SPEC §6 "Allowed moves");
-otherwise it raises CompileError naming the op, operand and both memory spaces. Tiles without a
-memory space default to Vec.
+target_memory=...)` before the op, along a path the backend has (SPEC §6 "Allowed moves"):
+
+- one move when the backend moves the tile there directly (Mat → Left, Mat → Bias, ...);
+- else two, through Mat — the memory the cube unit stages its operands in — when the backend moves
+  Mat there and the tile can reach Mat: a move the chip makes (Acc → Mat; Vec → Mat on Ascend950),
+  or, in an InCore kernel that ExpandMixedKernel splits, the vector-to-cube pipe (Vec → DDR → Mat
+  on Ascend910B). A Vec operand of a cube op thus becomes `tile.move(x, Mat)` (the transfer) then
+  `tile.move(x_mat, Left)`; the Mat copy is made once per block however many ops use it;
+- else a CompileError naming the op, the operand and both memory spaces.
+
+Tiles without a memory space default to Vec.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from dataclasses import replace
 
 from ..core.enums import FunctionType, MemorySpace
 from ..core.errors import CompileError
-from ..ir.expr import Call, Var
+from ..ir.expr import Call, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, SeqStmts, Stmt
 from ..ir.types import TileType, Type
@@ -24,11 +32,15 @@ from .op_builder import build_call
 
 __all__ = ["InferTileMemorySpace"]
 
+_STAGE = MemorySpace.Mat  # where the cube unit's operands come from
+
 
 class _Infer(IRMutator):
-    def __init__(self, ctx: PassContext) -> None:
+    def __init__(self, ctx: PassContext, piped: bool) -> None:
         super().__init__()
         self.ctx = ctx
+        self.piped = piped  # an InCore kernel: a vector tile may cross to the cube core
+        self.staged: dict[Expr, Var] = {}  # tile -> its copy in Mat, made earlier in this block
 
     def visit_type(self, t: Type) -> Type:
         t = super().visit_type(t)
@@ -37,6 +49,7 @@ class _Infer(IRMutator):
         return t
 
     def visit_SeqStmts(self, s: SeqStmts) -> Stmt:
+        saved = dict(self.staged)  # copies made in a nested block stay in it
         out: list[Stmt] = []
         changed = False
         for st in s.stmts:
@@ -49,7 +62,28 @@ class _Infer(IRMutator):
             changed |= y is not st or bool(pre)
             out.extend(pre)
             out.append(y)
+        self.staged = saved
         return replace(s, stmts=tuple(out)) if changed else s
+
+    def route(self, src: MemorySpace, want: MemorySpace) -> list[MemorySpace] | None:
+        """The memories a tile in `src` passes through to reach `want` (module docstring)."""
+        soc = self.ctx.soc
+        if (src, want) in soc.allowed_moves:
+            return [want]
+        reach = (src, _STAGE) in soc.allowed_moves or (self.piped and soc.pipe_route(src, _STAGE) is not None)
+        if (_STAGE, want) in soc.allowed_moves and reach:
+            return [_STAGE, want]
+        return None
+
+    def move(self, a: Expr, space: MemorySpace, st: AssignStmt, pre: list[Stmt]) -> Var:
+        if space is _STAGE and a in self.staged:
+            return self.staged[a]
+        mv = build_call("tile.move", [a], {"target_memory": space}, st.span)
+        nv = Var(f"{getattr(a, 'name', 't')}_{space.name.lower()}", mv.type, span=st.span)
+        pre.append(AssignStmt(nv, mv, span=st.span))
+        if space is _STAGE:
+            self.staged[a] = nv
+        return nv
 
     def place_operands(self, st: AssignStmt, pre: list[Stmt]) -> AssignStmt:
         call = st.value
@@ -64,15 +98,15 @@ class _Infer(IRMutator):
                 continue
             want = spaces[0]
             src = t.memory_space or MemorySpace.Vec
-            if (src, want) not in self.ctx.soc.allowed_moves:
+            path = self.route(src, want)
+            if path is None:
                 raise CompileError(
                     f"{call.op}: operand {spec.params[i]!r} is in {src.name} but must be in {want.name}, "
                     f"and {self.ctx.backend_type.name} cannot move {src.name} → {want.name}; load it "
                     f"with target_memory=pl.Mem.Mat and move it to {want.name}", st.span)
-            mv = build_call("tile.move", [a], {"target_memory": want}, st.span)
-            nv = Var(f"{getattr(a, 'name', 't')}_{want.name.lower()}", mv.type, span=st.span)
-            pre.append(AssignStmt(nv, mv, span=st.span))
-            args[i] = nv
+            for space in path:
+                a = self.move(a, space, st, pre)
+            args[i] = a
         new_call = build_call(call.op, [self.visit_expr(a) for a in args], dict(call.kwargs), st.span)  # type: ignore[arg-type]
         nv = replace(st.var, var_type=new_call.type) if isinstance(st.var.type, TileType) else st.var
         if nv is not st.var:
@@ -86,4 +120,4 @@ class InferTileMemorySpace(FunctionPass):
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         if func.func_type is FunctionType.Orchestration:
             return func
-        return _Infer(ctx).visit_function(func)
+        return _Infer(ctx, func.func_type is FunctionType.InCore).visit_function(func)

@@ -12,27 +12,28 @@ tile, LEFT_RIGHT the columns. `split_vector_body(body, mode, span)` rewrites the
 | any Vec tile of extent > 1 in the split dimension | its type has half that extent (odd: CompileError) |
 | a Vec tile of extent 1 in the split dimension | kept whole: both vector cores hold the same tile |
 | `tpop` of a split tile (pipe op, `PIPE_ROLES`) | its `shape` argument halved |
+| `tpush` to the cube core of a whole tile (`split=NONE`: extent 1 there) | `if subblock == 0:` (one sender) |
 | DDR load / store of a halved tile (an op with a tensor operand and an `offsets` list) | `shapes` halved, `offsets[dim] += subblock * half` |
 | creation from a shape and a fill value (`params` within shape, value) | `shape` halved |
 | op with trait elementwise / positionwise / reduction, or a tile-only memory op | operands substituted, result re-inferred |
 | a reduction across the split dimension (halved operand, result of extent 1 there) | CompileError |
 | any other op touching a halved tile (slices, element reads, gathers, transposes, ...) | CompileError |
 
-`subblock` is one `tile.get_subblock_idx()` at the start of the body (only when an offset needs
-it). A tile with a partial valid region (`valid_shape` smaller than its shape) cannot be split
-(CompileError). The rules read op traits and parameter names from the registry, never op names.
+`subblock` is one `tile.get_subblock_idx()` at the start of the body (only when an offset or a
+push needs it). A tile with a partial valid region (`valid_shape` smaller than its shape) cannot be
+split (CompileError). The rules read op traits and parameter names from the registry, never op names.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..core.dtype import INDEX
+from ..core.dtype import BOOL, INDEX
 from ..core.enums import MemorySpace, SplitMode
 from ..core.errors import CompileError
 from ..core.span import Span
 from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, MakeTuple, Var
-from ..ir.stmt import AssignStmt, EvalStmt, SeqStmts, Stmt
+from ..ir.stmt import AssignStmt, EvalStmt, IfStmt, SeqStmts, Stmt
 from ..ir.types import ScalarType, TensorType, TileType, TileView, Type
 from ..ir.visitor import IRMutator
 from ..ops import get_op
@@ -85,7 +86,9 @@ class _Split(IRMutator):
         d = split_dim(t, self.mode)
         n = _const(t.shape[d])  # type: ignore[index]
         if n is None or n % 2:
-            raise self.fail(f"a Vec tile of shape {_dims(t.shape)} cannot be halved in dimension {d}")
+            what = "rows" if self.mode is SplitMode.UP_DOWN else "columns"
+            raise self.fail(f"a Vec tile of shape {_dims(t.shape)} cannot be halved in dimension {d}: give it "
+                            f"an even number of {what}, or drop the pl.split")
         view = t.view
         if isinstance(view, TileView) and view.valid_shape is not None:
             if any(_const(v) != _const(s) for v, s in zip(view.valid_shape, t.shape)):
@@ -110,7 +113,19 @@ class _Split(IRMutator):
         if not (isinstance(s.expr, Call) and isinstance(s.expr.op, str)):
             return super().visit_EvalStmt(s)
         self.span = s.span
-        return EvalStmt(self.rewrite(s.expr, s.expr.type), span=s.span)
+        st = EvalStmt(self.rewrite(s.expr, s.expr.type), span=s.span)
+        role = pipe_role(s.expr.op)
+        if role is None or role.kind != "push" or role.side != "AIV" or \
+                s.expr.attr("split", SplitMode.NONE) is not SplitMode.NONE:
+            return st
+        # both vector cores hold the whole tile; the cube core receives it once
+        first = BinaryExpr("eq", self.subblock(), ConstInt(0, INDEX), BOOL, span=s.span)
+        return IfStmt(first, SeqStmts((st,), span=s.span), None, span=s.span)
+
+    def subblock(self) -> Var:
+        if self.sub is None:
+            self.sub = Var("subblock", ScalarType(INDEX), span=self.span)
+        return self.sub
 
     # ---- calls ---------------------------------------------------------------------------
     def rewrite(self, call: Call, result: Type) -> Call:
@@ -160,9 +175,7 @@ class _Split(IRMutator):
         offs = args[k]
         if not isinstance(offs, MakeTuple) or d is None:
             raise self.fail(f"{op} needs a list of offsets")
-        if self.sub is None:
-            self.sub = Var("subblock", ScalarType(INDEX), span=self.span)
-        step = BinaryExpr("mul", self.sub, ConstInt(half, INDEX), INDEX, span=self.span)
+        step = BinaryExpr("mul", self.subblock(), ConstInt(half, INDEX), INDEX, span=self.span)
         els = list(offs.elements)
         els[d] = step if _const(els[d]) == 0 else BinaryExpr("add", els[d], step, INDEX, span=self.span)
         args[k] = replace(offs, elements=tuple(els))
