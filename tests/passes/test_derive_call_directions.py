@@ -171,3 +171,17 @@ _SWAPPED_RETURN = _PARTIAL.replace("        return y\n\n    @pl.function(type=pl
     "-> pl.Tensor[[16, 64], pl.FP32]:\n        y = pl.store",
     "-> tuple[pl.Tensor[[16, 64], pl.FP32], pl.Tensor[[16, 64], pl.FP32]]:\n        y = pl.store").replace(
     "        y = self.k(x, y, z)", "        z, y = self.k(x, y, z)")
+
+
+def test_a_kernel_returning_a_tile_or_an_input_is_an_error():
+    from pypto.core.errors import CompileError
+
+    tile_ret = _PARTIAL.replace("        return y\n\n    @pl.function(type=pl.FunctionType.Orch",
+                                "        t = pl.load(x, [0, 0], [16, 64])\n        return t\n\n"
+                                "    @pl.function(type=pl.FunctionType.Orch")
+    with pytest.raises(CompileError, match=r"kernel 'k' returns tile 't'.*pl\.store"):
+        ir.compile(pl.parse(tile_ret), dump_passes=False, skip_ptoas=True)
+    input_ret = _PARTIAL.replace("        return y\n\n    @pl.function(type=pl.FunctionType.Orch",
+                                 "        return x\n\n    @pl.function(type=pl.FunctionType.Orch")
+    with pytest.raises(CompileError, match=r"kernel 'k' returns its input 'x'"):
+        ir.compile(pl.parse(input_ret), dump_passes=False, skip_ptoas=True)

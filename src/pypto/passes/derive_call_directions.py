@@ -31,7 +31,7 @@ from ..core.errors import CompileError
 from ..ir.expr import Call, GlobalVar, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import ReturnStmt
-from ..ir.types import TensorType
+from ..ir.types import TensorType, TileType
 from ..ir.visitor import IRVisitor
 from .base import Pass, PassContext
 from .tensor_access import TensorAccess
@@ -100,8 +100,19 @@ def _check_kernel_return(f: Function, dirs: tuple[D, ...], acc: TensorAccess) ->
     ret = f.body.stmts[-1]
     if not ret.values:
         return
+    for v in ret.values:
+        if isinstance(v.type, TileType):
+            raise CompileError(f"kernel '{f.name}' returns tile '{getattr(v, 'name', v)}': a kernel returns the "
+                               f"tensors it writes — store the tile into an Out parameter with pl.store and "
+                               f"return that", ret.span or f.span)
     outs = [p for p, d in zip(f.params, dirs) if isinstance(p.type, TensorType) and d is not D.In]
     roots = [r.root if (r := acc.region_of(v)) is not None else None for v in ret.values]
+    ins = {p for p, d in zip(f.params, dirs) if d is D.In}
+    bad = next((r for r in roots if r in ins), None)
+    if bad is not None:
+        raise CompileError(f"kernel '{f.name}' returns its input '{bad.name}', which it never writes: a kernel "
+                           f"call stands for its Out/InOut tensors in parameter order: return "
+                           f"({', '.join(p.name for p in outs) or 'nothing'})", ret.span or f.span)
     if len(roots) == len(outs) and (roots == outs or not set(roots) <= set(outs)):
         return   # as required, or values the tracing cannot tie to parameters: not judged
     got = ", ".join(r.name if r is not None else "?" for r in roots)
