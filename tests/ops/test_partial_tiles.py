@@ -237,3 +237,22 @@ class Empty:
     x, y = torch.randn(16, 64), torch.full((16, 64), SENTINEL)
     compiled(x, y)
     assert torch.all(y == SENTINEL)
+
+
+def test_a_run_time_valid_extent_larger_than_the_tile_is_a_clear_error():
+    from pypto.core.errors import RuntimeSimError
+
+    text = """
+import pypto.language as pl
+
+@pl.program
+class TooLong:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[32, 64], pl.FP32], n: pl.Scalar[pl.INDEX], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+        t = pl.load(x, [0, 0], [16, 64], valid_shape=[n, 64])
+        y = pl.store(t, [0, 0], y)
+        return y
+"""
+    compiled = ir.compile(pl.parse(text), dump_passes=False, skip_ptoas=True)
+    with pytest.raises(RuntimeSimError, match=r"valid_shape \[20, 64\] does not fit the loaded tile of shape \[16, 64\]"):
+        compiled(torch.randn(32, 64), 20, torch.zeros(32, 64))

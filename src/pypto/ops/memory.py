@@ -90,6 +90,9 @@ def _load_compute(t: Any, offsets: tuple, shapes: tuple, valid_shape: tuple | No
     if valid_shape is None:
         check_region("load", tuple(t.shape), offsets, shapes)
         return t[region(offsets, shapes)]  # a view: the executor copies it into the tile's buffer
+    if any(v < 0 or v > n for v, n in zip(valid_shape, shapes)):
+        raise ValueError(f"valid_shape {list(valid_shape)} does not fit the loaded tile of shape {list(shapes)}: "
+                         f"each valid extent must be between 0 and the tile's")
     check_region("load", tuple(t.shape), offsets, valid_shape)
     out = torch.empty(shapes, dtype=t.dtype)
     out[tuple(slice(0, v) for v in valid_shape)] = t[region(offsets, valid_shape)]
@@ -197,7 +200,8 @@ for _ns in ("tensor", "tile"):
     register_unified("read", _ns, None, f"{_ns}.read")
     register_unified("write", _ns, None, f"{_ns}.write")
 register(OpSpec("tensor.dim", ("x",), _dim_rule, _dim, attrs={"axis": 0}, reads=(),
-                traits=frozenset({"orchestration"}), cost=scalar(), family="memory", dtypes=ANY.text,
+                traits=frozenset({"orchestration"}), host="{x}.shape({axis})", cost=scalar(), family="memory",
+                dtypes=ANY.text,
                 doc="The size of dimension `axis` of a tensor, as an INDEX scalar."))
 register_unified("load", "tensor", None, "tile.load")
 register_unified("store", "tile", None, "tile.store")
