@@ -95,6 +95,9 @@ class OpSpec:
             to know which part of a task's tensor arguments a kernel touches before it runs.
         pto: PTO MLIR instruction name (`pto.tadd`), None for tensor-level ops (they lower
             through `tile_op`).
+        host: C++ form of the op in host orchestration code, a `str.format` template over the
+            operand names and attribute names (`"{x}.shape({axis})"`); empty for the generic
+            `<namespace>_<op>(operands..., attrs...)` call of the runtime API.
         cost: work description for the cycle model (`pypto.ops.cost.Cost`).
         family: catalog section the op belongs to (the reference page groups by it).
         dtypes: human-readable accepted element types (the rules enforce them).
@@ -120,6 +123,7 @@ class OpSpec:
     scalar_range: tuple[int, int] | None = None
     ddr_region: tuple[int, int, int] | None = None
     pto: str | None = None
+    host: str = ""
     cost: Cost | None = None
     family: str = ""
     dtypes: str = ""
