@@ -108,7 +108,7 @@ def _check_kernel_return(f: Function, dirs: tuple[D, ...], acc: TensorAccess) ->
     outs = [p for p, d in zip(f.params, dirs) if isinstance(p.type, TensorType) and d is not D.In]
     roots = [r.root if (r := acc.region_of(v)) is not None else None for v in ret.values]
     ins = {p for p, d in zip(f.params, dirs) if d is D.In}
-    bad = next((r for r in roots if r in ins), None)
+    bad = next((v for v in ret.values if v in ins), None)   # the parameter itself, not a traced alias
     if bad is not None:
         raise CompileError(f"kernel '{f.name}' returns its input '{bad.name}', which it never writes: a kernel "
                            f"call stands for its Out/InOut tensors in parameter order: return "
