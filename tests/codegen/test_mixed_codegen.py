@@ -6,7 +6,7 @@ import importlib.util
 import re
 
 import pytest
-from test_orchestration import compiles_as_cpp
+from cpp_check import compiles_as_cpp
 
 import pypto.language as pl
 from pypto import ir

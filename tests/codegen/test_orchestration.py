@@ -2,21 +2,21 @@
 parameter directions, AIV/AIC queues, runtime scopes, host control flow and helper functions.
 
 Where a C++ compiler is installed, every generated file is also compiled (`-fsyntax-only`) against
-a minimal declaration header of the runtime API, so the text is valid C++ and not only plausible.
+a minimal declaration header of the runtime API (`cpp_check.py`), so the text is valid C++ and not
+only plausible.
 """
 
 import re
-import shutil
-import subprocess
 
 import pytest
 import torch
+from cpp_check import compiles_as_cpp
 from shared_programs import GROUPED_SRC
 
 import pypto.language as pl
 from pypto import ir
 from pypto.codegen import CodegenError, emit_orchestration
-from pypto.core.dtype import ALL_DTYPES, FP32, INDEX
+from pypto.core.dtype import FP32, INDEX
 from pypto.core.enums import FunctionType, ParamDirection
 from pypto.ir import (
     AssignStmt,
@@ -30,50 +30,6 @@ from pypto.ir import (
     TensorType,
     Var,
 )
-
-_STUB = """#pragma once
-#include <cstdint>
-#include <initializer_list>
-struct PTO2Runtime;
-enum class DataType { DTYPES };
-enum class MemorySpace { DDR, Vec, Mat, Left, Right, Acc, Bias };
-struct Tensor { int64_t shape(int) const; int64_t stride(int) const; };
-Tensor make_external_tensor(uint64_t addr, std::initializer_list<int64_t> shape, DataType dt);
-template <typename T> T scalar_arg(uint64_t bits);
-struct TaskArgs {
-  void add_input(const Tensor&); void add_output(const Tensor&); void add_inout(const Tensor&);
-  template <typename T> void add_scalar(T);
-  void add_dep(const Tensor&);  // explicit dependency: wait for the earlier writers of a tensor
-};
-void push_task_deps(PTO2Runtime*, std::initializer_list<Tensor> tensors);
-void pop_task_deps(PTO2Runtime*);
-void submit_aiv_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
-void submit_aic_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
-struct MixedPart { int32_t func_id; const TaskArgs& args; };
-void submit_mixed_task(PTO2Runtime*, std::initializer_list<MixedPart> parts);
-enum class MixedSplit { NONE, UP_DOWN, LEFT_RIGHT };
-struct MixedConfig { MixedSplit split; int32_t vector_cores; int32_t c2v_slots; int64_t c2v_slot_bytes;
-                     int32_t v2c_slots; int64_t v2c_slot_bytes; int64_t gm_bytes; };
-void submit_mixed_task(PTO2Runtime*, std::initializer_list<MixedPart> parts, const MixedConfig&);
-struct PTO2ScopeGuard { explicit PTO2ScopeGuard(PTO2Runtime*); ~PTO2ScopeGuard(); };
-#define PTO2_SCOPE(rt) if (PTO2ScopeGuard pto2_scope_guard{rt}; true)
-Tensor tensor_create(std::initializer_list<int64_t> shape, DataType dt);
-Tensor tensor_slice(const Tensor& src, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> offset);
-""".replace("DTYPES", ", ".join(d.name for d in ALL_DTYPES))
-
-
-def compiles_as_cpp(text: str, tmp_path) -> None:
-    """Compile `text` with the stub runtime header (skips when no C++ compiler is installed)."""
-    cxx = shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    (tmp_path / "pto_orchestration_api.h").write_text(_STUB)
-    src = tmp_path / "orch.cpp"
-    src.write_text(text)
-    r = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wno-unused-variable",
-                        "-Wno-unused-but-set-variable", "-I", str(tmp_path), str(src)],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
 
 
 def test_tile_add_entry_task_args_and_queue(tmp_path, examples_dir):

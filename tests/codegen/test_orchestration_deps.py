@@ -2,7 +2,7 @@
 kernel's task argument list, `push_task_deps` / `pop_task_deps` around a call of another host
 function (Group, nested orchestration). The text compiles against the runtime API stub."""
 
-from test_orchestration import compiles_as_cpp
+from cpp_check import compiles_as_cpp
 
 import pypto.language as pl
 from pypto import ir

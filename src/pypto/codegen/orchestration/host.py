@@ -16,14 +16,23 @@ named on the task argument list — `add_dep(x)`: the task waits for the earlier
 tensor `x` — and, for a call of another host function (a Group function, a nested orchestration),
 bracket the call — `push_task_deps(rt, {x, y}); ...; pop_task_deps(rt);` — so every task it submits
 waits for them. Runtime scopes (`pl.scope()`) become
-`PTO2_SCOPE(rt) { ... }`; a function with `auto_scope=True` and no explicit scope gets one scope
-around its body. Other host functions it calls (Opaque, nested Orchestration) become static C++
-functions in the same file. Host ops (creation, views, shape queries) are spelled generically as
-`<namespace>_<op>(args..., attrs...)`, so nothing here knows a specific op; an op that computes on
-data is an error (it belongs inside an InCore kernel).
+`PTO2_SCOPE(rt) { ... }`. The entry function with `auto_scope=True` (the default) runs its whole
+body inside one AUTO scope, which the compiler places: hand-placed scopes in it — those of an
+inline helper declared `auto_scope=False`, spliced into the entry — nest inside that AUTO scope
+(Language Guide, `@pl.jit` family); with `auto_scope=False` only the hand-placed scopes are
+emitted. Other host functions it calls (Opaque, nested Orchestration) become static C++
+functions in the same file and run inside their caller's scopes. A value computed inside a C++
+block (a scope, a loop body, an if branch) and used after it is declared before that block and
+assigned inside it (`blocks.py`). Host ops (creation, views, shape queries) are spelled as their
+OpSpec's `host` template says (`tensor.dim` is `x.shape(axis)`, the same accessor that passes a
+kernel's dynamic dimensions) or else generically as `<namespace>_<op>(args..., attrs...)`, so
+nothing here knows a specific op; an op that computes on data is an error (it belongs inside an
+InCore kernel).
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from ...backend import BackendType, SoCModel, get_soc
 from ...core.enums import FunctionType, ParamDirection, ScopeKind
@@ -49,6 +58,7 @@ from ...ir.visitor import IRVisitor
 from ...ops import get_op
 from ..cluster_config import cluster_config, mixed_config_cpp
 from ..common import CodegenError, NameAllocator, dynamic_dims, is_kernel, kernel_core_type, span_or
+from .blocks import escaping, opens_block, use_counts
 from .cexpr import CPP_KEYWORDS, HELPERS, c_expr, c_literal, c_scalar_type, c_type
 
 __all__ = ["emit_orchestration", "entry_dynamic_dims", "kernel_enum_name"]
@@ -76,18 +86,6 @@ class _Callees(IRVisitor):
         super().visit_Call(e)
 
 
-def _has_runtime_scope(s: Stmt) -> bool:
-    class V(IRVisitor):
-        found = False
-
-        def visit_ScopeStmt(self, x: ScopeStmt) -> None:
-            self.found |= x.kind is ScopeKind.Runtime
-            super().visit_ScopeStmt(x)
-    v = V()
-    v.visit_stmt(s)
-    return v.found
-
-
 class _FunctionEmitter:
     """C++ statements of one host function."""
 
@@ -97,6 +95,8 @@ class _FunctionEmitter:
         self.lines, self.is_entry = lines, is_entry
         self.names = NameAllocator(CPP_KEYWORDS)
         self.env: dict[Var, str] = {}
+        self.early: set[Var] = set()   # declared before the block that assigns them (blocks.py)
+        self.uses: Counter[Var] = Counter()
         self.depth = 1
         self.tasks = 0
         self.pops = 0   # push_task_deps of the current statement, popped after it
@@ -134,13 +134,15 @@ class _FunctionEmitter:
 
     # ---- statements -----------------------------------------------------------------------
     def body(self) -> None:
-        """The function body. The entry with auto_scope (and no explicit scope) runs inside one
-        runtime scope; helpers run inside their caller's scopes."""
+        """The function body. The entry with auto_scope runs inside one AUTO runtime scope, with
+        any hand-placed scopes nested in it; helpers run inside their caller's scopes."""
         f = self.func
         stmts = list(f.body.stmts)
         tail = [stmts.pop()] if stmts and isinstance(stmts[-1], ReturnStmt) else []
-        if self.is_entry and f.auto_scope and not _has_runtime_scope(f.body):
-            self.emit("PTO2_SCOPE(rt) {  // automatic runtime scope")
+        # the entry's return writes nothing (outputs are in place), so it uses no value
+        self.uses = use_counts(*(stmts if self.is_entry else f.body.stmts))
+        if self.is_entry and f.auto_scope:
+            self.emit("PTO2_SCOPE(rt) {  // AUTO runtime scope (auto_scope=True); hand-placed scopes nest inside")
             self.depth += 1
             for x in stmts:
                 self.stmt(x)
@@ -162,6 +164,8 @@ class _FunctionEmitter:
     def stmt(self, s: Stmt) -> None:
         prev, self.span = self.span, span_or(s.span, self.span)
         try:
+            if opens_block(s):
+                self.declare_early(s)
             if isinstance(s, SeqStmts):
                 for x in s.stmts:
                     self.stmt(x)
@@ -193,6 +197,22 @@ class _FunctionEmitter:
         finally:
             self.span = prev
 
+    def declare_early(self, s: Stmt) -> None:
+        """Declare, before the block(s) `s` opens, the values computed inside them and used after."""
+        for v in escaping(s, self.uses):
+            if v in self.env:  # already declared before an enclosing block
+                continue
+            init = "" if isinstance(v.type, (TensorType, TupleType)) else "{}"
+            self.emit(f"{c_type(v.type)} {self.bind(v)}{init};  // set in the block below, used after it")
+            self.early.add(v)
+
+    def define(self, v: Var, text: str, decl: str | None = None) -> None:
+        """`decl name = text;`, or `name = text;` for a value declared before its block."""
+        if v in self.early:
+            self.emit(f"{self.env[v]} = {text};")
+        else:
+            self.emit(f"{decl or c_type(v.type)} {self.bind(v)} = {text};")
+
     def scope(self, s: ScopeStmt) -> None:
         if s.kind is not ScopeKind.Runtime:
             raise self.fail("an InCore scope (pl.at) is left in host code; OutlineIncoreScopes must "
@@ -205,14 +225,8 @@ class _FunctionEmitter:
 
     def assign(self, s: AssignStmt) -> None:
         v, e = s.var, s.value
-        if isinstance(e, Call):
-            text = self.call(e, s.span)
-            decl = "auto" if isinstance(v.type, TupleType) else c_type(v.type)
-            self.emit(f"{decl} {self.bind(v)} = {text};")
-            return
-        text = self.expr(e)
-        decl = "auto" if isinstance(v.type, TupleType) else c_type(v.type)
-        self.emit(f"{decl} {self.bind(v)} = {text};")
+        text = self.call(e, s.span) if isinstance(e, Call) else self.expr(e)
+        self.define(v, text, "auto" if isinstance(v.type, TupleType) else None)
 
     def call(self, e: Call, span: Span | None) -> str:
         if isinstance(e.op, GlobalVar):
@@ -233,7 +247,12 @@ class _FunctionEmitter:
         if not host_ok:
             raise self.fail(f"op '{spec.name}' computes on data and cannot run in host code (it belongs "
                             f"inside an InCore kernel)", e.span)
-        args = [self.expr(a) for a in e.args] + [c_literal(v) for _, v in e.kwargs]
+        args = [self.expr(a) for a in e.args]
+        if spec.host:  # the op's own host form: operands and attributes (defaults included) by name
+            fields = {k: c_literal(v) for k, v in {**spec.attrs, **dict(e.kwargs)}.items()}
+            fields.update(zip(spec.params, args))
+            return spec.host.format(**fields)
+        args += [c_literal(v) for _, v in e.kwargs]
         return f"{spec.namespace}_{spec.short_name}({', '.join(args)})"
 
     def _is_kernel_call(self, e: Expr) -> bool:
@@ -273,26 +292,25 @@ class _FunctionEmitter:
     def _carry(self, iter_args: tuple, return_vars: tuple) -> list[str]:
         names = []
         for ia in iter_args:
-            init = self.expr(ia.init)
-            name = self.bind(ia)
-            self.emit(f"{c_type(ia.type)} {name} = {init};")
-            names.append(name)
+            self.define(ia, self.expr(ia.init))
+            names.append(self.env[ia])
         return names
 
     def _finish_carry(self, names: list[str], return_vars: tuple) -> None:
         for n, rv in zip(names, return_vars):
-            self.emit(f"{c_type(rv.type)} {self.bind(rv)} = {n};")
+            self.define(rv, n)
 
     def for_(self, s: ForStmt) -> None:
         names = self._carry(s.iter_args, s.return_vars)
-        i = self.bind(s.loop_var)
-        ty = c_scalar_type(s.loop_var.type.dtype)  # type: ignore[attr-defined]
         start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        early = s.loop_var in self.early
+        i = self.env[s.loop_var] if early else self.bind(s.loop_var)
+        ty = "" if early else c_scalar_type(s.loop_var.type.dtype) + " "  # type: ignore[attr-defined]
         positive = getattr(s.step, "value", None)
         cond = (f"{i} < {stop}" if isinstance(positive, int) and positive > 0 else
                 f"({step} > 0 ? {i} < {stop} : {i} > {stop})")
         kind = "" if s.kind.name == "Sequential" else f"  // pl.{s.kind.value} loop"
-        self.emit(f"for ({ty} {i} = {start}; {cond}; {i} += {step}) {{{kind}")
+        self.emit(f"for ({ty}{i} = {start}; {cond}; {i} += {step}) {{{kind}")
         self._region(s.body, names)
         self.emit("}")
         self._finish_carry(names, s.return_vars)
@@ -307,9 +325,9 @@ class _FunctionEmitter:
     def if_(self, s: IfStmt) -> None:
         names = []
         for rv in s.return_vars:
-            n = self.bind(rv)
-            self.emit(f"{c_type(rv.type)} {n}{'' if isinstance(rv.type, TensorType) else '{}'};")
-            names.append(n)
+            if rv not in self.early:
+                self.emit(f"{c_type(rv.type)} {self.bind(rv)}{'' if isinstance(rv.type, TensorType) else '{}'};")
+            names.append(self.env[rv])
         self.emit(f"if ({self.expr(s.cond)}) {{")
         self._region(s.then_body, names)
         if s.else_body is not None:
