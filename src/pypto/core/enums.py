@@ -14,7 +14,26 @@ __all__ = [
 ]
 
 
-class _DSLEnum(enum.Enum):
+class _DSLEnumMeta(enum.EnumMeta):
+    """Enum classes whose unknown members raise an AttributeError listing the valid ones
+    (`pl.Level.CORE` → "did you mean pl.Level.CORE_GROUP? ...")."""
+
+    def __getattr__(cls, name: str) -> object:
+        members = cls.__dict__.get("_member_map_", {})
+        if name in members:
+            return members[name]
+        if name.startswith("_") or not members:
+            raise AttributeError(name)
+        import difflib
+
+        prefix = _DSL_PREFIX.get(cls.__name__, cls.__name__)
+        close = difflib.get_close_matches(name, list(members), n=1) or \
+            [m for m in members if m.upper().startswith(name.upper())][:1]
+        hint = f"; did you mean {prefix}.{close[0]}?" if close else ""
+        raise AttributeError(f"{prefix} has no member '{name}'{hint} ({prefix} has {', '.join(members)})")
+
+
+class _DSLEnum(enum.Enum, metaclass=_DSLEnumMeta):
     def __repr__(self) -> str:
         return f"{_DSL_PREFIX[type(self).__name__]}.{self.name}"
 

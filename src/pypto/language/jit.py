@@ -2,9 +2,12 @@
 
 `@pl.jit` marks an Orchestration entry. Calling it with torch tensors specialises the source into
 an `ir.Program` (bare `pl.Tensor` parameters take the argument's shape and dtype), compiles it once
-per cache key, and runs it on the platform of `config` (default `a2a3sim`), writing Out/InOut
-tensors in place. Sub-functions decorated `@pl.jit.incore` / `.opaque` are discovered from the
-entry's body and specialised at their call sites; `@pl.jit.inline` bodies are spliced in.
+per cache key (`JITFunction.cache_key`: `pl.dynamic` dimensions and scalar values are run-time
+values, not part of it), and runs it on the platform of `config` (default `a2a3sim`), writing
+Out/InOut tensors in place. Sub-functions decorated `@pl.jit.incore` / `.opaque` are discovered
+from the entry's body and specialised at their call sites; `@pl.jit.inline` bodies are spliced in.
+`@pl.jit.incore(level=...)` takes the core-level values of `pl.Level` only (`check_incore_level`,
+`check_core_side`). docs/language.md "`@pl.jit` specialisation and caching" states the rules.
 """
 
 from __future__ import annotations
@@ -17,14 +20,23 @@ from typing import Any
 
 from ..core.dtype import dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
-from ..core.errors import ArgumentTypeError, ParserSyntaxError, ParserTypeError, user_facing
-from ..ir.expr import GlobalVar
-from ..ir.function import Program
-from ..ir.types import TensorType, Type
+from ..core.errors import (
+    ArgumentTypeError,
+    InvalidOperationError,
+    ParserSyntaxError,
+    ParserTypeError,
+    user_facing,
+)
+from ..core.span import Span
+from ..ir.expr import Call, ConstInt, Expr, GlobalVar, Var
+from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt, EvalStmt, Stmt
+from ..ir.types import TensorType, TileType, Type
+from ..ir.visitor import stmt_children
 from .decorators import InlineFunction
 from .parser.entry import FunctionOptions, parse_function
 from .parser.function_parser import ProgramContext
-from .typing import DirectionAnnotation, Tensor, to_dim
+from .typing import DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
 
 __all__ = ["JITFunction", "JITSubFunction", "jit"]
 
@@ -37,20 +49,42 @@ def _source_hash(fn: Callable) -> str:
     return hashlib.sha256(src.encode()).hexdigest()[:16]
 
 
-def _bare_params(fn: Callable) -> list[str]:
-    """Names of parameters annotated with bare `pl.Tensor` (possibly inside pl.Out / pl.InOut)."""
-    out = []
+def _param_annotations(fn: Callable) -> dict[str, Any]:
+    """Each parameter's evaluated annotation, without its pl.Out / pl.InOut wrapper."""
     try:  # `from __future__ import annotations` leaves strings: evaluate them
         params = inspect.signature(fn, eval_str=True).parameters
     except Exception:
         params = inspect.signature(fn).parameters
+    out = {}
     for name, p in params.items():
         ann = p.annotation
-        if isinstance(ann, DirectionAnnotation):
-            ann = ann.inner
-        if ann is Tensor:
-            out.append(name)
+        out[name] = ann.inner if isinstance(ann, DirectionAnnotation) else ann
     return out
+
+
+def _bare_params(fn: Callable) -> list[str]:
+    """Names of parameters annotated with bare `pl.Tensor` (possibly inside pl.Out / pl.InOut)."""
+    return [name for name, ann in _param_annotations(fn).items() if ann is Tensor]
+
+
+def _dims_key(ann: Any, shape: tuple[int, ...]) -> tuple:
+    """The shape part of a tensor argument's cache key: a dimension the annotation declares
+    dynamic (`pl.dynamic("M")` or an expression over such) enters by its name, so one build
+    serves every size; a static or bare-`pl.Tensor` dimension enters by the argument's size."""
+    dims = ann.shape if isinstance(ann, TensorAnnotation) else None
+    if not isinstance(dims, (list, tuple)) or len(dims) != len(shape):
+        return shape
+    key: list[Any] = []
+    for d, n in zip(dims, shape):
+        if isinstance(d, (DynVar, Var)):
+            key.append(("dyn", d.name))
+        elif isinstance(d, Expr) and not isinstance(d, ConstInt):
+            from ..ir.printer import python_print
+
+            key.append(("dyn", python_print(d)))
+        else:  # an int (or ConstInt): the program is specialised to it
+            key.append(n)
+    return tuple(key)
 
 
 def tensor_type_of(value: Any, param: str) -> TensorType:
@@ -94,8 +128,10 @@ class _Specialisable:
         name = self._specialised_name(ctx, overrides)
         if name not in ctx.external:
             opts = FunctionOptions(self.func_type, self.level, self.role)
-            ctx.external[name] = parse_function(self.__pypto_pyfunc__, opts, name=name,
-                                                overrides=overrides, program=ctx)
+            func = parse_function(self.__pypto_pyfunc__, opts, name=name, overrides=overrides, program=ctx)
+            if self.func_type is FunctionType.InCore and self.level in _CORE_SIDE:
+                check_core_side(func, self.level)
+            ctx.external[name] = func
         return parser.call_function(GlobalVar(name, span=parser.span(node)), node)
 
     def _specialised_name(self, ctx: ProgramContext, overrides: dict[str, Type]) -> str:
@@ -173,15 +209,24 @@ class JITFunction(_Specialisable):
         return Program(self.__name__, (entry, *ctx.external.values()), span=entry.span)
 
     def cache_key(self, args: tuple[Any, ...], config: Any) -> tuple:
-        """SPEC §7: source, shapes, dtypes, scalar values, platform, strategy — plus the other
-        compile-side settings (`dump_passes`), so a cached build always has what was asked for."""
+        """The specialisation key of a call (SPEC §7; docs/language.md "@pl.jit specialisation").
+
+        Parts: the source; per tensor argument its dtype and shape, where a dimension the
+        parameter's annotation declares dynamic (`pl.dynamic`) enters by name, not size (one build
+        serves every size; the run checks sizes agree across parameters), and every other
+        dimension by its size; a scalar argument only as "a scalar" — a `pl.Scalar` parameter is a
+        run-time value the program reads, never a constant it is specialised to; then the
+        platform, strategy, backend and `dump_passes`, so a cached build has what was asked for.
+        """
+        anns = list(_param_annotations(self.__pypto_pyfunc__).values())
         parts: list[Any] = [self._src_hash]
-        for a in args:
+        for i, a in enumerate(args):
             t = getattr(a, "tensor", a)
             if hasattr(t, "shape") and hasattr(t, "dtype"):
-                parts.append(("T", tuple(t.shape), str(t.dtype)))
+                ann = anns[i] if i < len(anns) else None
+                parts.append(("T", _dims_key(ann, tuple(t.shape)), str(t.dtype)))
             else:
-                parts.append(("S", type(a).__name__, a))
+                parts.append("S")  # the value is read at run time (checked there against the dtype)
         parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes)]
         return tuple(parts)
 
@@ -261,9 +306,13 @@ class _JitDecorator:
         return wrap(fn) if fn is not None else wrap
 
     def incore(self, fn: Callable | None = None, *, level: Level | None = None, **kw: Any) -> Any:
+        """`@pl.jit.incore(level=...)`: an InCore kernel. `level` is where it runs — see
+        `check_incore_level` (ParserTypeError for any other value, at the decorator)."""
         _reject_auto_scope("incore", kw)
 
+        @user_facing
         def wrap(f: Callable) -> JITSubFunction:
+            check_incore_level(f, level)
             return JITSubFunction(f, FunctionType.InCore, level)
         return wrap(fn) if fn is not None else wrap
 
@@ -278,6 +327,105 @@ class _JitDecorator:
         def wrap(f: Callable) -> InlineFunction:
             return InlineFunction(f, infer_types=True, auto_scope=auto_scope)
         return wrap(fn) if fn is not None else wrap
+
+
+# ---- @pl.jit.incore(level=...) ----------------------------------------------------------------
+# An InCore kernel runs on the cores of one cluster (SPEC §6), so its level is one of the three
+# core-level values of pl.Level (SPEC §2.2: all level 0). AIC / AIV pin it to one core kind; the
+# side of each statement comes from passes.kernel_sides (op traits and tile memory spaces).
+_CORE_SIDE = {Level.AIC: "C", Level.AIV: "V"}
+_CORE_LEVEL_TEXT = ("pl.Level.CORE_GROUP (the default: the compiler runs cube ops on the cube core and "
+                    "vector ops on the vector cores, splitting a kernel that uses both), pl.Level.AIC "
+                    "(the cube core only) or pl.Level.AIV (a vector core only)")
+
+
+def _decorator_span(fn: Callable, keyword: str) -> Span | None:
+    """Where `keyword=` is written in the decorators of `fn` (else the function's line)."""
+    from .parser.source import source_of
+
+    try:
+        info = source_of(fn)
+    except Exception:
+        return None
+    fdef = next((n for n in info.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fdef is None:
+        return None
+    for dec in fdef.decorator_list:
+        for k in getattr(dec, "keywords", ()):
+            if k.arg == keyword:
+                return info.span(k)
+    return info.span(fdef)
+
+
+def check_incore_level(fn: Callable, level: Any) -> None:
+    """Accept `level=` of `@pl.jit.incore` only where an InCore kernel can run: None or
+    pl.Level.CORE_GROUP / AIC / AIV (Language Guide "@pl.jit family": `level=` targets a hierarchy
+    level). Raises ParserTypeError at the decorator for anything else (e.g. pl.Level.CHIP)."""
+    if level is None or level is Level.CORE_GROUP or level in _CORE_SIDE:
+        return
+    span = _decorator_span(fn, "level")
+    if not isinstance(level, Level):
+        raise ParserTypeError(f"@pl.jit.incore(level=...) expects a pl.Level, got {level!r}: "
+                              f"use {_CORE_LEVEL_TEXT}", span)
+    raise ParserTypeError(
+        f"@pl.jit.incore(level={level!r}): an InCore kernel runs on the cores of one cluster, so its "
+        f"level is {_CORE_LEVEL_TEXT}; {level!r} (level {level.level_number}) is above the cores — "
+        f"put work for that level in the entry under 'with pl.at(level={level!r}):'", span)
+
+
+def _leaf_stmts(s: Stmt) -> list[Stmt]:
+    if isinstance(s, (AssignStmt, EvalStmt)):
+        return [s]
+    return [leaf for c in stmt_children(s) for leaf in _leaf_stmts(c)]
+
+
+def _calls(e: Expr) -> list[Call]:
+    """Op calls in `e`, innermost first (`c[:] = pl.matmul(a, b)` nests the matmul)."""
+    if isinstance(e, Call):
+        inner = [c for a in e.args for c in _calls(a)]
+        return inner + ([e] if isinstance(e.op, str) else [])
+    return [c for a in getattr(e, "elements", ()) for c in _calls(a)]
+
+
+def _sided_ops(func: Function) -> list[tuple[str, str, Span, bool]]:
+    """(side, description, span, runs on a unit) of every op call in `func`'s body, those of ops
+    with the "cube" / "vector" trait first, each group in source order."""
+    from ..ops import get_op
+    from ..passes.kernel_sides import stmt_side
+
+    out = []
+    for s in _leaf_stmts(func.body):
+        value = s.value if isinstance(s, AssignStmt) else s.expr  # type: ignore[attr-defined]
+        for c in _calls(value):
+            leaf = s if c is value else EvalStmt(c, span=s.span)
+            t = leaf.var.type if isinstance(leaf, AssignStmt) else c.type
+            unit = get_op(c.op).has_trait("cube") or get_op(c.op).has_trait("vector")  # type: ignore[arg-type]
+            space = t.memory_space.name if isinstance(t, TileType) and t.memory_space is not None else "Vec"
+            what = f"'{c.op}'" if unit or not isinstance(t, TileType) else f"'{c.op}' (into a {space} tile)"
+            out.append((stmt_side(leaf), what, s.span, unit))
+    return sorted(out, key=lambda o: not o[3])  # ops of a unit first: they name the kernel's work
+
+
+def check_core_side(func: Function, level: Level) -> None:
+    """A `@pl.jit.incore(level=pl.Level.AIC | AIV)` kernel must only do work of that core: cube ops
+    and Mat/Left/Right/Acc/Bias tiles on the AIC, vector ops and Vec tiles on an AIV (scalar and
+    tensor bookkeeping runs on either). Raises InvalidOperationError at the first statement that
+    needs the other core (or moves data between the two)."""
+    from ..passes.kernel_sides import C, V, X
+
+    want = _CORE_SIDE[level]
+    other = {C: ("the cube core (AIC)", "pl.Level.AIC"), V: ("a vector core (AIV)", "pl.Level.AIV")}
+    for side, what, span, _ in _sided_ops(func):
+        if side not in (C, V, X) or side == want:
+            continue
+        where = ("moves data between the cube core and a vector core" if side == X
+                 else f"runs on {other[side][0]}")
+        fix = ("level=pl.Level.CORE_GROUP (the default), which splits a kernel using both cores" if side == X
+               else f"level={other[side][1]}, or level=pl.Level.CORE_GROUP (the default) to let the "
+                    f"compiler place each op")
+        raise InvalidOperationError(
+            f"{what} {where}, but kernel '{func.name}' is @pl.jit.incore(level={level!r}), which runs "
+            f"only on {other[want][0]}; use {fix}", span)
 
 
 def _reject_auto_scope(kind: str, kw: dict[str, Any]) -> None:

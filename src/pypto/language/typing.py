@@ -9,12 +9,16 @@ arguments.
 
 from __future__ import annotations
 
+import keyword
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.dtype import INDEX, DataType
 from ..core.enums import MemorySpace, PadValue, ParamDirection, TensorLayout
+from ..core.errors import ArgumentValueError
+from ..core.span import Span
 from ..ir.expr import ConstInt, Expr, Var
 from ..ir.types import MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
 
@@ -43,7 +47,16 @@ class DynVar:
 
 
 def dynamic(name: str) -> DynVar:
-    """A dynamic dimension named `name` (Language Guide "Dynamic Shapes")."""
+    """A dynamic dimension named `name` (Language Guide "Dynamic Shapes").
+
+    Printed IR declares it as `name = pl.dynamic("name")` and uses `name` in shapes, so `name` must
+    be a Python identifier other than a keyword and `pl`; ArgumentValueError (at the caller's
+    line) otherwise.
+    """
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name == "pl":
+        f = sys._getframe(1)
+        raise ArgumentValueError(f"pl.dynamic: the name must be a Python identifier (not a keyword or 'pl'), "
+                                 f"got {name!r}", Span(f.f_code.co_filename, f.f_lineno, 1))
     return DynVar(name)
 
 

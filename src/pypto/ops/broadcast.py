@@ -32,7 +32,7 @@ from .typing_rules import (
     expect_dtype,
     expect_same_kind,
     expect_scalar,
-    rank2,
+    rank2_along,
     same_dtype,
     shape_str,
     shaped_like,
@@ -49,7 +49,7 @@ def _expand_rule(ns: str, axis: int, dclass: DTypeClass) -> Callable[[list[Expr]
         x = expect_same_kind(ns, args, 0, "x")
         v = expect_same_kind(ns, args, 1, "vec")
         if ns == "tile":
-            rank2(x, "x")
+            rank2_along(x, axis, "x")
         elif len(x.shape) < 2:
             raise OpTypeError(f"argument 'x' must have at least 2 dimensions, got {shape_str(x.shape)}")
         want = list(x.shape)
@@ -124,19 +124,20 @@ for _ns in ("tensor", "tile"):
 
 
 def expand_op_for(src_shape: tuple[int | None, ...], dst_shape: tuple[int | None, ...]) -> str | None:
-    """The tile op that broadcasts a tile of `src_shape` to `dst_shape` (2-D, static dims).
+    """The tile op that broadcasts a tile of `src_shape` to `dst_shape` (rank >= 2, static dims).
 
-    `[M, 1] → [M, N]` is `tile.row_expand`, `[1, N] → [M, N]` is `tile.col_expand`; equal shapes
+    `[..., M, 1] → [..., M, N]` is `tile.row_expand`, `[1, N] → [M, N]` (leading dimensions 1, see
+    `typing_rules.rank2_along`) is `tile.col_expand`; equal shapes
     need nothing (None). Raises ValueError for any other pair (the caller reports it).
     Used by ConvertTensorToTileOps to lower NumPy-style broadcasting of tensor ops.
     """
     if tuple(src_shape) == tuple(dst_shape):
         return None
-    if len(src_shape) == 2 == len(dst_shape):
-        (sm, sn), (dm, dn) = src_shape, dst_shape
-        if sm == dm and sn == 1:
+    if len(src_shape) == len(dst_shape) >= 2:
+        lead, (sm, sn), (dm, dn) = src_shape[:-2], src_shape[-2:], dst_shape[-2:]
+        if lead == dst_shape[:-2] and sm == dm and sn == 1:
             return "tile.row_expand"
-        if sn == dn and sm == 1:
+        if lead == dst_shape[:-2] and all(d == 1 for d in lead) and sn == dn and sm == 1:
             return "tile.col_expand"
     raise ValueError(f"no single tile broadcast from {list(src_shape)} to {list(dst_shape)}")
 

@@ -24,7 +24,7 @@ from .typing_rules import (
     expect_dtype,
     expect_same_kind,
     expect_tile,
-    rank2,
+    rank2_along,
     shape_str,
     shaped_like,
     shapes_equal,
@@ -43,7 +43,7 @@ def _reduce_rule(ns: str, axis: int, out_dtype: DataType | None) -> Callable[[li
         if ns == "tensor" and len(t.shape) < -axis:
             raise OpTypeError(f"argument 'x' needs at least {-axis} dimensions, got shape {shape_str(t.shape)}")
         if ns == "tile":
-            rank2(t, "x")
+            rank2_along(t, axis, "x")
             tmp = expect_tile(args, 1, "tmp_tile")
             if not shapes_equal(tmp.shape, t.shape):
                 raise OpTypeError(f"argument 'tmp_tile' must have the input's shape {shape_str(t.shape)}, "

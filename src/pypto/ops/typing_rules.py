@@ -19,7 +19,7 @@ __all__ = [
     "expect_tensor", "expect_tile", "expect_scalar", "expect_shaped", "expect_same_kind", "int_list",
     "static_ints", "dims_equal", "shapes_equal", "expect_same_shape", "broadcast_shapes", "const_dims",
     "shape_str", "same_dtype", "attr_dtype", "attr_int", "attr_choice", "DTypeClass", "FLOAT", "INT",
-    "NUMBER", "SIGNED", "ANY", "INDEX_DTYPES", "expect_dtype", "kind_of", "shaped_like", "rank2",
+    "NUMBER", "SIGNED", "ANY", "INDEX_DTYPES", "expect_dtype", "kind_of", "shaped_like", "rank2", "rank2_along",
     "ON_CHIP", "attr_space",
 ]
 
@@ -128,6 +128,22 @@ def expect_same_shape(a: TensorType | TileType, b: TensorType | TileType, na: st
 def rank2(t: TensorType | TileType, name: str) -> None:
     if len(t.shape) != 2:
         raise OpTypeError(f"argument '{name}' must be 2-D, got shape {shape_str(t.shape)}")
+
+
+def rank2_along(t: TensorType | TileType, axis: int, name: str) -> None:
+    """Checks a tile for a row (`axis` -1) or column (`axis` -2) op, which PTO runs on the 2-D tile
+    [rows, cols]. A tile of rank > 2 is computed as [d0 * ... * dk-1, dk] (FlattenTileNdTo2D):
+    that keeps every row, so a row op works on it, but a column op only when the leading
+    dimensions are 1 (else it would mix the [dk-1, dk] blocks)."""
+    if len(t.shape) < 2:
+        raise OpTypeError(f"argument '{name}' must have at least 2 dimensions, got shape {shape_str(t.shape)}")
+    lead = const_dims(tuple(t.shape[:-2]))
+    if axis == -2 and any(d != 1 for d in lead):
+        block = shape_str((ConstInt(1, INDEX),) * len(lead) + tuple(t.shape[-2:]))
+        raise OpTypeError(f"a column op on a tile with more than 2 dimensions needs every leading dimension "
+                          f"to be 1 (it works on the 2-D tile of the last two axes), got '{name}' of shape "
+                          f"{shape_str(t.shape)}; process each {block} block separately (pl.slice or "
+                          f"pl.load it in a pl.range loop over the leading axes)")
 
 
 def broadcast_shapes(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> tuple[Expr, ...]:

@@ -10,6 +10,10 @@ to tiles and rewrites, in order:
 - `tensor.create` → `tile.create` (an on-chip buffer);
 - `tensor.assemble(ddr, value, offset)` → `tile.store(value_tile, offset, ddr)`.
 Loop-carried tensors whose initial value lives on chip become loop-carried tiles.
+A scalar result (`tensor.read` → `tile.read`) keeps its variable, so types naming it (a partial
+tile's `valid_shape`) stay valid; any variable re-created here (a carried value) is substituted in
+every later use, types included. A tensor of dynamic shape cannot become a tile: the CompileError
+spells out the static-size block loop to write instead (docs/language.md "Dynamic dimensions").
 
 Each unit computes on its own memory: the cube unit reads its operands from Mat (InferTileMemorySpace
 then moves them on into Left / Right / Bias), the vector unit reads Vec. A value computed on chip
@@ -47,7 +51,7 @@ from ..ir.stmt import (
     WhileStmt,
     YieldStmt,
 )
-from ..ir.types import ScalarType, TensorType, TileType
+from ..ir.types import ScalarType, TensorType, TileType, Type
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from ..ops.registry import OpSpec
@@ -108,6 +112,26 @@ class _Homes(IRVisitor):
                 self.homes.setdefault(a, set()).add(home[0])
 
 
+def _dim_text(d: Expr) -> str:
+    return str(d.value) if isinstance(d, ConstInt) else getattr(d, "name", "n")
+
+
+def _dynamic_block_message(e: Expr, shape: tuple[Expr, ...]) -> str:
+    """Why a tensor value of dynamic `shape` cannot become a tile, and the loop to write instead:
+    static-size blocks along the first dynamic axis, the last one partial (`valid_shape`)."""
+    axis = const_dims(shape).index(None)
+    dim, name = _dim_text(shape[axis]), getattr(e, "name", "x")
+    block = [("16" if k == axis else _dim_text(d)) for k, d in enumerate(shape)]
+    offs = [("i" if k == axis else "0") for k in range(len(shape))]
+    valid = [(f"pl.min(16, {dim} - i)" if k == axis else b) for k, b in enumerate(block)]
+    return (f"'{name}' has the dynamic shape [{', '.join(_dim_text(d) for d in shape)}] here, but an InCore "
+            f"function computes on tiles of compile-time shape: process a tensor with a dynamic "
+            f"dimension in static-size blocks in a loop, e.g. `for i in pl.range(0, {dim}, 16):` with "
+            f"`blk = pl.slice({name}, [{', '.join(block)}], [{', '.join(offs)}], "
+            f"valid_shape=[{', '.join(valid)}])`, computing on `blk` and writing the result with "
+            f"pl.assemble(out, result, [{', '.join(offs)}]) (docs/language.md, \"Dynamic dimensions\")")
+
+
 class _Converter:
     def __init__(self, homes: dict[Var, set[MemorySpace]] | None = None) -> None:
         self.tiles: dict[Var, Expr] = {}  # tensor value computed on chip -> its tile
@@ -120,13 +144,13 @@ class _Converter:
         self.homes = homes or {}
 
     def renames(self) -> dict[Var, Expr]:
+        """The renamed values (re-created iter args and results): same kind of type on both sides."""
         return {k: v for k, v in self.tiles.items() if type(k.type) is type(v.type)}
 
     def sub(self, e: Expr) -> Expr:
         """Rewrite uses of renamed vars (re-created iter args and results); tensor values that now
         live in tiles are left alone (operands go through `as_tile`)."""
-        return IRMutator({k: v for k, v in self.tiles.items()
-                          if type(k.type) is type(v.type)}).visit_expr(e)  # renames, not tensor→tile
+        return IRMutator(self.renames()).visit_expr(e)  # renames, not tensor→tile
 
     def emit_assign(self, name: str, call: Call, span) -> Var:  # type: ignore[no-untyped-def]
         v = Var(name, call.type, span=span)
@@ -152,6 +176,8 @@ class _Converter:
             if not isinstance(e.type, TensorType):
                 return e
             region = _Region(self.sub(e), zeros_like_offsets(e.type), tuple(e.type.shape))
+        if None in const_dims(region.shape):
+            raise CompileError(_dynamic_block_message(e, region.shape), span)
         load_args = [region.tensor, MakeTuple(region.offsets), MakeTuple(region.shape)]
         if region.valid_shape is not None:  # a partial slice stays a partial tile
             load_args.append(region.valid_shape)
@@ -267,7 +293,21 @@ class _Converter:
         elif isinstance(s, ScopeStmt):
             self.out.append(replace(s, body=self.block(s.body)))
         else:
-            self.out.append(IRMutator(dict(self.tiles)).visit_stmt(s))
+            self.out.append(self.rewrite(s))
+
+    def rewrite(self, s: Stmt) -> Stmt:
+        """`s` with renamed and converted values substituted. A variable it binds whose type names
+        a renamed value (a `valid_shape` or dimension computed in this kernel) is re-typed, and the
+        new variable is recorded so that every later use follows."""
+        m = IRMutator(dict(self.tiles))
+        out = m.visit_stmt(s)
+        for old, new in m.var_map.items():
+            self.tiles.setdefault(old, new)
+        return out
+
+    def sub_type(self, t: Type) -> Type:
+        """Type `t` with renamed values substituted in its dimensions and valid shape."""
+        return IRMutator(self.renames()).visit_type(t)
 
     def value_out(self, v: Expr, s: Stmt) -> Expr:
         """A value leaving a loop body / if branch / function."""
@@ -305,9 +345,15 @@ class _Converter:
                 self.tiles[rv] = nrv
                 rv_map.append((rv, nrv))
             else:
-                nia = replace(ia, init=self.sub(init) if init is not None else None)
-                self.tiles[ia] = nia
-                rv_map.append((rv, None))
+                new_init, new_type = self.sub(init) if init is not None else None, self.sub_type(ia.type)
+                nia = ia
+                if new_init is not init or new_type is not ia.type:
+                    nia = IterArg(ia.name, new_type, init=new_init, span=ia.span)
+                    self.tiles[ia] = nia
+                nrv = Var(rv.name, new_type, span=rv.span) if new_type is not ia.type else None
+                if nrv is not None:
+                    self.tiles[rv] = nrv
+                rv_map.append((rv, nrv))
             new_ias.append(nia)
         self.out = saved_out
         body = self.block(s.body)
@@ -363,7 +409,8 @@ class _Converter:
             raise CompileError("slicing an on-chip value inside an InCore function is not supported; "
                                "load the region you need with pl.load", span)
         valid = args[3] if len(args) > 3 and isinstance(args[3], MakeTuple) else None
-        self.regions[var] = _Region(self.sub(src), tuple(args[2].elements), tuple(args[1].elements),  # type: ignore[attr-defined]
+        self.regions[var] = _Region(self.sub(src), tuple(self.sub(o) for o in args[2].elements),  # type: ignore[attr-defined]
+                                    tuple(self.sub(d) for d in args[1].elements),  # type: ignore[attr-defined]
                                     self.sub(valid) if valid is not None else None)
 
     def _lower_store(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
@@ -373,14 +420,14 @@ class _Converter:
             raise CompileError("assembling into an on-chip tensor inside an InCore function is not "
                                "supported; assemble into a DDR (parameter) tensor", span)
         tile = self.as_tile(value, span)
-        stored = build_call("tile.store", [tile, offsets, self.sub(target)], {}, span)
+        stored = build_call("tile.store", [tile, self.sub(offsets), self.sub(target)], {}, span)
         self.out.append(AssignStmt(var, stored, span=span))
 
     def _lower_zero_fill(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
         """A new tensor (`tensor.create`): a zero-filled Vec tile (the host zero-fills tensors)."""
         dt = call.type.dtype  # type: ignore[attr-defined]
         zero = ConstFloat(0.0, dt) if dt.is_float() else ConstInt(0, dt)
-        fill = build_call("tile.full", [args[0], zero], {"dtype": dt, "target_memory": MemorySpace.Vec}, span)
+        fill = build_call("tile.full", [self.sub(args[0]), zero], {"dtype": dt, "target_memory": MemorySpace.Vec}, span)
         self.tiles[var] = self.emit_assign(f"{var.name}_tile", fill, span)
 
     _LOWERINGS: dict[str, Callable[..., None]] = {
@@ -428,6 +475,11 @@ class _Converter:
                 raise
             # the tensor op broadcast its operands (NumPy-style); the tile op needs equal shapes
             tcall = build_call(spec.tile_op, self.broadcast(operands, call.type, span), tile_attrs, span)
+        if isinstance(var.type, ScalarType) and isinstance(tcall.type, ScalarType) \
+                and tcall.type.dtype is var.type.dtype:
+            # a scalar (tensor.read -> tile.read) keeps its variable: types naming it stay valid
+            self.out.append(AssignStmt(var, tcall, span=span))
+            return
         result = self.emit_assign(f"{var.name}_tile", tcall, span)
         if isinstance(call.type, TensorType):  # e.g. matmul(out_dtype=FP16): the tile op gives FP32
             result = self.cast_to(result, call.type.dtype, span)  # type: ignore[assignment]

@@ -5,9 +5,17 @@ computed as the 2-D tile [d0 * ... * dk-1, dk]: leading dimensions merge into ro
 stays the columns (so row-major element order — and DDR layout — is unchanged).
 
 - An op that maps elements independently (trait "elementwise") on rank > 2 tiles, whose tile
-  operands all have the result's shape — or its shape with innermost dimension 1, a row broadcast
-  — is rebuilt on the 2-D forms of its operands and produces a 2-D tile.
+  operands all have the result's shape — or its shape with innermost dimension 1, a row broadcast,
+  or [1, ..., 1, n] when the result's leading dimensions are 1, a column broadcast — is rebuilt on
+  the 2-D forms of its operands and produces a 2-D tile.
+- A reduction ("reduction" trait) of a rank > 2 tile reduces its 2-D form when that gives the same
+  values: a row (last-axis) reduction always ([a, b, n] → [a*b, 1], read back as [a, b, 1]), a
+  column reduction when the leading dimensions are 1 ([1, m, n] → [1, n]); its scratch tile is
+  taken in 2-D form too.
 - A creation op ("creation" trait, with a `shape` parameter) of a rank > 2 tile creates it 2-D.
+  A buffer created without contents (`tile.create`, an op without `compute`) is created where it
+  is first used, in the form that use needs (2-D for 2-D compute, N-D otherwise — e.g. the scratch
+  tile of a reduction left N-D); an unused one is dropped.
 - Every other use of a flattened value — loads and stores (whose DDR region stays N-D), other ops,
   yields, returns — gets the N-D form back through `tile.reshape`; an N-D value entering 2-D compute
   is reshaped to 2-D. Both forms are made once per value and reused while in scope.
@@ -60,6 +68,7 @@ class _Flattener:
         self.two_d: dict[Var, Expr] = {}   # value -> its 2-D form
         self.n_d: dict[Var, Expr] = {}     # value computed 2-D -> its N-D form, once made
         self.loaded_nd: set[Var] = set()   # values that exist N-D (their 2-D form is a reshape)
+        self.no_data: dict[Var, tuple[Call, Call]] = {}  # buffer without contents -> (2-D, N-D) creation
         self.out: list[Stmt] = []
 
     def emit(self, name: str, call: Call) -> Var:
@@ -70,6 +79,9 @@ class _Flattener:
     def get_2d(self, e: Expr) -> Expr:
         if isinstance(e, Var) and e in self.two_d:
             return self.two_d[e]
+        if isinstance(e, Var) and e in self.no_data:
+            self.two_d[e] = self.emit(e.name, self.no_data[e][0])
+            return self.two_d[e]
         src = self.get_nd(e)
         r = self.emit(f"{getattr(e, 'name', 't')}_2d", build_call(
             "tile.reshape", [src, _dims(flat_shape(static_shape(e.type)))], {}, e.span))
@@ -79,6 +91,10 @@ class _Flattener:
         return r
 
     def get_nd(self, e: Expr) -> Expr:
+        if isinstance(e, Var) and e in self.no_data:
+            if e not in self.n_d:
+                self.n_d[e] = self.emit(e.name, self.no_data[e][1])
+            return self.n_d[e]
         if not isinstance(e, Var) or e not in self.two_d or e in self.loaded_nd:
             return e
         if e not in self.n_d:
@@ -134,15 +150,16 @@ class _Flattener:
         spec = get_op(call.op)  # type: ignore[arg-type]
         if spec.has_trait("creation"):
             return "shape" in spec.params
+        out = static_shape(var.type)
+        if spec.has_trait("reduction"):
+            return _reduction_flattens(call, out)
         if not spec.has_trait("elementwise"):
             return False
-        out = static_shape(var.type)
         for a in call.args:
             if isinstance(a.type, TileType):
                 if not _nd_tile(a):
                     return False
-                s = static_shape(a.type)
-                if len(s) != len(out) or s[:-1] != out[:-1] or s[-1] not in (out[-1], 1):
+                if not _broadcast_flattens(static_shape(a.type), out):
                     return False
         return True
 
@@ -154,7 +171,32 @@ class _Flattener:
         else:
             args = [self.get_2d(a) if isinstance(a.type, TileType) else self.uses(a) for a in args]
         new = build_call(call.op, args, dict(call.kwargs), call.span)  # type: ignore[arg-type]
+        if spec.compute is None:  # a buffer without contents: created where used, in the form used
+            self.no_data[var] = (new, call)
+            return
         self.two_d[var] = self.emit(var.name, new)
+
+
+def _broadcast_flattens(src: tuple[int, ...], out: tuple[int, ...]) -> bool:
+    """An operand of `src` shape of an op with result shape `out` keeps its meaning in 2-D form: the
+    same shape, a row broadcast ([..., m, 1]), or a column broadcast ([1, .., 1, n]) when the leading
+    dimensions are all 1."""
+    if len(src) != len(out) or src[:-2] != out[:-2]:
+        return False
+    row = src[-2] == out[-2] and src[-1] in (out[-1], 1)
+    col = src[-2] == 1 and src[-1] == out[-1] and all(d == 1 for d in out[:-2])
+    return row or col
+
+
+def _reduction_flattens(call: Call, out: tuple[int, ...]) -> bool:
+    """A reduction whose tile operands (input and scratch) share one N-D shape computes the same
+    values on their 2-D forms when it keeps the leading dimensions (it reduces the last axis: each
+    row on its own) or they are all 1 (the 2-D tile is the whole input)."""
+    shapes = {static_shape(a.type) for a in call.args if isinstance(a.type, TileType)}
+    if len(shapes) != 1 or not all(_nd_tile(a) for a in call.args if isinstance(a.type, TileType)):
+        return False
+    (src,) = shapes
+    return len(src) == len(out) and (src[:-1] == out[:-1] or all(d == 1 for d in src[:-2]))
 
 
 def _rebuild(s: Stmt, fn) -> Stmt:  # type: ignore[no-untyped-def]

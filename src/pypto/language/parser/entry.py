@@ -196,7 +196,7 @@ def parse_text(code: str, filename: str | None = None) -> Program | Function:
             try:  # module-level constants and pl.dynamic(...) dims
                 g[node.targets[0].id] = eval(compile(ast.Expression(node.value), info.filename, "eval"), g)  # noqa: S307
             except Exception as e:
-                raise ParserSyntaxError(f"cannot evaluate module-level assignment: {e}", info.span(node)) from None
+                raise ParserSyntaxError(f"cannot evaluate module-level assignment: {getattr(e, 'message', e)}", info.span(node)) from None
             continue
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
             defs.append(node)

@@ -136,11 +136,9 @@ class ExprParser:
             return self.env[node.id]
         stale = self.loop_local.get(node.id)
         if stale is not None:
-            where = stale.span
-            raise UndefinedVariableError(
-                f"variable '{node.id}' is assigned at line {where.begin_line} inside a loop or a branch "
-                f"and has no single value here; assign it before the loop or in every branch",
-                self.span(node))
+            from .loop_names import stale_name_error
+
+            raise stale_name_error(self, node.id, stale, self.span(node))
         v = self.ns.lookup(node.id)
         if v is MISSING:
             import difflib
@@ -163,17 +161,16 @@ class ExprParser:
                 raise UndefinedVariableError(f"Undefined function 'self.{node.attr}' in program "
                                              f"'{self.program.name}'", self.span(node))
             return GlobalVar(node.attr, span=self.span(node))
+        from .hints import attribute_hint, ir_attribute_error
+
         base = self.parse_value(node.value)
         if isinstance(base, Expr):
-            raise ParserSyntaxError(f"attribute access '.{node.attr}' on an IR value is not supported",
-                                    self.span(node))
+            raise ir_attribute_error(ast.unparse(node.value), node.attr, base, self.span(node),
+                                     in_core=getattr(self, "core_region", None) is not None)
         try:
             return getattr(base, node.attr)
-        except AttributeError:
-            import difflib
-
-            close = difflib.get_close_matches(node.attr, [n for n in dir(base) if not n.startswith("_")], n=1)
-            hint = f"; did you mean '{ast.unparse(node.value)}.{close[0]}'?" if close else ""
+        except AttributeError as e:
+            hint = attribute_hint(base, ast.unparse(node.value), node.attr, e)
             raise UndefinedVariableError(f"Undefined name '{ast.unparse(node)}'{hint}", self.span(node)) from None
 
     def expr_List(self, node: ast.List) -> list:
@@ -292,6 +289,8 @@ class ExprParser:
                 lo = self.parse_expr(it.lower) if it.lower is not None else ConstInt(0, INDEX)
                 hi = self.parse_expr(it.upper) if it.upper is not None else dim
                 offsets.append(lo)
+                if not isinstance(dim, ConstInt) and (it.upper is None or hi is dim):
+                    raise ParserTypeError(_dynamic_slice_message(base, shape, len(sizes)), self.span(it))
                 sizes.append(_const_sub(hi, lo, self.span(it)))
             else:
                 offsets.append(self.parse_expr(it))
@@ -327,15 +326,18 @@ class ExprParser:
 
     def call_python(self, fn: Any, node: ast.Call) -> Any:
         """Compile-time call of a plain Python function on constant arguments (e.g. `len`, `min`)."""
+        from .hints import python_helper_hint
+
         args = [self.parse_value(a) for a in node.args]
         kwargs = {k.arg: self.parse_value(k.value) for k in node.keywords}
+        name = ast.unparse(node.func)
         if any(isinstance(a, Expr) for a in [*args, *kwargs.values()]):
-            raise ParserTypeError(f"'{ast.unparse(node.func)}' is a Python function, not a PyPTO op or "
-                                  f"kernel; it cannot take IR values", self.span(node))
+            raise ParserTypeError(f"'{name}' is a Python function, not a PyPTO op or kernel; it cannot take "
+                                  f"IR values{python_helper_hint(fn, name)}", self.span(node))
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            raise ParserTypeError(f"compile-time call '{ast.unparse(node.func)}' failed: {e}",
+            raise ParserTypeError(f"compile-time call '{name}' failed: {e}{python_helper_hint(fn, name)}",
                                   self.span(node)) from None
 
     def op_args(self, op_name: str, args: list[Any], kwargs: dict[str, Any],
@@ -493,6 +495,24 @@ def _const_sub(hi: Expr, lo: Expr, span: Span) -> Expr:
         return ConstInt(hk - lk, INDEX)
     raise ParserTypeError("slice bounds must differ by a compile-time constant (e.g. A[i:i+16] or "
                           "A[b*16:(b+1)*16])", span)
+
+
+def _dynamic_slice_message(base: Expr, shape: tuple[Expr, ...], axis: int) -> str:
+    """A slice reaching the end of dynamic dimension `axis`: its size is known only at run time."""
+    def text(d: Expr) -> str:
+        return str(d.value) if isinstance(d, ConstInt) else getattr(d, "name", "n")
+
+    name, dim = getattr(base, "name", "x"), text(shape[axis])
+    block = ", ".join("16" if k == axis else text(d) for k, d in enumerate(shape))
+    offs = ", ".join("i" if k == axis else "0" for k in range(len(shape)))
+    region = ", ".join("i:i + 16" if k == axis else ":" for k in range(len(shape)))
+    valid = ", ".join(f"pl.min(16, {dim} - i)" if k == axis else text(d) for k, d in enumerate(shape))
+    return (f"this slice of '{name}' spans the dynamic dimension {dim} (axis {axis}), whose size is only "
+            f"known at run time; slices need a compile-time size. Tiles have static shapes, so process a "
+            f"tensor with a dynamic dimension in static-size blocks in a loop: "
+            f"`for i in pl.range(0, {dim}, 16):` with `blk = pl.slice(src, [{block}], [{offs}], "
+            f"valid_shape=[{valid}])` and `{name}[{region}] = <result computed from blk>` "
+            f"(docs/language.md, \"Dynamic dimensions\")")
 
 
 def _fold(op: str, a: Any, b: Any, span: Span) -> Any:

@@ -174,10 +174,14 @@ class FunctionParser(ExprParser, StmtParser):
         self.pending_yield: PendingYield | None = None
         self.construct_depth = 0
         self.incore_depth = 1 if func_type in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV) else 0
+        # what makes the code being parsed run on the cores (a pl.at may not open another region there)
+        self.core_region: str | None = (f"the body of {func_type.name} function '{fdef.name}', which runs on "
+                                        f"the cores" if self.incore_depth else None)
         self.loop_stack: list = []
         self.loop_vars: set[Var] = set()
         self.returns: list[tuple[Expr, ...]] = []
         self.loop_local: dict[str, Expr] = {}  # names last bound inside a loop body (see loop_body)
+        self.loop_before: dict[str, tuple[Expr, Expr]] = {}  # see loop_names.note_loop_rebinds
         self.branch_reuse: dict[str, Var] = {}  # names the then-branch bound (see stmt_If)
 
     def span(self, node: ast.AST) -> Span:

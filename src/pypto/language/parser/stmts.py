@@ -8,7 +8,7 @@ into SSA form. `strict_ssa=True` rejects any re-assignment with SSAViolationErro
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...core.dtype import BOOL, INDEX
 from ...core.enums import ForKind, Level, ScopeKind
@@ -39,6 +39,7 @@ from ...ir.types import ScalarType, TensorType, TileType, TupleType, Type
 from .. import dsl
 from .deps import parse_deps
 from .exprs import make_op_call
+from .loop_names import branch_type_error, note_loop_rebinds
 
 __all__ = ["StmtParser", "PendingYield"]
 
@@ -65,7 +66,8 @@ def _shape_eq(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> bool:
 def type_compatible(declared: Type, inferred: Type) -> bool:
     """Can a value of `inferred` type be bound to a variable annotated `declared`?
 
-    Shapes and dtypes must agree; memory space, MemRef and views come from the annotation.
+    Shapes and dtypes must agree (and tile memory spaces, where both state one); see `refine` for
+    the resulting type.
     """
     if isinstance(declared, TensorType) and isinstance(inferred, TensorType):
         return declared.dtype is inferred.dtype and _shape_eq(declared.shape, inferred.shape)
@@ -79,6 +81,23 @@ def type_compatible(declared: Type, inferred: Type) -> bool:
         return len(declared.types) == len(inferred.types) and all(
             type_compatible(a, b) for a, b in zip(declared.types, inferred.types))
     return False
+
+
+def refine(declared: Type, inferred: Type) -> Type:
+    """The type a variable annotated `declared` gets for a value of (compatible) type `inferred`:
+    the annotation, with what it leaves out — a tile's memory space, MemRef and view (valid shape,
+    layout, pad), a tensor's view — taken from the value. An annotation that states them wins
+    (printed IR carries the refinements passes made)."""
+    if isinstance(declared, TileType) and isinstance(inferred, TileType):
+        return replace(declared,
+                       memory_space=declared.memory_space if declared.memory_space is not None else inferred.memory_space,
+                       memref=declared.memref if declared.memref is not None else inferred.memref,
+                       view=declared.view if declared.view is not None else inferred.view)
+    if isinstance(declared, TensorType) and isinstance(inferred, TensorType):
+        return replace(declared, view=declared.view if declared.view is not None else inferred.view)
+    if isinstance(declared, TupleType) and isinstance(inferred, TupleType):
+        return TupleType(tuple(refine(d, i) for d, i in zip(declared.types, inferred.types)))
+    return declared
 
 
 def type_text(t: Type | None) -> str:
@@ -128,7 +147,7 @@ class StmtParser:
         if declared is not None and not type_compatible(declared, value.type):
             raise ParserTypeError(f"'{name}' is annotated {type_text(declared)} but the value has type "
                                   f"{type_text(value.type)}", span)
-        ty = declared if declared is not None else value.type
+        ty = refine(declared, value.type) if declared is not None else value.type
         var = self.new_binding(name, ty, span)
         self.emit(AssignStmt(var, value, span=span))
         return var
@@ -370,7 +389,7 @@ class StmtParser:
         self.loop_stack.append(kind)
         self.construct_depth += 1
         try:
-            return self.parse_block(node.body)
+            result = self.parse_block(node.body)
         finally:
             self.construct_depth -= 1
             self.loop_stack.pop()
@@ -385,6 +404,8 @@ class StmtParser:
             # loop (it depends on the trip count): it stays local to the loop.
             for n in [n for n, v in self.env.items() if outer.get(n) is not v and n not in saved]:
                 self.loop_local[n] = self.env.pop(n)
+        note_loop_rebinds(self, outer, saved, result[0])
+        return result
 
     def check_loop_yield(self, py: PendingYield | None, iter_args: list[IterArg], node: ast.AST
                          ) -> tuple[Var, ...]:
@@ -524,8 +545,7 @@ class StmtParser:
                     extra_else.append(AssignStmt(t, e, span=span))
                     merged[name] = t
             else:
-                raise ParserTypeError(f"'{name}' gets a {type_text(t.type)} in the then-branch but a "
-                                      f"{type_text(e.type)} in the else-branch", span)
+                raise branch_type_error(name, t, e, b, node.orelse != [], span)
         self.env = merged
         if extra_then:
             then = _before_yield(then, extra_then)
@@ -580,16 +600,25 @@ class StmtParser:
             level = kw.get("level", Level.CORE_GROUP)
             if not isinstance(level, Level):
                 raise ParserTypeError(f"pl.at level must be a pl.Level, got {level!r}", self.span(call))
+            if self.core_region is not None:
+                raise ParserSyntaxError(f"pl.at inside InCore code: this code is already {self.core_region}, "
+                                        f"and InCore regions do not nest; remove this 'with pl.at(...)'",
+                                        self.span(node))
             raw = kw.get("optimizations", [])
             if not isinstance(raw, (list, tuple)) or not all(isinstance(o, dsl.Optimization) for o in raw):
                 raise ParserTypeError("optimizations must be a list of pl.split(...) / "
                                       "pl.cross_core_slot(...)", self.span(call))
             kind, opts = ScopeKind.InCore, tuple((o.name, o.params) for o in raw)
+        saved_region = self.core_region
+        if kind is ScopeKind.InCore and level.level_number == 0:  # type: ignore[union-attr]
+            self.core_region = (f"in the InCore region of the pl.at at line {self.span(node).begin_line} "
+                                f"(put any optimizations on that one)")
         self.incore_depth += kind is ScopeKind.InCore
         try:
             body, py = self.parse_block(node.body)
         finally:
             self.incore_depth -= kind is ScopeKind.InCore
+            self.core_region = saved_region
         if py is not None:  # a yield inside a scope belongs to the enclosing construct
             self.pending_yield = py
         self.emit(ScopeStmt(kind, body, level, opts, deps, span=self.span(node)))
@@ -638,9 +667,14 @@ class StmtParser:
             cond = self.parse_value(call.args[0])
             msg = self.parse_value(call.args[1]) if len(call.args) > 1 else ast.unparse(call.args[0])
             if isinstance(cond, Expr):
-                if not isinstance(cond, ConstBool):
-                    raise ParserTypeError("pl.static_assert needs a compile-time condition", self.span(call))
-                cond = cond.value
+                from .static_eval import UNKNOWN, static_value
+
+                cond = static_value(cond)
+                if cond is UNKNOWN:
+                    raise ParserTypeError(f"pl.static_assert needs a condition known at compile time; "
+                                          f"'{ast.unparse(call.args[0])}' depends on a run-time value "
+                                          f"(a pl.dynamic dimension, a scalar parameter or a loop "
+                                          f"variable)", self.span(call))
             if not cond:
                 raise ParserError(f"static_assert failed: {msg}", self.span(call))
         elif f.name == "cond":

@@ -1,0 +1,78 @@
+"""What a @pl.jit kernel is specialised to (SPEC §7; docs/language.md "@pl.jit specialisation and
+caching"): a `pl.dynamic` dimension is not part of the cache key, so one build runs every size;
+static dimensions and bare `pl.Tensor` shapes are; `pl.Scalar` arguments are run-time values."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.core.errors import ArgumentValueError
+from pypto.ir.expr import ConstInt, Var
+from pypto.runtime import CompiledProgram
+
+M = pl.dynamic("M")
+
+
+@pl.jit.incore
+def scale_blocks(x: pl.Tensor, n: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor]):
+    for i in pl.range(0, n, 8):  # n rows, in blocks of 8
+        t = pl.load(x, [i, 0], [8, 64])
+        y = pl.store(pl.mul(t, s), [i, 0], y)
+    return y
+
+
+def test_a_dynamic_dimension_compiles_once_and_runs_every_size():
+    @pl.jit
+    def scale(x: pl.Tensor[[M, 64], pl.FP32], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        rows = pl.dim(x, 0)
+        y = scale_blocks(x, rows, s, y)
+        return y
+
+    builds = set()
+    for m, s in ((8, 2.0), (24, -1.0), (40, 0.5)):
+        x, y = torch.randn(m, 64), torch.zeros(m, 64)
+        scale(x, s, y)
+        torch.testing.assert_close(y, x * s)
+        builds.add(id(scale.compile(x, s, y)))
+    assert len(scale._cache) == 1 and len(builds) == 1
+    compiled = scale.compile(torch.randn(8, 64), 1.0, torch.zeros(8, 64))
+    assert isinstance(compiled, CompiledProgram)
+    dims = compiled.program.get_function("scale").params[0].type.shape
+    assert isinstance(dims[0], Var) and dims[0].name == "M" and isinstance(dims[1], ConstInt)
+    x, y = torch.randn(56, 64), torch.zeros(56, 64)  # the build itself takes a size never compiled for
+    compiled(x, 3.0, y)
+    torch.testing.assert_close(y, x * 3.0)
+    assert len(scale._cache) == 1
+
+
+def test_static_dimensions_stay_specialised():
+    @pl.jit
+    def scale(x: pl.Tensor[[M, 64], pl.FP32], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]):
+        rows = pl.dim(x, 0)
+        y = scale_blocks(x, rows, s, y)
+        return y
+
+    good = scale.compile(torch.randn(8, 64), 1.0, torch.zeros(8, 64))
+    with pytest.raises(ArgumentValueError, match=r"argument 'x' of 'scale' has shape \[8, 32\], expected \[M, 64\]"):
+        scale(torch.randn(8, 32), 1.0, torch.zeros(8, 32))   # the static 64 is checked, not cached over
+    assert scale.compile(torch.randn(8, 32), 1.0, torch.zeros(8, 32)) is not good
+    with pytest.raises(ArgumentValueError, match="dynamic dimension 'M' .* is 16, but it is 8 in argument 'x'"):
+        scale(torch.randn(8, 64), 1.0, torch.zeros(16, 64))  # one M for every parameter
+
+
+def test_scalar_arguments_are_run_time_values():
+    @pl.jit
+    def first_blocks(x: pl.Tensor, n: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor]):
+        y = scale_blocks(x, n, s, y)
+        return y
+
+    x = torch.randn(32, 64)
+    for n, s in ((8, 2.0), (24, -0.5), (16, 3)):
+        y = torch.zeros(32, 64)
+        first_blocks(x, n, s, y)
+        expected = torch.zeros(32, 64)
+        expected[:n] = x[:n] * s
+        torch.testing.assert_close(y, expected)
+    assert len(first_blocks._cache) == 1
+    first_blocks(torch.randn(16, 64), 8, 1.0, torch.zeros(16, 64))  # a bare pl.Tensor: its shape is specialised
+    assert len(first_blocks._cache) == 2
