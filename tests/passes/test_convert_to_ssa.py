@@ -174,3 +174,35 @@ def test_a_tile_reused_by_name_in_a_later_region_inside_a_loop_compiles_and_runs
     want = x.clone()
     want[8:] += 1
     torch.testing.assert_close(y, want)
+
+
+def test_a_tile_name_reused_after_a_loop_and_inside_ifs_is_not_carried():
+    """Regions before, inside (also under an if) and after a loop each assign `t` before reading it:
+    nothing reads a previous region's `t`, so no loop carries it and no if merges it."""
+    import torch
+
+    @pl.program
+    class Reuse:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[32, 32], pl.FP32], n: pl.Scalar[pl.INDEX],
+                 y: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(x, [0, 0], [8, 32])
+                y = pl.store(t, [0, 0], y)
+            for i in pl.range(1, 3):
+                if i < n:
+                    with pl.at(level=pl.Level.CORE_GROUP):
+                        t = pl.load(x, [i * 8, 0], [8, 32])
+                        y = pl.store(pl.add(t, 1.0), [i * 8, 0], y)
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(x, [24, 0], [8, 32])
+                y = pl.store(pl.mul(t, 2.0), [24, 0], y)
+            return y
+
+    compiled = ir.compile(Reuse, dump_passes=False, skip_ptoas=True,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    x, y = torch.randn(32, 32), torch.zeros(32, 32)
+    compiled(x, 2, y)
+    want = torch.zeros(32, 32)
+    want[:8], want[8:16], want[24:] = x[:8], x[8:16] + 1, 2 * x[24:]
+    torch.testing.assert_close(y, want)

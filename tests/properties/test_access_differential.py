@@ -5,8 +5,12 @@ and negative steps, scalar bounds) and calls of InCore kernels with scalar offse
 load and store windows of shared tensors at offsets affine in the loop variables and scalars (with
 products, `//`, `%`, `pl.min` / `pl.max`), with inner loops, `if` / `else` rebinding, `break`,
 while loops, partial (`valid_shape`) loads, loop-dependent column offsets, InOut accumulation,
-overlapping and disjoint windows, reads of rows earlier phases wrote at shifted offsets, and a
-tensor read and written by the same task. Each runs on a2a3sim and a5sim and must
+overlapping and disjoint windows, reads of rows earlier phases wrote at shifted offsets, a tensor
+read and written by the same task, regions writing both tensors in either order, regions inside
+`if`s, `main` returning one tensor (the other's last writes dead afterwards), tile names reused by
+every region (in about half the programs), and tiles carried through loops in kernels and regions
+and updated in place by an elementwise op (the carried value also read after its update in some).
+Each runs on a2a3sim and a5sim and must
 
 1. compute what the PyTorch reference of its frontend IR computes (`torch_codegen`, which runs
    the tasks one after another in program order) — the tensors start random, so a task that runs
@@ -16,11 +20,7 @@ tensor read and written by the same task. Each runs on a2a3sim and a5sim and mus
    `tile.load` / `tile.store` computes, so a too-narrow region fails here whatever the schedule;
 3. never overlap in simulated time two tasks whose *executed* accesses conflict (one writes).
 
-Only correctly rounded ops are used, so the comparison is exact. Two shapes are kept out of the
-generated programs because the compiler mishandles them outside this module: a region writing two
-tensors in another order than its parameters', or one of them dead afterwards (the xfail test at
-the end), and a tile name reused by a later region inside a loop after a first use outside one
-(ConvertToSSA carries it and outlining rejects it) — tiles are named per region.
+Only correctly rounded ops are used, so the comparison is exact.
 
 Seeded and deterministic. `PYPTO_ACCESS_PROGRAMS` (default 40) sets how many programs run, in
 chunks of 10 (one test each, so xdist spreads them).
@@ -67,8 +67,10 @@ _KERNEL = """    @pl.function(type=pl.FunctionType.InCore)
 _MAIN = """    @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, x: pl.Tensor[[{R}, {C}], pl.FP32], a: pl.InOut[pl.Tensor[[{R}, {C}], pl.FP32]],
              b: pl.InOut[pl.Tensor[[{R}, {C}], pl.FP32]],
-             n: pl.Scalar[pl.INDEX]) -> tuple[pl.Tensor[[{R}, {C}], pl.FP32], pl.Tensor[[{R}, {C}], pl.FP32]]:
+             n: pl.Scalar[pl.INDEX]) -> {ret}:
 """
+_T = f"pl.Tensor[[{R}, {C}], pl.FP32]"
+_RETURNS = {"a, b": f"tuple[{_T}, {_T}]", "a": _T, "b": _T}
 
 
 def _values(expr: str, env: dict[str, list[int]]) -> set[int]:
@@ -87,6 +89,7 @@ class Gen:
         self.kernels: list[str] = []
         self.body: list[str] = []
         self.rebound: set[str] = set()   # tensors of main that an earlier phase assigned
+        self.reuse = rng.random() < 0.5  # every region names its tiles alike (else per region)
 
     # ---- expressions ---------------------------------------------------------------------------
     def offset(self, env: dict[str, list[int]], limit: int, small: bool = False) -> str:
@@ -136,6 +139,10 @@ class Gen:
         head, vals = r.choice(forms)
         return head, list(vals)
 
+    def name(self, base: str) -> str:
+        """A tile name: `base` itself when names are reused, else one of this block's own."""
+        return base if self.reuse else f"{base}{len(self.body)}"
+
     # ---- phases --------------------------------------------------------------------------------
     def tensors(self) -> tuple[str, str]:
         """(source, destination): the source may be the destination or the input."""
@@ -147,8 +154,7 @@ class Gen:
         """Lines loading a window of `src`, computing, and storing into `dst` (maybe accumulating
         into it), then, with `other`, storing a second window into it."""
         r = self.rng
-        k = len(self.body)   # tiles named per block: a name reused across blocks would be carried
-        t, e, u = f"t{k}", f"e{k}", f"u{k}"
+        t, e, u = self.name("t"), self.name("e"), self.name("u")
         h, w, row, col = self.window(env)
         partial = r.random() < 0.25
         if partial:   # only the leading `v` rows move; only they have to lie inside the tensor
@@ -170,6 +176,39 @@ class Gen:
             lim = R - (v if partial else h)
             out.append(f"{ind}{other} = pl.store(pl.neg({u}), [{self.offset(env, lim)}, {store_col}], {other})")
 
+    def accumulate(self, ind: str, env: dict[str, list[int]], src: str, dst: str, out: list[str]) -> None:
+        """Lines carrying a tile loaded from `src` through a loop (variable `m`) that updates it in
+        place by an elementwise op with a loaded tile — as a re-assigned name, or with explicit
+        init_values where the body also stores the carried value after computing the next one —
+        then storing it into `dst`."""
+        r = self.rng
+        acc, t, nxt = self.name("acc"), self.name("t"), self.name("nacc")
+        h, w = r.choice([8, 16, 4]), r.choice([16, 32])
+        out.append(f"{ind}{acc} = pl.load({src}, [{self.offset(env, R - h)}, {self.column(env, w)}], [{h}, {w}])")
+        head, vals = self.loop(env, False)
+        head = head.replace("pl.parallel", "pl.range").replace("pl.unroll", "pl.range")
+        inner = dict(env, m=vals)
+        load = f"pl.load({src}, [{self.offset(inner, R - h)}, {self.column(inner, w)}], [{h}, {w}])"
+        ops = [f"pl.{op}({{a}}, {{b}})" for op in ("add", "sub", "maximum", "mul")] + \
+              ["pl.neg(pl.add({a}, {b}))", "pl.mul({a}, 0.5)"]
+        a, b = r.sample(["{acc}", t], 2)
+        update = r.choice(ops).format(a=a, b=b)
+        if r.random() < 0.5:
+            out.append(f"{ind}for m in {head}:")
+            out.append(f"{ind}    {t} = {load}")
+            out.append(f"{ind}    {acc} = {update.format(acc=acc)}")
+            if r.random() < 0.3:   # the new value stored inside the loop too
+                out.append(f"{ind}    {dst} = pl.store({acc}, [{self.offset(inner, R - h)}, {self.column(inner, w)}], {dst})")
+        else:
+            it = self.name("acc_it")
+            out.append(f"{ind}for m, ({it},) in {head[:-1]}, init_values=({acc},)):")
+            out.append(f"{ind}    {t} = {load}")
+            out.append(f"{ind}    {nxt} = {update.format(acc=it)}")
+            if r.random() < 0.6:   # the carried value read after its update
+                out.append(f"{ind}    {dst} = pl.store({it}, [{self.offset(inner, R - h)}, {self.column(inner, w)}], {dst})")
+            out.append(f"{ind}    {acc} = pl.yield_({nxt})")
+        out.append(f"{ind}{dst} = pl.store({acc}, [{self.offset(env, R - h)}, {self.column(env, w)}], {dst})")
+
     def at_phase(self) -> None:
         r = self.rng
         env = {"n": [self.n]}
@@ -179,21 +218,24 @@ class Gen:
             j, expr = f"j{len(self.body)}", self.offset(env, 40, small=True)
             self.body.append(f"            {j} = {expr}")
             env[j] = sorted(_values(expr, env))
-        self.body.append("            with pl.at(level=pl.Level.CORE_GROUP):")
         ind = " " * 16
+        if r.random() < 0.2:   # a region inside an if
+            self.body.append(f"            if {r.choice(['i % 2 == 0', f'n > {r.randrange(6)}', 'i > 0'])}:")
+            ind += "    "
+        self.body.append(f"{ind[:-4]}with pl.at(level=pl.Level.CORE_GROUP):")
+        if r.random() < 0.2:
+            src, dst = self.tensors()
+            self.accumulate(ind, env, src, dst, self.body)
+            self.rebound.add(dst)
+            return
         if r.random() < 0.4:
             khead, kvals = self.loop(env, True)
             khead = khead.replace("pl.parallel", "pl.range").replace("pl.unroll", "pl.range")
             self.body.append(f"{ind}for k in {khead}:")
             env["k"], ind = kvals, ind + "    "
-        if r.random() < 0.25:
-            # two outputs, written in the order of the outlined kernel's parameters (main's own
-            # tensors first, then first use), which its results must follow for now
-            # (test_outlined_results_follow_the_parameter_order)
-            fresh = {"a", "b"} - self.rebound
-            first = fresh.pop() if len(fresh) == 1 else "a"
-            second = "b" if first == "a" else "a"
-            self.accesses(ind, env, r.choice(["x", first]), first, second, self.body)
+        if r.random() < 0.25:   # two outputs, written in either order
+            first, second = r.sample(["a", "b"], 2)
+            self.accesses(ind, env, r.choice(["x", first, second]), first, second, self.body)
             self.rebound |= {"a", "b"}
         else:
             src, dst = self.tensors()
@@ -214,7 +256,7 @@ class Gen:
             expr = self.offset(env, 40, small=True)
             lines.append(f"{ind}q = {expr}")
             env["q"] = sorted(_values(expr, env))
-        variant = r.choice(["loop", "loop", "loop", "if", "straight", "switch", "while"])
+        variant = r.choice(["loop", "loop", "loop", "if", "straight", "switch", "while", "acc"])
         if variant == "loop":
             khead, env["k"] = self.loop(env, False)
             lines.append(f"{ind}for k in {khead}:")
@@ -238,6 +280,8 @@ class Gen:
             lines.append(f"{ind}t = pl.load(s, [{row}, {col}], [{h}, {w}])")
             lines.append(f"{ind}e = pl.load(s, [{self.offset(env, R - h)}, {self.column(env, w)}], [{h}, {w}])")
             lines.append(f"{ind}d = pl.store({r.choice(BINARY).format(t='t', e='e')}, [{self.offset(env, R - h)}, {self.column(env, w)}], d)")
+        elif variant == "acc":
+            self.accumulate(ind, env, "s", "d", lines)
         elif variant == "switch":   # a carried tensor that starts as `s` and continues as `d`
             env["k"] = [0, 1]
             lines.append(f"{ind}cur = s")
@@ -263,7 +307,8 @@ class Gen:
     def program(self) -> str:
         for _ in range(self.rng.randint(2, 4)):
             (self.at_phase if self.rng.random() < 0.5 else self.call_phase)()
-        main = _MAIN.format(R=R, C=C) + "\n".join(self.body) + "\n        return a, b\n"
+        ret = self.rng.choice(["a, b", "a, b", "a", "b"])   # the other tensor's writes dead afterwards
+        main = _MAIN.format(R=R, C=C, ret=_RETURNS[ret]) + "\n".join(self.body) + f"\n        return {ret}\n"
         return _HEAD + "\n\n".join(self.kernels + [main])
 
 
@@ -416,6 +461,58 @@ def test_outlined_results_follow_the_parameter_order(body: str) -> None:
     afterwards: the outlined function returns its Out/InOut tensors in parameter order (what a
     call stands for), so the loop does not carry them swapped and the next region does not get a
     tuple of both (both happened while outlining returned the used outputs in definition order)."""
+    prog = pl.parse(_HEADER + body)
+    x, a, b = (torch.randn(R, C) for _ in range(3))
+    ra, rb = a.clone(), b.clone()
+    ns: dict = {}
+    exec(compile(torch_codegen(prog), "<reference>", "exec"), ns)  # noqa: S102
+    ns["run"](x.clone(), ra, rb)
+    compiled = ir.compile(prog, dump_passes=False, skip_ptoas=True)
+    compiled(x.clone(), a, b)
+    torch.testing.assert_close((a, b), (ra, rb), rtol=0, atol=0)
+
+
+_AFTER_LOOP = """        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [8, 32])
+            a = pl.store(pl.add(t, 1.0), [0, 0], a)
+        for i in pl.range(2):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(x, [i * 8, 0], [8, 32])
+                a = pl.store(pl.neg(t), [i * 8 + 8, 0], a)
+        with pl.at(level=pl.Level.CORE_GROUP):   # t named again after the loop
+            t = pl.load(a, [8, 0], [8, 32])
+            b = pl.store(pl.mul(t, 2.0), [0, 0], b)
+        return b
+"""
+_OUTER_LOOP = """        for o in pl.range(2):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(x, [o * 8, 0], [8, 32])
+                a = pl.store(pl.add(t, 1.0), [o * 8, 0], a)
+            for i in pl.range(2):   # the next o assigns t before reading it
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    t = pl.load(a, [i * 8, 0], [8, 32])
+                    b = pl.store(pl.neg(t), [i * 8 + o * 16, 0], b)
+        return b
+"""
+_IN_IF = """        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(x, [0, 0], [8, 32])
+            a = pl.store(pl.add(t, 1.0), [0, 0], a)
+        for i in pl.range(3):
+            if i > 0:   # t is not merged after the if: nothing reads it there
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    t = pl.load(a, [i * 8 - 8, 0], [8, 32])
+                    b = pl.store(pl.neg(t), [i * 8 + 8, 0], b)
+        return b
+"""
+
+
+@pytest.mark.parametrize("body", [_AFTER_LOOP, _OUTER_LOOP, _IN_IF], ids=["after-loop", "outer-loop", "in-if"])
+def test_a_tile_name_reused_by_later_regions_stays_in_its_region(body: str) -> None:
+    """A tile name of a first region assigned again, before any read, by regions inside a loop
+    (and after it, or around it, or inside an if in it): ConvertToSSA neither carries it around the
+    loop nor merges it after the if, so it never becomes a value leaving its region (the loop
+    carried it while any later statement read the name, the if merged it always, and outlining
+    then rejected the program)."""
     prog = pl.parse(_HEADER + body)
     x, a, b = (torch.randn(R, C) for _ in range(3))
     ra, rb = a.clone(), b.clone()

@@ -3,8 +3,11 @@ with ROUNDTRIP verification) computes what the PyTorch reference of its *fronten
 (`pypto.debug.torch_codegen`). Silent wrong numbers are the bug class users hit most (SPEC §9).
 
 A program the compiler rejects with a located CompileError is not a wrong number; it is skipped
-here and counted, and the test requires that most programs do compile.
+here and counted, and the test requires that most programs do compile. `PYPTO_DIFF_EXAMPLES`
+(default 60) sets how many programs Hypothesis draws.
 """
+
+import os
 
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +22,7 @@ from pypto.debug import torch_codegen
 def test_simulator_matches_the_torch_reference_of_the_frontend():
     stats = {"run": 0, "rejected": 0}
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=int(os.environ.get("PYPTO_DIFF_EXAMPLES", "60")), deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(programs())
     def check(src):
         prog = pl.parse(src)

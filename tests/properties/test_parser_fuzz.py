@@ -2,9 +2,11 @@
 a source location — never an internal exception. When a mutant still parses, it must round-trip.
 
 The corpus is the printed IR of the examples and a few guide programs; the mutations are seeded
-so every CI run checks the same 2,000+ cases.
+so every CI run checks the same 2,000+ cases; `PYPTO_FUZZ_SEEDS` (default 21) sets how many seeds
+of 100 cases run.
 """
 
+import os
 import random
 import re
 
@@ -126,9 +128,10 @@ def mutate(src: str, rng: random.Random) -> str:
 
 
 CASES_PER_SEED = 100  # × 21 seeds = 2,100 cases
+SEEDS = int(os.environ.get("PYPTO_FUZZ_SEEDS", "21"))
 
 
-@pytest.mark.parametrize("seed", range(21))
+@pytest.mark.parametrize("seed", range(SEEDS))
 def test_mutated_programs_fail_only_with_located_parser_errors(seed):
     rng = random.Random(seed)
     parsed = 0
@@ -145,3 +148,18 @@ def test_mutated_programs_fail_only_with_located_parser_errors(seed):
         text = prog.as_python()
         ir.assert_structural_equal(pl.parse(text), prog)
     assert parsed < CASES_PER_SEED  # the mutations do break programs
+
+
+@pytest.mark.parametrize("name", ["M:", "", "Mpl.", "for", "pl"])
+def test_a_dynamic_dimension_needs_a_name_printed_ir_can_declare(name):
+    """Mutants the fuzzing found (seeds 41, 57, 67, 448, 583 at PYPTO_FUZZ_SEEDS=600): a
+    `pl.dynamic` name that is no identifier parsed, and its printed declaration `M: = ...` did not."""
+    from pypto.core.errors import ArgumentValueError
+
+    src = f'import pypto.language as pl\n\nM = pl.dynamic("{name}")\n\n' \
+          '@pl.function\ndef f(x: pl.Tensor[[M, 64], pl.FP16]) -> pl.Tensor[[M, 64], pl.FP16]:\n    return x\n'
+    with pytest.raises(ParserError, match="pl.dynamic: the name must be a Python identifier") as info:
+        pl.parse(src)
+    assert info.value.span is not None and info.value.span.begin_line == 3
+    with pytest.raises(ArgumentValueError, match=repr(name)):
+        pl.dynamic(name)

@@ -1,5 +1,8 @@
 """Hypothesis property: generated programs over the language's constructs print → parse →
-structurally equal (and print identically a second time)."""
+structurally equal (and print identically a second time). `PYPTO_ROUNDTRIP_EXAMPLES` (default
+150) sets how many programs Hypothesis draws."""
+
+import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,6 +23,7 @@ class Gen:
         self.tensors = ["a", "b"]
         self.scalars = ["n"]
         self.k = 0
+        self.in_scope = False  # inside a pl.at: InCore regions do not nest
 
     def fresh(self, prefix: str = "v") -> str:
         self.k += 1
@@ -29,7 +33,9 @@ class Gen:
         return self.draw(st.sampled_from(self.tensors))
 
     def tensor_expr(self, depth: int = 0) -> str:
-        kind = self.draw(st.integers(0, 4 if depth < 2 else 1))
+        kind = self.draw(st.integers(0, 5 if depth < 2 else 1))
+        if kind == 5:  # a matmul, its operands maybe computed by vector ops (routed through Mat)
+            return f"pl.matmul({self.tensor_expr(depth + 1)}, {self.tensor_expr(depth + 1)})"
         if kind == 0:
             return self.tensor()
         if kind == 1:
@@ -55,7 +61,7 @@ class Gen:
             self.stmt(depth, budget)
 
     def stmt(self, depth: int, budget: int) -> None:
-        kind = self.draw(st.integers(0, 6 if budget > 0 else 2))
+        kind = self.draw(st.integers(0, (5 if self.in_scope else 6) if budget > 0 else 2))
         annotate = self.draw(st.booleans())
         ann = ": pl.Tensor[[16, 16], pl.FP32]" if annotate else ""
         if kind in (0, 1):  # new tensor, or rebinding an existing one (non-SSA)
@@ -107,7 +113,9 @@ class Gen:
                                               ", optimizations=[pl.cross_core_slot(slot_num=2)]"]))
             self.emit(depth, f"with pl.at(level=pl.Level.CORE_GROUP{opts}):")
             scalars = list(self.scalars)
+            self.in_scope = True
             self.block(depth + 1, budget - 1)
+            self.in_scope = False
             self.scalars = scalars  # only tensors leave an InCore scope
 
     def program(self) -> str:
@@ -125,7 +133,7 @@ def programs(draw) -> str:  # type: ignore[no-untyped-def]
     return Gen(draw).program()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("PYPTO_ROUNDTRIP_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_generated_programs_round_trip(src):
     prog = pl.parse(src)

@@ -10,9 +10,11 @@ rebind variables of the enclosing scope without `init_values` / `pl.yield_`. Thi
   if result: both branches yield their value and a return var holds it afterwards.
 Variables first defined inside a loop body stay local to it (never loop-carried, SPEC §9), and
 so does an outer variable the body re-assigns when its value does not flow around the loop: the
-body assigns it before any read (so no iteration reads the previous one's value) and nothing after
-the loop — or in an enclosing loop — reads it. Carrying such a variable would only make a value
-(possibly an on-chip tile of a `pl.at` region) outlive its scope.
+body assigns it before any read (so no iteration reads the previous one's value) and no statement
+that may run after the loop reads it before assigning it again (the rest of the enclosing blocks,
+the next iterations of enclosing loops). Likewise an `if` merges only variables whose value may be
+read after it. Carrying or merging such a variable would only make a value (possibly an on-chip
+tile of a `pl.at` region, its name reused by later regions) outlive its scope.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from ..ir.expr import Expr, IterArg, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import (
     AssignStmt,
+    BreakStmt,
+    ContinueStmt,
     EvalStmt,
     ForStmt,
     IfStmt,
@@ -45,37 +49,6 @@ class _Subst(IRMutator):
     """Replace uses of original Vars by their current SSA version."""
 
 
-class _UsePositions(UseVisitor):
-    """Statements numbered in pre-order; where each Var is read; each loop's number range and the
-    loops around it (keyed by `id` of the original loop statement)."""
-
-    def __init__(self) -> None:
-        self.pos = 0
-        self.uses: dict[Var, list[int]] = {}
-        self.loops: dict[int, tuple[int, int, tuple[int, ...]]] = {}
-        self._stack: list[int] = []
-
-    def visit_stmt(self, s: Stmt) -> None:
-        self.pos += 1
-        if not isinstance(s, (ForStmt, WhileStmt)):
-            super().visit_stmt(s)
-            return
-        start, around = self.pos, tuple(self._stack)
-        self._stack.append(id(s))
-        super().visit_stmt(s)
-        self._stack.pop()
-        self.loops[id(s)] = (start, self.pos, around)
-
-    def on_use(self, v: Var) -> None:
-        self.uses.setdefault(v, []).append(self.pos)
-
-    def read_after(self, loop: Stmt, v: Var) -> bool:
-        """Whether `v` is read after `loop`, or anywhere in a loop around it (its next iteration)."""
-        _, end, around = self.loops[id(loop)]
-        spans = [self.loops[a][:2] for a in around]
-        return any(u > end or any(a <= u <= b for a, b in spans) for u in self.uses.get(v, ()))
-
-
 def _reads(s: Stmt | Expr, v: Var) -> bool:
     found = [False]
 
@@ -91,29 +64,93 @@ def _reads(s: Stmt | Expr, v: Var) -> bool:
     return found[0]
 
 
-def _read_first(stmts: tuple[Stmt, ...], v: Var) -> bool | None:
-    """True if `stmts` (run in order) may read `v` before assigning it, False if they surely
-    assign it first, None if they do neither."""
+# How running statements in order meets a variable (`_flow`).
+_READ = "read"          # some path may read it before assigning it
+_ASSIGNED = "assigned"  # every path assigns it before reading it
+_JUMP = "jump"          # no path reads it first, but one may leave (break / continue / return) first
+_NONE = "none"          # they neither read it nor surely assign it
+
+
+def _flow(stmts: tuple[Stmt, ...], v: Var) -> str:
+    """`_READ`, `_ASSIGNED`, `_JUMP` or `_NONE` for `stmts` run in order (see the constants)."""
+    jumped = False
     for st in stmts:
-        if isinstance(st, (SeqStmts, ScopeStmt)):
-            inner = _read_first(st.stmts if isinstance(st, SeqStmts) else st.body.stmts, v)
-            if isinstance(st, ScopeStmt) and any(d is v for d in st.deps):
+        r = _flow_stmt(st, v)
+        if r is _READ:
+            return _READ
+        if r is _ASSIGNED:
+            return _JUMP if jumped else _ASSIGNED
+        jumped = jumped or r is _JUMP
+    return _JUMP if jumped else _NONE
+
+
+def _flow_stmt(st: Stmt, v: Var) -> str:
+    if isinstance(st, SeqStmts):
+        return _flow(st.stmts, v)
+    if isinstance(st, ScopeStmt):  # explicit deps are read before the region runs
+        return _READ if any(_reads(d, v) for d in st.deps) else _flow(st.body.stmts, v)
+    if isinstance(st, IfStmt):
+        if _reads(st.cond, v):
+            return _READ
+        branches = (_flow(st.then_body.stmts, v), _flow(st.else_body.stmts, v) if st.else_body is not None else _NONE)
+        for r in (_READ, _JUMP):
+            if r in branches:
+                return r
+        return _ASSIGNED if branches == (_ASSIGNED, _ASSIGNED) else _NONE
+    if isinstance(st, (ForStmt, WhileStmt)):  # may run zero times; its jumps stay inside it
+        heads = [ia.init for ia in st.iter_args if ia.init is not None]
+        heads += [st.start, st.stop, st.step] if isinstance(st, ForStmt) else [st.cond]
+        return _READ if any(_reads(e, v) for e in heads) or _flow(st.body.stmts, v) is _READ else _NONE
+    if _reads(st, v):
+        return _READ
+    if isinstance(st, AssignStmt) and st.var is v:
+        return _ASSIGNED
+    return _JUMP if isinstance(st, (BreakStmt, ContinueStmt, ReturnStmt)) else _NONE
+
+
+class _Places:
+    """Where each statement of a function body sits: its block, its index there and the statement
+    owning that block (None for the function body), keyed by `id` of the original statement."""
+
+    def __init__(self, body: SeqStmts) -> None:
+        self.at: dict[int, tuple[Stmt | None, tuple[Stmt, ...], int]] = {}
+        self._walk(None, body)
+
+    def _walk(self, owner: Stmt | None, block: SeqStmts) -> None:
+        for i, st in enumerate(block.stmts):
+            self.at[id(st)] = (owner, block.stmts, i)
+            if isinstance(st, SeqStmts):
+                self._walk(st, st)
+            elif isinstance(st, IfStmt):
+                self._walk(st, st.then_body)
+                if st.else_body is not None:
+                    self._walk(st, st.else_body)
+            elif isinstance(st, (ForStmt, WhileStmt, ScopeStmt)):
+                self._walk(st, st.body)
+
+    def read_after(self, stmt: Stmt, v: Var) -> bool:
+        """Whether a statement that may run after `stmt` may read `v` before assigning it: the rest
+        of each enclosing block, outwards, and the next iteration of each enclosing loop."""
+        node: Stmt | None = stmt
+        while node is not None and id(node) in self.at:
+            owner, block, i = self.at[id(node)]
+            r = _flow(block[i + 1:], v)
+            if r is _READ:
                 return True
-            if inner is not None:
-                return inner
-            continue
-        if _reads(st, v):
-            return True
-        if isinstance(st, AssignStmt) and st.var is v:
-            return False
-    return None
+            if r is _ASSIGNED:
+                return False
+            if isinstance(owner, (ForStmt, WhileStmt)) and (
+                    (isinstance(owner, WhileStmt) and _reads(owner.cond, v)) or _flow(owner.body.stmts, v) is _READ):
+                return True
+            node = owner
+        return False
 
 
 class _SSABuilder:
-    def __init__(self, params: tuple[Var, ...], positions: _UsePositions) -> None:
+    def __init__(self, params: tuple[Var, ...], places: _Places) -> None:
         self.env: dict[Var, Expr] = {p: p for p in params}
         self.defined: set[Var] = set(params)
-        self.positions = positions
+        self.places = places
 
     def use(self, e: Expr) -> Expr:
         return _Subst(self.env).visit_expr(e)
@@ -160,8 +197,8 @@ class _SSABuilder:
         for v in assigned_vars(s.body):
             if v not in self.env:
                 continue
-            if (isinstance(s, WhileStmt) and _reads(s.cond, v)) or _read_first(s.body.stmts, v) is not False \
-                    or self.positions.read_after(s, v):
+            if (isinstance(s, WhileStmt) and _reads(s.cond, v)) or _flow(s.body.stmts, v) is _READ \
+                    or self.places.read_after(s, v):
                 out.append(v)
         return out
 
@@ -212,7 +249,7 @@ class _SSABuilder:
         then_assigned = assigned_vars(s.then_body)
         else_assigned = assigned_vars(s.else_body) if s.else_body is not None else {}
         merged = [v for v in {**then_assigned, **else_assigned}
-                  if v in before or (v in then_assigned and v in else_assigned)]
+                  if (v in before or (v in then_assigned and v in else_assigned)) and self.places.read_after(s, v)]
         for rv in s.return_vars:  # explicit results (pl.yield_) are defined after the if
             self.env[rv] = rv
             self.defined.add(rv)
@@ -247,8 +284,6 @@ class ConvertToSSA(FunctionPass):
     name = "ConvertToSSA"
 
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
-        positions = _UsePositions()
-        positions.visit_stmt(func.body)
-        b = _SSABuilder(func.params, positions)
+        b = _SSABuilder(func.params, _Places(func.body))
         body = b.block(func.body)
         return replace(func, body=body)
