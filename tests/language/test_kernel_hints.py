@@ -20,9 +20,10 @@ def test_shape_attribute_suggests_the_size_or_pl_dim():
             return y
     assert_at(e.value, __file__, "MARK-shape-incore")
     assert e.value.message == (
-        "'x.shape' is not available in a kernel body: x is a tensor of shape [M, 64]; in InCore code write the "
-        "size itself (a number for a static dimension, the pl.dynamic variable for a dynamic one (M)) in index "
-        "arithmetic and loop bounds. pl.static_assert(pl.dim(x, i) == n) checks a static size at compile time")
+        "'x.shape' is not available in a kernel body: x is a tensor of shape [M, 64]; write pl.dim(x, i) for "
+        "the size of dimension i (pl.dim(x, 0) for x.shape[0]) or the size itself (a number for a static "
+        "dimension, the pl.dynamic variable for a dynamic one (M)). pl.static_assert(pl.dim(x, i) == n) checks "
+        "a static size at compile time")
     with pytest.raises(ParserSyntaxError) as e:
         @pl.jit
         def entry(x: pl.Tensor, y: pl.Out[pl.Tensor]):

@@ -193,3 +193,39 @@ def test_the_documented_block_loop_handles_any_size(platform):
         x, y = torch.randn(m, 64), torch.zeros(m, 64)
         exp_blocks(x, y, config=RunConfig(platform=platform, sanitize=True))
         torch.testing.assert_close(y, torch.exp(x), rtol=1e-5, atol=1e-5)
+
+
+M_DIM = pl.dynamic("M_DIM")
+
+
+@pl.program
+class DimInKernel:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[M_DIM, 32], pl.FP32],
+          y: pl.Out[pl.Tensor[[M_DIM, 32], pl.FP32]]) -> pl.Tensor[[M_DIM, 32], pl.FP32]:
+        n = pl.dim(x, 0)     # the dynamic dimension
+        w = pl.dim(x, 1)     # a constant
+        for i in pl.range(0, n, 16):
+            t = pl.load(x, [i, 0], [16, 32])
+            y = pl.store(pl.muls(t, w), [i, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M_DIM, 32], pl.FP32],
+             y: pl.Out[pl.Tensor[[M_DIM, 32], pl.FP32]]) -> pl.Tensor[[M_DIM, 32], pl.FP32]:
+        y = self.k(x, y)
+        return y
+
+
+@pytest.mark.parametrize("backend,platform", [(BackendType.Ascend910B, "a2a3sim"), (BackendType.Ascend950, "a5sim")])
+def test_pl_dim_inside_a_kernel_becomes_the_dimension(backend, platform, tmp_path):
+    """tensor.dim lowers (OpSpec.lowering "shape") to the constant or the dynamic-dimension variable,
+    so a kernel using pl.dim compiles to PTO and runs for any size of the dynamic dimension."""
+    compiled = ir.compile(DimInKernel, output_dir=tmp_path / "b", backend_type=backend, platform=platform,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    text = compiled.program.get_function("k").as_python()
+    assert "pl.tensor.dim" not in text and "n: pl.Scalar[pl.INDEX] = M_DIM" in text
+    for rows in (16, 48):
+        x, y = torch.randn(rows, 32), torch.zeros(rows, 32)
+        compiled(x, y)
+        torch.testing.assert_close(y, x * 32)

@@ -200,7 +200,8 @@ for _ns in ("tensor", "tile"):
     register_unified("read", _ns, None, f"{_ns}.read")
     register_unified("write", _ns, None, f"{_ns}.write")
 register(OpSpec("tensor.dim", ("x",), _dim_rule, _dim, attrs={"axis": 0}, reads=(),
-                traits=frozenset({"orchestration"}), host="{x}.shape({axis})", cost=scalar(), family="memory",
+                traits=frozenset({"orchestration"}), host="{x}.shape({axis})", lowering="shape", cost=scalar(),
+                family="memory",
                 dtypes=ANY.text,
                 doc="The size of dimension `axis` of a tensor, as an INDEX scalar."))
 register_unified("load", "tensor", None, "tile.load")

@@ -73,7 +73,8 @@ class OpSpec:
             to `tile_op` (empty for those that are): "region" — a view of DDR, loaded when a
             consumer first needs it (`tensor.slice`); "store" — an in-place write of a DDR tensor,
             becoming `tile.store` of the value (`tensor.assemble`); "zero_fill" — a new tensor,
-            becoming a zero-filled on-chip tile (`tensor.create`; the host zero-fills tensors).
+            becoming a zero-filled on-chip tile (`tensor.create`; the host zero-fills tensors);
+            "shape" — a dimension query, becoming the dimension itself (`tensor.dim`).
         operand_spaces: required memory space per tile argument index (InferTileMemorySpace).
         scratch: indices of scratch-tile arguments shaped like argument 0 (reduction `tmp_tile`);
             ConvertTensorToTileOps allocates them.

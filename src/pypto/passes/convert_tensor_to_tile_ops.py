@@ -430,8 +430,22 @@ class _Converter:
         fill = build_call("tile.full", [self.sub(args[0]), zero], {"dtype": dt, "target_memory": MemorySpace.Vec}, span)
         self.tiles[var] = self.emit_assign(f"{var.name}_tile", fill, span)
 
+    def _lower_shape(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
+        """A dimension query (`tensor.dim`): the dimension itself — a constant, or the kernel's
+        dynamic-dimension variable (bound from the argument's shape) — as the scalar's value."""
+        axis = dict(call.kwargs).get("axis", 0)
+        shape = args[0].type.shape  # type: ignore[attr-defined]
+        dim = shape[axis] if -len(shape) <= axis < len(shape) else None
+        if isinstance(dim, ConstInt):
+            value: Expr = ConstInt(dim.value, var.type.dtype)  # type: ignore[attr-defined]
+        elif isinstance(dim, Var):
+            value = dim
+        else:
+            raise CompileError(f"pl.dim of axis {axis} of a {len(shape)}-D tensor inside an InCore function", span)
+        self.out.append(AssignStmt(var, value, span=span))
+
     _LOWERINGS: dict[str, Callable[..., None]] = {
-        "region": _lower_region, "store": _lower_store, "zero_fill": _lower_zero_fill,
+        "region": _lower_region, "store": _lower_store, "zero_fill": _lower_zero_fill, "shape": _lower_shape,
     }
 
     def tensor_op(self, var: Var, call: Call, s: AssignStmt) -> None:

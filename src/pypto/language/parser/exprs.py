@@ -165,8 +165,7 @@ class ExprParser:
 
         base = self.parse_value(node.value)
         if isinstance(base, Expr):
-            raise ir_attribute_error(ast.unparse(node.value), node.attr, base, self.span(node),
-                                     in_core=getattr(self, "core_region", None) is not None)
+            raise ir_attribute_error(ast.unparse(node.value), node.attr, base, self.span(node))
         try:
             return getattr(base, node.attr)
         except AttributeError as e:

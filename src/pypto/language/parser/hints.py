@@ -25,17 +25,15 @@ def _shape_text(t: TensorType | TileType) -> str:
     return shape_str(tuple(t.shape))
 
 
-def ir_attribute_error(text: str, attr: str, value: Expr, span: Span, in_core: bool) -> ParserSyntaxError:
-    """The error for `<text>.<attr>` on an IR value (`x.shape`, `t.dtype`, ...); `in_core` says the
-    code runs on the cores (InCore function or `pl.at` region), where `pl.dim` is not available."""
+def ir_attribute_error(text: str, attr: str, value: Expr, span: Span) -> ParserSyntaxError:
+    """The error for `<text>.<attr>` on an IR value (`x.shape`, `t.dtype`, ...)."""
     t = value.type
     if attr == "shape" and isinstance(t, TensorType):
         dynamic = [d.name for d in t.shape if isinstance(d, Var)]
         sizes = "a number for a static dimension" + (
             f", the pl.dynamic variable for a dynamic one ({', '.join(dynamic)})" if dynamic else "")
-        how = (f"in InCore code write the size itself ({sizes}) in index arithmetic and loop bounds"
-               if in_core else f"write pl.dim({text}, i) for the size of dimension i (pl.dim({text}, 0) "
-                               f"for {text}.shape[0]) or the size itself ({sizes})")
+        how = (f"write pl.dim({text}, i) for the size of dimension i (pl.dim({text}, 0) for "
+               f"{text}.shape[0]) or the size itself ({sizes})")
         return ParserSyntaxError(
             f"'{text}.shape' is not available in a kernel body: {text} is a tensor of shape "
             f"{_shape_text(t)}; {how}. pl.static_assert(pl.dim({text}, i) == n) checks a static size "
