@@ -70,8 +70,13 @@ _ROUND = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc
 
 
 def _cast(x, dtype, mode="round"):
+    """Float -> integer rounds with `mode` and saturates (NaN -> 0), as pypto.ops.cast."""
     if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
-        x = _ROUND[mode](x)
+        info = torch.iinfo(dtype)
+        r = _ROUND[mode](x).nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+        hi, lo = r >= float(info.max), r <= float(info.min)
+        out = torch.where(hi | lo, torch.zeros_like(r), r).to(dtype)
+        return torch.where(hi, info.max, torch.where(lo, info.min, out)).to(dtype)
     return x.to(dtype)
 
 

@@ -42,11 +42,22 @@ def _rule(ns: str):
     return rule
 
 
+def saturate_to_int(r: Any, tdt: Any) -> Any:
+    """Rounded floats `r` as integer dtype `tdt`, saturating: values beyond the type's range become
+    its minimum / maximum, NaN becomes 0 (a defined result where a plain conversion is undefined)."""
+    info = torch.iinfo(tdt)
+    r = r.nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+    hi, lo = r >= float(info.max), r <= float(info.min)
+    out = torch.where(hi | lo, torch.zeros_like(r), r).to(tdt)
+    return torch.where(hi, info.max, torch.where(lo, info.min, out)).to(tdt)
+
+
 def cast_compute(x: Any, target_type: Any = None, mode: str = "round") -> Any:
-    """Reference semantics of cast on a torch tensor."""
+    """Reference semantics of cast on a torch tensor; float -> integer rounds with `mode` and
+    saturates (see `saturate_to_int`)."""
     tdt = target_type.to_torch()
     if x.is_floating_point() and not tdt.is_floating_point and tdt != torch.bool:
-        x = _ROUNDERS[mode](x)
+        return saturate_to_int(_ROUNDERS[mode](x), tdt)
     return x.to(tdt)
 
 
@@ -58,5 +69,6 @@ for _ns in ("tensor", "tile"):
                     pto="pto.tcvt" if _ns == "tile" else None, cost=vector(1.0), family="cast",
                     dtypes=ANY.text,
                     doc="Convert every element to `target_type`; float -> integer uses rounding `mode` "
-                        "(round = nearest-even, floor, ceil, trunc)."))
+                        "(round = nearest-even, floor, ceil, trunc) and saturates: values beyond the integer "
+                        "range become its minimum / maximum, NaN becomes 0."))
     register_unified("cast", _ns, None, f"{_ns}.cast")
