@@ -67,6 +67,15 @@ class DataType:
     def is_bool(self) -> bool:
         return self.kind is DTypeKind.BOOL
 
+    def int_range(self) -> tuple[int, int] | None:
+        """(lowest, highest) value of an integer type (two's complement for signed, INDEX and
+        TASK_ID); None for float and BOOL types."""
+        if self.kind is DTypeKind.UINT:
+            return 0, (1 << self.bits) - 1
+        if self.kind in (DTypeKind.SINT, DTypeKind.INDEX, DTypeKind.TASK_ID):
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        return None
+
     @property
     def has_torch_dtype(self) -> bool:
         return self.to_torch(strict=False) is not None

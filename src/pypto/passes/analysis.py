@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from ..ir.expr import Var
+from collections.abc import Iterable
+
+from ..ir.expr import Call, Expr, Var
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt
+from ..ir.types import TileType, Type
 from ..ir.visitor import IRVisitor
 
-__all__ = ["defined_vars", "used_vars", "assigned_vars", "UseVisitor", "unwritten_outputs"]
+__all__ = ["defined_vars", "used_vars", "assigned_vars", "UseVisitor", "unwritten_outputs", "reads_var",
+           "in_place_operands_of"]
 
 
 class _Defs(IRVisitor):
@@ -108,6 +112,44 @@ def used_vars(s: Stmt) -> dict[Var, None]:
     v = _Uses()
     v.visit_stmt(s)
     return v.uses
+
+
+class _Reads(UseVisitor):
+    def __init__(self, v: Var) -> None:
+        self.v, self.found = v, False
+
+    def on_use(self, u: Var) -> None:
+        self.found = self.found or u is self.v
+
+
+def reads_var(nodes: Stmt | Expr | Iterable[Stmt | Expr], v: Var) -> bool:
+    """Whether `v` is read anywhere in `nodes` (a statement, an expression, or several)."""
+    r = _Reads(v)
+    for n in (nodes,) if isinstance(nodes, (Stmt, Expr)) else nodes:
+        if isinstance(n, Stmt):
+            r.visit_stmt(n)
+        else:
+            r.visit_expr(n)
+    return r.found
+
+
+def in_place_operands_of(call: Expr, result: Type) -> list[Var]:
+    """The tile operands of op call `call` that its result (of type `result`) may be written over:
+    those at `OpSpec.inplace_args` with the result's shape, dtype and memory space."""
+    from ..ops import get_op, has_op
+    from ..ops.typing_rules import dims_equal
+
+    if not (isinstance(call, Call) and isinstance(call.op, str) and has_op(call.op) and isinstance(result, TileType)):
+        return []
+    out = []
+    for j in get_op(call.op).inplace_args:
+        a = call.args[j] if j < len(call.args) else None
+        t = getattr(a, "type", None)
+        if isinstance(a, Var) and isinstance(t, TileType) and t.dtype is result.dtype \
+                and t.memory_space is result.memory_space and len(t.shape) == len(result.shape) \
+                and all(dims_equal(x, y) for x, y in zip(t.shape, result.shape)):
+            out.append(a)
+    return out
 
 
 class _Roots(IRVisitor):

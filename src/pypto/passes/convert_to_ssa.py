@@ -39,7 +39,7 @@ from ..ir.stmt import (
     YieldStmt,
 )
 from ..ir.visitor import IRMutator
-from .analysis import UseVisitor, assigned_vars
+from .analysis import assigned_vars, reads_var
 from .base import FunctionPass, PassContext
 
 __all__ = ["ConvertToSSA"]
@@ -47,21 +47,6 @@ __all__ = ["ConvertToSSA"]
 
 class _Subst(IRMutator):
     """Replace uses of original Vars by their current SSA version."""
-
-
-def _reads(s: Stmt | Expr, v: Var) -> bool:
-    found = [False]
-
-    class _R(UseVisitor):
-        def on_use(self, u: Var) -> None:
-            found[0] = found[0] or u is v
-
-    r = _R()
-    if isinstance(s, Stmt):
-        r.visit_stmt(s)
-    else:
-        r.visit_expr(s)
-    return found[0]
 
 
 # How running statements in order meets a variable (`_flow`).
@@ -88,9 +73,9 @@ def _flow_stmt(st: Stmt, v: Var) -> str:
     if isinstance(st, SeqStmts):
         return _flow(st.stmts, v)
     if isinstance(st, ScopeStmt):  # explicit deps are read before the region runs
-        return _READ if any(_reads(d, v) for d in st.deps) else _flow(st.body.stmts, v)
+        return _READ if any(reads_var(d, v) for d in st.deps) else _flow(st.body.stmts, v)
     if isinstance(st, IfStmt):
-        if _reads(st.cond, v):
+        if reads_var(st.cond, v):
             return _READ
         branches = (_flow(st.then_body.stmts, v), _flow(st.else_body.stmts, v) if st.else_body is not None else _NONE)
         for r in (_READ, _JUMP):
@@ -100,8 +85,8 @@ def _flow_stmt(st: Stmt, v: Var) -> str:
     if isinstance(st, (ForStmt, WhileStmt)):  # may run zero times; its jumps stay inside it
         heads = [ia.init for ia in st.iter_args if ia.init is not None]
         heads += [st.start, st.stop, st.step] if isinstance(st, ForStmt) else [st.cond]
-        return _READ if any(_reads(e, v) for e in heads) or _flow(st.body.stmts, v) is _READ else _NONE
-    if _reads(st, v):
+        return _READ if any(reads_var(e, v) for e in heads) or _flow(st.body.stmts, v) is _READ else _NONE
+    if reads_var(st, v):
         return _READ
     if isinstance(st, AssignStmt) and st.var is v:
         return _ASSIGNED
@@ -140,7 +125,7 @@ class _Places:
             if r is _ASSIGNED:
                 return False
             if isinstance(owner, (ForStmt, WhileStmt)) and (
-                    (isinstance(owner, WhileStmt) and _reads(owner.cond, v)) or _flow(owner.body.stmts, v) is _READ):
+                    (isinstance(owner, WhileStmt) and reads_var(owner.cond, v)) or _flow(owner.body.stmts, v) is _READ):
                 return True
             node = owner
         return False
@@ -197,7 +182,7 @@ class _SSABuilder:
         for v in assigned_vars(s.body):
             if v not in self.env:
                 continue
-            if (isinstance(s, WhileStmt) and _reads(s.cond, v)) or _flow(s.body.stmts, v) is _READ \
+            if (isinstance(s, WhileStmt) and reads_var(s.cond, v)) or _flow(s.body.stmts, v) is _READ \
                     or self.places.read_after(s, v):
                 out.append(v)
         return out

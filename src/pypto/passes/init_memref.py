@@ -44,7 +44,7 @@ from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, Stmt, WhileStmt, Yi
 from ..ir.types import MemRef, TileType
 from ..ir.visitor import IRMutator
 from ..ops import get_op
-from .analysis import UseVisitor, defined_vars
+from .analysis import UseVisitor, defined_vars, reads_var
 from .base import FunctionPass, PassContext
 from .op_builder import build_call
 from .pipe_rings import add_pipe_rings, ring_uses
@@ -131,21 +131,6 @@ class _Donate(IRMutator):
         return replace(s, then_body=replace(s.then_body, stmts=body))
 
 
-class _Uses(UseVisitor):
-    def __init__(self, v: Var) -> None:
-        self.v, self.found = v, False
-
-    def on_use(self, u: Var) -> None:
-        self.found = self.found or u is self.v
-
-
-def _used_in(stmts: tuple[Stmt, ...], v: Var) -> bool:
-    u = _Uses(v)
-    for st in stmts:
-        u.visit_stmt(st)
-    return u.found
-
-
 def _computed_in_place(loop: ForStmt | WhileStmt, ia: Var) -> Var | None:
     """The value yielded for carried tile `ia` when it can be computed straight into the carried
     buffer: defined in the loop body (not nested) by an op that may write its result over `ia`
@@ -160,7 +145,7 @@ def _computed_in_place(loop: ForStmt | WhileStmt, ia: Var) -> Var | None:
     if not isinstance(y, Var) or sum(v is y for v in values) != 1:
         return None
     k = next((j for j, st in enumerate(stmts) if isinstance(st, AssignStmt) and st.var is y), None)
-    if k is None or _used_in(stmts[k + 1:], ia):
+    if k is None or reads_var(stmts[k + 1:], ia):
         return None
     call, t, it = stmts[k].value, y.type, ia.type
     if not (isinstance(call, Call) and isinstance(call.op, str) and isinstance(t, TileType)

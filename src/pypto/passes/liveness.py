@@ -27,12 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.enums import MemorySpace
-from ..ir.expr import Call, IterArg, Var
+from ..ir.expr import IterArg, Var
 from ..ir.function import Function
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TileType
 from ..ir.visitor import IRVisitor
-from ..ops.typing_rules import dims_equal
 
 __all__ = ["BufferKey", "Interval", "buffer_intervals", "in_place_operands"]
 
@@ -174,26 +173,17 @@ def in_place_operands(func: Function, intervals: dict[BufferKey, Interval]) -> d
     """For each buffer whose first definition is an op that may write its result over an operand
     (`OpSpec.inplace_args`, operand of the result's shape and dtype): the buffers of those operands
     whose live interval ends at that very statement — the result may then take their place."""
-    from ..ops import get_op, has_op
+    from .analysis import in_place_operands_of
 
     w = _Walk()
     w.visit_stmt(func.body)
     out: dict[BufferKey, frozenset[BufferKey]] = {}
     for pos, s in w.assigns:
-        v, call = s.var, s.value
-        if not (_is_buffer(v) and isinstance(call, Call) and isinstance(call.op, str) and has_op(call.op)):
+        v = s.var
+        if not _is_buffer(v) or intervals[_key(v)].start != pos:
             continue
-        key, t = _key(v), v.type
-        if intervals[key].start != pos:
-            continue
-        ops = set()
-        for j in get_op(call.op).inplace_args:
-            a = call.args[j] if j < len(call.args) else None
-            if isinstance(a, Var) and _is_buffer(a) and a.type.dtype is t.dtype \
-                    and a.type.memory_space is t.memory_space \
-                    and all(dims_equal(x, y) for x, y in zip(a.type.shape, t.shape)) \
-                    and len(a.type.shape) == len(t.shape) and intervals[_key(a)].end == pos:
-                ops.add(_key(a))
+        ops = {_key(a) for a in in_place_operands_of(s.value, v.type)
+               if _is_buffer(a) and intervals[_key(a)].end == pos}
         if ops:
-            out[key] = frozenset(ops)
+            out[_key(v)] = frozenset(ops)
     return out

@@ -41,7 +41,6 @@ from typing import Any
 
 import torch
 
-from ...core.dtype import DataType, DTypeKind
 from ...ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, MakeTuple, TupleGetItem, UnaryExpr, Var
 from ...ir.function import Function
 from ...ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
@@ -68,17 +67,6 @@ def _const_ints(e: Expr) -> tuple[int, ...] | None:
     t = e.type
     if isinstance(t, TileType) and all(isinstance(d, ConstInt) for d in t.shape):
         return tuple(d.value for d in t.shape)  # type: ignore[attr-defined]
-    return None
-
-
-def _int_range(dt: DataType) -> Interval | None:
-    """The values of integer dtype `dt` (None for other dtypes): the simulator wraps results
-    into it (`scalar.normalizer`)."""
-    bits = dt.get_bit()
-    if dt.kind is DTypeKind.UINT:
-        return 0, (1 << bits) - 1
-    if dt.kind in (DTypeKind.SINT, DTypeKind.INDEX, DTypeKind.TASK_ID):
-        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     return None
 
 
@@ -227,7 +215,7 @@ class _Intervals:
             return self._vars[e]
         if isinstance(e, Call):
             return self._call(e)
-        rng = _int_range(e.dtype) if isinstance(e, (BinaryExpr, UnaryExpr)) else None
+        rng = e.dtype.int_range() if isinstance(e, (BinaryExpr, UnaryExpr)) else None
         if rng is None:
             return None
         if isinstance(e, BinaryExpr):
@@ -238,7 +226,7 @@ class _Intervals:
         else:
             fn = _UNARY.get(e.op)   # type: ignore[assignment]
             operand_t = e.operand.type
-            if fn is None or not (isinstance(operand_t, ScalarType) and _int_range(operand_t.dtype)):
+            if fn is None or not (isinstance(operand_t, ScalarType) and operand_t.dtype.int_range()):
                 return None
             parts = (self._expr(e.operand),)
         if None in parts:
