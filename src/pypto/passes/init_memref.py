@@ -44,7 +44,7 @@ from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, Stmt, WhileStmt, Yi
 from ..ir.types import MemRef, TileType
 from ..ir.visitor import IRMutator
 from ..ops import get_op
-from .analysis import UseVisitor, defined_vars, reads_var
+from .analysis import UseVisitor, defined_vars, in_place_operands_of, reads_var
 from .base import FunctionPass, PassContext
 from .op_builder import build_call
 from .pipe_rings import add_pipe_rings, ring_uses
@@ -147,13 +147,7 @@ def _computed_in_place(loop: ForStmt | WhileStmt, ia: Var) -> Var | None:
     k = next((j for j, st in enumerate(stmts) if isinstance(st, AssignStmt) and st.var is y), None)
     if k is None or reads_var(stmts[k + 1:], ia):
         return None
-    call, t, it = stmts[k].value, y.type, ia.type
-    if not (isinstance(call, Call) and isinstance(call.op, str) and isinstance(t, TileType)
-            and isinstance(it, TileType) and t.dtype is it.dtype and t.memory_space is it.memory_space
-            and tuple(t.shape) == tuple(it.shape)):
-        return None
-    spec = get_op(call.op)
-    return y if any(j < len(call.args) and call.args[j] is ia for j in spec.inplace_args) else None
+    return y if any(a is ia for a in in_place_operands_of(stmts[k].value, y.type)) else None
 
 
 class _Assign(IRMutator):
