@@ -28,11 +28,9 @@ from ..core.errors import (
     user_facing,
 )
 from ..core.span import Span
-from ..ir.expr import Call, ConstInt, Expr, GlobalVar, Var
+from ..ir.expr import ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Function, Program
-from ..ir.stmt import AssignStmt, EvalStmt, Stmt
-from ..ir.types import TensorType, TileType, Type
-from ..ir.visitor import stmt_children
+from ..ir.types import TensorType, Type
 from .decorators import InlineFunction
 from .parser.entry import FunctionOptions, parse_function
 from .parser.function_parser import ProgramContext
@@ -373,49 +371,16 @@ def check_incore_level(fn: Callable, level: Any) -> None:
         f"put work for that level in the entry under 'with pl.at(level={level!r}):'", span)
 
 
-def _leaf_stmts(s: Stmt) -> list[Stmt]:
-    if isinstance(s, (AssignStmt, EvalStmt)):
-        return [s]
-    return [leaf for c in stmt_children(s) for leaf in _leaf_stmts(c)]
-
-
-def _calls(e: Expr) -> list[Call]:
-    """Op calls in `e`, innermost first (`c[:] = pl.matmul(a, b)` nests the matmul)."""
-    if isinstance(e, Call):
-        inner = [c for a in e.args for c in _calls(a)]
-        return inner + ([e] if isinstance(e.op, str) else [])
-    return [c for a in getattr(e, "elements", ()) for c in _calls(a)]
-
-
-def _sided_ops(func: Function) -> list[tuple[str, str, Span, bool]]:
-    """(side, description, span, runs on a unit) of every op call in `func`'s body, those of ops
-    with the "cube" / "vector" trait first, each group in source order."""
-    from ..ops import get_op
-    from ..passes.kernel_sides import stmt_side
-
-    out = []
-    for s in _leaf_stmts(func.body):
-        value = s.value if isinstance(s, AssignStmt) else s.expr  # type: ignore[attr-defined]
-        for c in _calls(value):
-            leaf = s if c is value else EvalStmt(c, span=s.span)
-            t = leaf.var.type if isinstance(leaf, AssignStmt) else c.type
-            unit = get_op(c.op).has_trait("cube") or get_op(c.op).has_trait("vector")  # type: ignore[arg-type]
-            space = t.memory_space.name if isinstance(t, TileType) and t.memory_space is not None else "Vec"
-            what = f"'{c.op}'" if unit or not isinstance(t, TileType) else f"'{c.op}' (into a {space} tile)"
-            out.append((stmt_side(leaf), what, s.span, unit))
-    return sorted(out, key=lambda o: not o[3])  # ops of a unit first: they name the kernel's work
-
-
 def check_core_side(func: Function, level: Level) -> None:
     """A `@pl.jit.incore(level=pl.Level.AIC | AIV)` kernel must only do work of that core: cube ops
     and Mat/Left/Right/Acc/Bias tiles on the AIC, vector ops and Vec tiles on an AIV (scalar and
     tensor bookkeeping runs on either). Raises InvalidOperationError at the first statement that
     needs the other core (or moves data between the two)."""
-    from ..passes.kernel_sides import C, V, X
+    from ..passes.kernel_sides import C, V, X, sided_ops
 
     want = _CORE_SIDE[level]
     other = {C: ("the cube core (AIC)", "pl.Level.AIC"), V: ("a vector core (AIV)", "pl.Level.AIV")}
-    for side, what, span, _ in _sided_ops(func):
+    for side, what, span, _ in sided_ops(func):
         if side not in (C, V, X) or side == want:
             continue
         where = ("moves data between the cube core and a vector core" if side == X

@@ -18,14 +18,16 @@ A tile value belongs to the side of its memory space (Vec: V, the cube memories:
 from __future__ import annotations
 
 from ..core.enums import MemorySpace
+from ..core.span import Span
 from ..ir.expr import Call, Expr, GlobalVar, Var
+from ..ir.function import Function
 from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TileType
-from ..ir.visitor import IRVisitor
+from ..ir.visitor import IRVisitor, stmt_children
 from ..ops import get_op
 from .analysis import used_vars
 
-__all__ = ["C", "V", "B", "X", "CUBE_SPACES", "stmt_side", "tile_side", "sides_used", "side_uses"]
+__all__ = ["C", "V", "B", "X", "CUBE_SPACES", "stmt_side", "tile_side", "sides_used", "side_uses", "sided_ops"]
 
 C, V, B, X = "C", "V", "B", "X"
 CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
@@ -127,3 +129,33 @@ def side_uses(body: SeqStmts) -> dict[Var, set[str]]:
 
     walk(body)
     return uses
+
+
+def _leaf_stmts(s: Stmt) -> list[Stmt]:
+    if isinstance(s, (AssignStmt, EvalStmt)):
+        return [s]
+    return [leaf for c in stmt_children(s) for leaf in _leaf_stmts(c)]
+
+
+def _calls(e: Expr) -> list[Call]:
+    """Op calls in `e`, innermost first (`c[:] = pl.matmul(a, b)` nests the matmul)."""
+    if isinstance(e, Call):
+        inner = [c for a in e.args for c in _calls(a)]
+        return inner + ([e] if isinstance(e.op, str) else [])
+    return [c for a in getattr(e, "elements", ()) for c in _calls(a)]
+
+
+def sided_ops(func: Function) -> list[tuple[str, str, Span, bool]]:
+    """(side, description, span, runs on a unit) of every op call in `func`'s body, those of ops
+    with the "cube" / "vector" trait first, each group in source order."""
+    out = []
+    for s in _leaf_stmts(func.body):
+        value = s.value if isinstance(s, AssignStmt) else s.expr  # type: ignore[attr-defined]
+        for c in _calls(value):
+            leaf = s if c is value else EvalStmt(c, span=s.span)
+            t = leaf.var.type if isinstance(leaf, AssignStmt) else c.type
+            unit = get_op(c.op).has_trait("cube") or get_op(c.op).has_trait("vector")  # type: ignore[arg-type]
+            space = t.memory_space.name if isinstance(t, TileType) and t.memory_space is not None else "Vec"
+            what = f"'{c.op}'" if unit or not isinstance(t, TileType) else f"'{c.op}' (into a {space} tile)"
+            out.append((stmt_side(leaf), what, s.span, unit))
+    return sorted(out, key=lambda o: not o[3])  # ops of a unit first: they name the kernel's work
