@@ -100,6 +100,8 @@ _both("matmul", "pl.tensor.matmul(h, h, out_dtype=pl.FP16, a_trans=False, b_tran
 CASES["tile.matmul_acc"] = "pl.tile.matmul_acc(acc, hl, hr)"
 _both("matmul_bias", "pl.tensor.matmul_bias(h, h, bias)", "pl.tile.matmul_bias(hl, hr, bb)")
 _both("gemv", "pl.tensor.gemv(hrow, h)", "pl.tile.gemv(hrl, hr)")
+CASES["tile.gemv_acc"] = "pl.tile.gemv_acc(pl.tile.gemv(hrl, hr), hrl, hr)"
+_both("gemv_bias", "pl.tensor.gemv_bias(hrow, h, bias)", "pl.tile.gemv_bias(hrl, hr, bb)")
 _both("gather", "pl.tensor.gather(a, ai)", "pl.tile.gather(ta, ti)")
 _both("gather_row", "pl.tensor.gather_row(a, ridx)", "pl.tile.gather_row(ta, tridx)")
 _both("scatter", "pl.tensor.scatter(o, ai, b)", "pl.tile.scatter(ta, ti, tb)")

@@ -93,6 +93,8 @@ TEMPLATES: dict[str, str] = {
     "matmul_acc": "_mm_acc({0}, {1}, {2}, {a_trans}, {b_trans}, {valid})",
     "matmul_bias": "_mm_bias({0}, {1}, {2}, {a_trans}, {b_trans}, {valid})",
     "gemv": "_mm({0}, {1}, None, False, False, {valid})",
+    "gemv_acc": "_mm_acc({0}, {1}, {2}, False, False, {valid})",
+    "gemv_bias": "_mm_bias({0}, {1}, {2}, False, False, {valid})",
     # shape and views
     "reshape": "{0}.reshape({1})", "view": "{0}.reshape({1})",
     "transpose": "{0}.transpose({axis1}, {axis2}).contiguous()",

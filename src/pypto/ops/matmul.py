@@ -8,9 +8,10 @@ place, so the rules also accept Mat.
 - `tile.matmul_acc(acc, lhs, rhs)`: acc + lhs @ rhs;
 - `tile.matmul_bias(lhs, rhs, bias)`: lhs @ rhs + bias, `bias` a [1, N] row in Bias memory with
   the accumulator dtype;
-- `tile.gemv(lhs, rhs)`: a [1, K] row times [K, N].
+- `tile.gemv(lhs, rhs)`: a [1, K] row times [K, N]; `tile.gemv_acc(acc, lhs, rhs)` and
+  `tile.gemv_bias(lhs, rhs, bias)` are its accumulating and bias forms (SPEC §13).
 Tensor level: `tensor.matmul(lhs, rhs, out_dtype=None, a_trans=False, b_trans=False)`,
-`tensor.matmul_bias`, `tensor.gemv`.
+`tensor.matmul_bias`, `tensor.gemv`, `tensor.gemv_bias`.
 Partial operands: only the common valid part of K is multiplied; the result is valid over the
 lhs's valid rows and the rhs's valid columns.
 """
@@ -97,9 +98,9 @@ def _mm_rule(ns: str, gemv: bool = False):
     return rule
 
 
-def _acc_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+def _acc_rule(args: list[Expr], attrs: dict[str, Any], gemv: bool = False) -> Type:
     acc = expect_tile(args, 0, "acc", _ACC)
-    t = _mm_rule("tile")(args[1:], attrs)
+    t = _mm_rule("tile", gemv)(args[1:], attrs)
     assert isinstance(t, TileType)
     if not all(dims_equal(x, y) for x, y in zip(acc.shape, t.shape)) or acc.dtype is not t.dtype:
         raise OpTypeError(f"accumulator {shape_str(acc.shape)} {acc.dtype.name} does not match the "
@@ -108,9 +109,9 @@ def _acc_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
     return TileType(acc.shape, acc.dtype, MemorySpace.Acc, view=view_for("tile", acc.shape, valid))
 
 
-def _bias_rule(ns: str):
+def _bias_rule(ns: str, gemv: bool = False):
     def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
-        t = _mm_rule(ns)(args[:2], attrs)
+        t = _mm_rule(ns, gemv)(args[:2], attrs)
         bias = expect_tile(args, 2, "bias", _BIAS + _MAT) if ns == "tile" else expect_same_kind(ns, args, 2, "bias")
         want = (1, getattr(t.shape[1], "value", None))  # type: ignore[attr-defined]
         got = tuple(getattr(d, "value", None) for d in bias.shape)
@@ -227,6 +228,22 @@ register(OpSpec("tile.gemv", ("lhs", "rhs"), _mm_rule("tile", gemv=True), _mm, r
                 operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tgemv", cost=cube(),
                 family="matmul", dtypes=_DT, doc="A row vector [1, K] (Left) times rhs [K, N] (Right) -> "
                                                 "[1, N] in Acc."))
+register(OpSpec("tile.gemv_acc", ("acc", "lhs", "rhs"), lambda a, k: _acc_rule(a, k, gemv=True), _mm_acc,
+                compute_into=_mm_acc_into, inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
+                operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tgemv.acc",
+                cost=cube(), family="matmul", dtypes=_DT,
+                doc="acc + lhs @ rhs for a row vector lhs [1, K] (Left), rhs [K, N] (Right), acc [1, N] "
+                    "in Acc (SPEC §13)."))
+register(OpSpec("tile.gemv_bias", ("lhs", "rhs", "bias"), _bias_rule("tile", gemv=True), _mm_bias,
+                reads=(0, 1, 2), traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT, 2: _BIAS},
+                valid_args=(0, 1), pto="pto.tgemv.bias", cost=cube(), family="matmul", dtypes=_DT,
+                doc="lhs @ rhs + bias for a row vector lhs [1, K]; `bias` is a [1, N] row in Bias memory "
+                    "with the accumulator dtype (SPEC §13)."))
+register(OpSpec("tensor.gemv_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor", gemv=True), _mm_bias,
+                reads=(0, 1, 2), traits=_CUBE, tile_op="tile.gemv_bias", valid_args=(0, 1), cost=cube(),
+                family="matmul", dtypes=_DT,
+                doc="A row vector [1, K] times a [K, N] tensor plus a [1, N] `bias` row in the "
+                    "accumulator dtype (SPEC §13)."))
 register(OpSpec("tensor.matmul", ("lhs", "rhs"), _mm_rule("tensor"), _mm,
                 attrs={"out_dtype": None, **_TRANS}, reads=(0, 1), traits=_CUBE, tile_op="tile.matmul",
                 valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
@@ -239,7 +256,8 @@ register(OpSpec("tensor.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor
 register(OpSpec("tensor.gemv", ("lhs", "rhs"), _mm_rule("tensor", gemv=True), _mm, reads=(0, 1), traits=_CUBE,
                 tile_op="tile.gemv", valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
                 doc="A row vector [1, K] times a [K, N] tensor -> [1, N] in the accumulator dtype."))
-for _name in ("matmul", "matmul_bias", "gemv"):
+for _name in ("matmul", "matmul_bias", "gemv", "gemv_bias"):
     for _ns in ("tensor", "tile"):
         register_unified(_name, _ns, None, f"{_ns}.{_name}")
 register_unified("matmul_acc", "tile", None, "tile.matmul_acc")
+register_unified("gemv_acc", "tile", None, "tile.gemv_acc")
