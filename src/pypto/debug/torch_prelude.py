@@ -58,6 +58,15 @@ def _div(a, b):
     return torch.div(a, b)
 
 
+def _precise(fn, *args, high_precision=False):
+    """`fn(*args)`; with high_precision, float operands computed in float64 and rounded once."""
+    ts = [a for a in args if isinstance(a, torch.Tensor)]
+    if not high_precision or not any(t.is_floating_point() for t in ts):
+        return fn(*args)
+    out = torch.result_type(*args) if len(args) > 1 else ts[0].dtype
+    return fn(*[a.double() if isinstance(a, torch.Tensor) else a for a in args]).to(out)
+
+
 def _maximum(a, b):
     return torch.maximum(a, b) if isinstance(b, torch.Tensor) else torch.clamp(a, min=b)
 

@@ -1,0 +1,49 @@
+"""Ops and options of upstream's `pl` (SPEC §13) on the simulator against torch: `high_precision=`
+on div / log / rsqrt / recip."""
+
+import torch
+from op_harness import close, rand, run_kernel
+
+import pypto.language as pl
+from pypto import ir
+
+M, N = 16, 32
+SHAPE = (M, N)
+
+
+def test_high_precision_option_prints_parses_and_computes_exactly_rounded():
+    body = """
+    ta = pl.load(a, [0, 0], [16, 32])
+    tb = pl.load(b, [0, 0], [16, 32])
+    y1_t = pl.div(ta, tb, high_precision=True)
+    y2_t = pl.divs(ta, 3.0, high_precision=True)
+    y3_t = pl.log(pl.abs(ta), high_precision=True)
+    y4_t = pl.rsqrt(pl.abs(ta), high_precision=True)
+    y5_t = pl.recip(tb, high_precision=True)
+    y6_t = pl.div(ta, tb)
+    """
+    a, b = rand("FP32", SHAPE), rand("FP32", SHAPE) + 3.0
+    outs = [(f"y{i}", "FP32", SHAPE) for i in range(1, 7)]
+    ys = run_kernel(body, [("a", "FP32", SHAPE), ("b", "FP32", SHAPE)], outs, a, b)
+    a64, b64 = a.double(), b.double()
+    wants = [a64 / b64, a64 / 3.0, a64.abs().log(), a64.abs().rsqrt(), 1.0 / b64]
+    for y, want in zip(ys, wants):
+        assert torch.equal(y, want.float())  # float64 then one rounding: exactly rounded
+    close(ys[5], a / b, "FP32")
+
+
+def test_high_precision_at_tensor_level_and_in_the_pto():
+    @pl.jit
+    def f(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:] = pl.recip(x, high_precision=True)
+        return y
+
+    x, y = rand("FP16", SHAPE) + 2.0, torch.empty(SHAPE, dtype=torch.float16)
+    f(x, y)
+    assert torch.equal(y, (1.0 / x.double()).half())
+    cp = f.compile(x, y)
+    pto = "".join(p.read_text() for p in __import__("pathlib").Path(cp.output_dir).glob("kernels/*/*.pto"))
+    assert "pto.trecip" in pto and "high_precision = true" in pto
+    assert "high_precision=True" in f.specialize(x, y).as_python()
+    assert ir.structural_equal(f.specialize(x, y), pl.parse(f.specialize(x, y).as_python()))
