@@ -1,6 +1,7 @@
 """Ops and options of upstream's `pl` (SPEC §13) on the simulator against torch: `high_precision=`
 on div / log / rsqrt / recip."""
 
+import pytest
 import torch
 from op_harness import close, rand, run_kernel
 
@@ -47,3 +48,36 @@ def test_high_precision_at_tensor_level_and_in_the_pto():
     assert "pto.trecip" in pto and "high_precision = true" in pto
     assert "high_precision=True" in f.specialize(x, y).as_python()
     assert ir.structural_equal(f.specialize(x, y), pl.parse(f.specialize(x, y).as_python()))
+
+
+def test_tensor_slice_with_pad_value_reads_the_pad_outside_the_valid_region():
+    @pl.jit
+    def f(x: pl.Tensor, y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            s = pl.slice(x, [16, 32], [0, 0], valid_shape=[16, 20], pad_value=pl.PadValue.min)
+            y[:] = pl.row_max(s)
+            z[:] = pl.slice(x, [16, 32], [0, 0], valid_shape=[10, 32], pad_value=pl.PadValue.zero)
+        return y, z
+
+    x = rand("FP32", (16, 32)) - 5.0
+    y, z = torch.empty(16, 1), torch.empty(16, 32)
+    f(x, y, z)
+    assert torch.equal(y, x[:, :20].amax(dim=1, keepdim=True))
+    want = x.clone()
+    want[10:] = 0
+    assert torch.equal(z, want)
+    text = f.specialize(x, y, z).as_python()
+    assert "pad_value=pl.PadValue.min" in text
+    ir.assert_structural_equal(f.specialize(x, y, z), pl.parse(text))
+
+
+def test_tile_slice_with_pad_value_points_to_fillpad():
+    from pypto.core.errors import ParserTypeError
+
+    with pytest.raises(ParserTypeError, match="pad_value applies to tensor-level slices"):
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(a: pl.Tensor[[16, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+            t = pl.load(a, [0, 0], [16, 32])
+            u = pl.tile.slice(t, [8, 32], [0, 0], pad_value=pl.PadValue.zero)
+            c = pl.store(u, [0, 0], c)
+            return c

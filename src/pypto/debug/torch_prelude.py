@@ -170,8 +170,11 @@ def _store(tile, offsets, out, valid=None):
     return out
 
 
-def _slice(x, shape, offset):
-    return x[_region(offset, shape)]
+def _slice(x, shape, offset, valid_shape=None, pad="null"):
+    view = x[_region(offset, shape)]
+    if pad == "null":
+        return view
+    return _fillpad(view, pad, (tuple(valid_shape) if valid_shape is not None else tuple(view.shape),))
 
 
 def _assemble(target, src, offset, valid=None):

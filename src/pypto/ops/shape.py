@@ -4,7 +4,8 @@
   of equal element count (`view` is the zero-copy form: the data must be contiguous).
 - `transpose(x, axis1, axis2)`: swap two axes (tiles are 2-D); `transpose_view(x)`: the zero-copy
   transposed view of a 2-D tile/tensor (its layout flips between ND and DN).
-- `slice(src, shape, offset, valid_shape=None)`: the block of `shape` at `offset` (a view);
+- `slice(src, shape, offset, valid_shape=None, pad_value=null)`: the block of `shape` at `offset` (a view);
+  a tensor slice with a `pad_value` reads as the pad value outside `valid_shape` (SPEC §13);
   `assemble(target, src, offset)`: `src` written into `target` at `offset` — in place for a DDR
   tensor (returns `target`), a new value for a tile.
 - `concat(lhs, rhs, axis=-1)`: join along `axis`; `extract(src, offset, shape, target_memory=None)`:
@@ -134,14 +135,27 @@ def _slice_rule(ns: str):
         if given is not None:
             check_valid_shape(given, shape, "valid_shape")
         check_in_bounds(x.shape, offs, given if given is not None else shape, ns)
+        pad = attrs.get("pad_value", PadValue.null)
+        if not isinstance(pad, PadValue):
+            raise OpTypeError(f"attribute 'pad_value' must be a pl.PadValue, got {pad!r}")
+        if pad is not PadValue.null:
+            if ns == "tile":
+                raise OpTypeError("pad_value applies to tensor-level slices (a DDR region loaded with "
+                                  "padding); for a tile slice, use pl.tile.fillpad on it")
+            return TensorType(shape, x.dtype)  # the padding makes every element defined
         valid = slice_valid(x, shape, offs, given)
         return shaped_like(ns, shape, x.dtype, x, view_for(ns, shape, valid, x.view if ns == "tile" else None))
     return rule
 
 
-def _slice(x: Any, shape: tuple, offset: tuple, valid_shape: tuple | None = None) -> Any:
+def _slice(x: Any, shape: tuple, offset: tuple, valid_shape: tuple | None = None,
+           pad_value: PadValue = PadValue.null) -> Any:
     check_region("slice", tuple(x.shape), offset, valid_shape if valid_shape is not None else shape)
-    return x[region(offset, shape)]
+    view = x[region(offset, shape)]
+    if pad_value is PadValue.null:
+        return view
+    vs = tuple(valid_shape) if valid_shape is not None else tuple(view.shape)
+    return _fillpad(view, pad_value, (vs,))
 
 
 def _assemble_rule(ns: str):
@@ -303,8 +317,11 @@ _both("transpose_view", ("x",), _transpose_view_rule, _transpose_last,
       doc="The zero-copy transposed view of a 2-D value: shape [N, M], layout flipped ND <-> DN.")
 _both("slice", ("src", "shape", "offset", "valid_shape"), _slice_rule, _slice, tile_pto="pto.textract",
       tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,), optional=("valid_shape",),
+      attrs={"pad_value": PadValue.null},
       tensor_lowering="region", doc="The block of `shape` at `offset` (a view); its valid region is the source's valid part "
-          "inside the block, limited further by `valid_shape`.")
+          "inside the block, limited further by `valid_shape`. A tensor slice with `pad_value` (zero, max, "
+          "min; SPEC §13) is fully defined instead: elements outside `valid_shape` read as the pad value "
+          "(a DDR region loaded, then padded with `fillpad`).")
 register(OpSpec("tensor.assemble", ("target", "src", "offset"), _assemble_rule("tensor"), _assemble,
                 reads=(1,), writes=(0,), traits=frozenset({"memory"}), valid_args=(1,), tile_op="tile.assemble",
                 lowering="store",
