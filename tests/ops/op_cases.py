@@ -86,6 +86,7 @@ _both("write", "pl.tensor.write(o, [1, 2], s)", "pl.tile.write(ti, [0, 0], n)")
 CASES["tensor.dim"] = "pl.tensor.dim(a, axis=1)"
 _both("reshape", "pl.tensor.reshape(a, [32, 16])", "pl.tile.reshape(ta, [8, 64])")
 _both("view", "pl.tensor.view(a, [512])", "pl.tile.view(ta, [32, 16])")
+_both("reinterpret_view", "pl.tensor.reinterpret_view(a, pl.INT32)", "pl.tile.reinterpret_view(ta, pl.FP16)")
 _both("transpose", "pl.tensor.transpose(a, axis1=0, axis2=1)", "pl.tile.transpose(ta, axis1=1, axis2=0)")
 _both("transpose_view", "pl.tensor.transpose_view(a)", "pl.tile.transpose_view(ta)")
 _both("slice", "pl.tensor.slice(a, [8, 32], [8, 0])", "pl.tile.slice(ta, [8, 16], [8, 16], valid_shape=[4, 16])")

@@ -81,3 +81,29 @@ def test_tile_slice_with_pad_value_points_to_fillpad():
             u = pl.tile.slice(t, [8, 32], [0, 0], pad_value=pl.PadValue.zero)
             c = pl.store(u, [0, 0], c)
             return c
+
+
+def test_reinterpret_view_is_a_bit_cast():
+    body = """
+    t = pl.load(x, [0, 0], [16, 32])
+    y1_t = pl.tile.reinterpret_view(t, pl.INT32)
+    h = pl.tile.reinterpret_view(t, pl.FP16)
+    y2_t = pl.tile.reinterpret_view(h, pl.FP32)
+    """
+    x = rand("FP32", SHAPE)
+    y1, y2 = run_kernel(body, [("x", "FP32", SHAPE)], [("y1", "INT32", SHAPE), ("y2", "FP32", SHAPE)], x)
+    assert torch.equal(y1, x.view(torch.int32)) and torch.equal(y2, x)
+
+    @pl.function
+    def f(a: pl.Tensor[[16, 32], pl.FP32]) -> pl.Tensor[[16, 64], pl.BF16]:
+        r = pl.reinterpret_view(a, pl.BF16)
+        return r
+
+    assert f.return_types[0].shape[1].value == 64
+    from pypto.core.errors import ParserTypeError
+
+    with pytest.raises(ParserTypeError, match="not a whole number of INT64 elements"):
+        @pl.function
+        def g(a: pl.Tensor[[16, 3], pl.FP32]) -> pl.Tensor[[16, 3], pl.FP32]:
+            r = pl.reinterpret_view(a, pl.INT64)
+            return a

@@ -102,6 +102,7 @@ TEMPLATES: dict[str, str] = {
     "transpose": "{0}.transpose({axis1}, {axis2}).contiguous()",
     "transpose_view": "{0}.transpose(-1, -2)",
     "slice": "_slice({0}, {1}, {2}, {3}, {pad_value})",
+    "reinterpret_view": "{0}.view({dtype})",
     "assemble": "_assemble({0}, {1}, {2}, {valid})",
     "concat": "torch.cat([{0}, {1}], dim={axis})",
     "set_validshape": "{0}",

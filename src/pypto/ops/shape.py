@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ..core.dtype import DataType
+from ..core.dtype import INDEX, DataType
 from ..core.enums import PadValue, TensorLayout
 from ..ir.expr import ConstInt, Expr
 from ..ir.types import TensorType, TensorView, TileType, TileView, Type
@@ -33,6 +33,7 @@ from .registry import OpSpec, OpTypeError, register, register_unified
 from .typing_rules import (
     ANY,
     ON_CHIP,
+    attr_dtype,
     attr_int,
     attr_space,
     const_dims,
@@ -88,6 +89,30 @@ def _reshape_rule(ns: str, what: str):
 
 def _reshape(x: Any, shape: tuple) -> Any:
     return x.reshape(shape)
+
+
+def _reinterpret_rule(ns: str):
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        x = expect_same_kind(ns, args, 0, "x")
+        dt = attr_dtype(attrs, "dtype")
+        for d, what in ((x.dtype, "x"), (dt, "dtype")):
+            if d.get_bit() % 8:
+                raise OpTypeError(f"reinterpret_view needs byte-sized element types; {what} is "
+                                  f"{d.name} ({d.get_bit()} bits)")
+        require_full(x, "x", "reinterpret_view")
+        *lead, last = x.shape
+        n = getattr(last, "value", None)
+        old, new = x.dtype.get_byte(), dt.get_byte()
+        if not isinstance(n, int) or (n * old) % new:
+            raise OpTypeError(f"the last dimension of {shape_str(x.shape)} {x.dtype.name} "
+                              f"({n if isinstance(n, int) else '?'} x {old} bytes) is not a whole number "
+                              f"of {dt.name} elements ({new} bytes)")
+        return shaped_like(ns, (*lead, ConstInt(n * old // new, INDEX)), dt, x)
+    return rule
+
+
+def _reinterpret(x: Any, dtype: DataType = None) -> Any:
+    return x.view(dtype.to_torch())
 
 
 def _axes(n: int, attrs: dict[str, Any]) -> tuple[int, int]:
@@ -309,6 +334,10 @@ _both("reshape", ("x", "shape"), lambda ns: _reshape_rule(ns, "reshape"), _resha
 _both("view", ("x", "shape"), lambda ns: _reshape_rule(ns, "view"), _reshape, tile_pto="pto.treshape",
       tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,),
       doc="A zero-copy reinterpretation of contiguous `x` under a new `shape` of equal size.")
+_both("reinterpret_view", ("x",), _reinterpret_rule, _reinterpret, tile_pto="pto.treshape",
+      tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,), attrs={"dtype": None},
+      doc="The same bytes viewed as elements of `dtype` (SPEC §13): a fully valid `x` of byte-sized "
+          "elements; the last dimension scales by the ratio of element sizes (a bit cast, no conversion).")
 _both("transpose", ("x",), _transpose_rule, _transpose, tile_pto="pto.ttrans", tile_traits=_VEC,
       tensor_traits=_VEC, cost=vector(1.0), reads=(0,), attrs={"axis1": 0, "axis2": 1},
       doc="Swap axes `axis1` and `axis2` (a tile is 2-D); the valid region is transposed too.")
