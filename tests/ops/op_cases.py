@@ -101,6 +101,10 @@ _both("matmul", "pl.tensor.matmul(h, h, out_dtype=pl.FP16, a_trans=False, b_tran
 CASES["tile.matmul_acc"] = "pl.tile.matmul_acc(acc, hl, hr)"
 _both("matmul_bias", "pl.tensor.matmul_bias(h, h, bias)", "pl.tile.matmul_bias(hl, hr, bb)")
 _both("gemv", "pl.tensor.gemv(hrow, h)", "pl.tile.gemv(hrl, hr)")
+_bl, _br = "pl.tile.reshape(hl, [2, 16, 32])", "pl.tile.reshape(hr, [2, 16, 32])"
+CASES["tile.batch_matmul"] = f"pl.tile.batch_matmul({_bl}, {_br}, b_trans=True)"
+CASES["tile.batch_matmul_acc"] = f"pl.tile.batch_matmul_acc(pl.tile.batch_matmul({_bl}, {_br}, b_trans=True), {_bl}, {_br}, b_trans=True)"
+CASES["tensor.batch_matmul"] = "pl.tensor.batch_matmul(pl.tensor.reshape(h, [2, 16, 32]), pl.tensor.reshape(h, [2, 32, 16]))"
 CASES["tile.gemv_acc"] = "pl.tile.gemv_acc(pl.tile.gemv(hrl, hr), hrl, hr)"
 _both("gemv_bias", "pl.tensor.gemv_bias(hrow, h, bias)", "pl.tile.gemv_bias(hrl, hr, bb)")
 _both("gather", "pl.tensor.gather(a, ai)", "pl.tile.gather(ta, ti)")

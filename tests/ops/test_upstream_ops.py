@@ -107,3 +107,37 @@ def test_reinterpret_view_is_a_bit_cast():
         def g(a: pl.Tensor[[16, 3], pl.FP32]) -> pl.Tensor[[16, 3], pl.FP32]:
             r = pl.reinterpret_view(a, pl.INT64)
             return a
+
+
+def test_batch_matmul_tensor_and_tile_levels():
+    @pl.jit
+    def f(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[:] = pl.batch_matmul(a, b, b_trans=True)
+        return c
+
+    a, b = rand("FP16", (4, 16, 32)), rand("FP16", (4, 16, 32))
+    c = torch.zeros(4, 16, 16)
+    f(a, b, c)
+    close(c, torch.bmm(a.float(), b.float().transpose(1, 2)), "FP16")
+
+    body = """
+    a3 = pl.load(a, [0, 0, 0], [2, 16, 32], target_memory=pl.Mem.Mat)
+    b3 = pl.load(b, [0, 0, 0], [2, 32, 16], target_memory=pl.Mem.Mat)
+    al = pl.move(a3, target_memory=pl.Mem.Left)
+    br = pl.move(b3, target_memory=pl.Mem.Right)
+    p = pl.batch_matmul(al, br)
+    y_t = pl.batch_matmul_acc(p, al, br)
+    """
+    a, b = rand("FP16", (2, 16, 32)), rand("FP16", (2, 32, 16))
+    (y,) = run_kernel(body, [("a", "FP16", (2, 16, 32)), ("b", "FP16", (2, 32, 16))],
+                      [("y", "FP32", (2, 16, 16))], a, b)
+    close(y, 2 * torch.bmm(a.float(), b.float()), "FP16")
+
+    from pypto.core.errors import ParserTypeError
+
+    with pytest.raises(ParserTypeError, match=r"batch_matmul operands must be 3-D"):
+        @pl.function
+        def g(x: pl.Tensor[[16, 32], pl.FP16]) -> pl.Tensor[[16, 16], pl.FP32]:
+            r = pl.batch_matmul(x, x)
+            return r

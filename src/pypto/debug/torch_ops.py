@@ -95,6 +95,9 @@ TEMPLATES: dict[str, str] = {
     "matmul_acc": "_mm_acc({0}, {1}, {2}, {a_trans}, {b_trans}, {valid})",
     "matmul_bias": "_mm_bias({0}, {1}, {2}, {a_trans}, {b_trans}, {valid})",
     "gemv": "_mm({0}, {1}, None, False, False, {valid})",
+    "batch_matmul": "_bmm({0}, {1}, {out_dtype}, {a_trans}, {b_trans})",
+    "tile.batch_matmul": "_bmm({0}, {1}, None, {a_trans}, {b_trans})",
+    "batch_matmul_acc": "{0} + _bmm({1}, {2}, None, {a_trans}, {b_trans}).to({0}.dtype)",
     "gemv_acc": "_mm_acc({0}, {1}, {2}, False, False, {valid})",
     "gemv_bias": "_mm_bias({0}, {1}, {2}, False, False, {valid})",
     # shape and views

@@ -131,6 +131,16 @@ def _reduce(kind, x, axis, valid=None):
     return out
 
 
+def _bmm(a, b, out_dtype=None, a_trans=False, b_trans=False):
+    acc = torch.float32 if a.is_floating_point() else torch.int64
+    a = a.transpose(-1, -2) if a_trans else a
+    b = b.transpose(-1, -2) if b_trans else b
+    r = torch.bmm(a.to(acc), b.to(acc))
+    if out_dtype is not None:
+        return r.to(out_dtype)
+    return r if acc is torch.float32 else r.to(torch.int32)
+
+
 def _mm(a, b, out_dtype=None, a_trans=False, b_trans=False, valid=None):
     acc = torch.float32 if a.is_floating_point() else torch.int64
     a = a.T if a_trans else a

@@ -228,6 +228,67 @@ register(OpSpec("tile.gemv", ("lhs", "rhs"), _mm_rule("tile", gemv=True), _mm, r
                 operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tgemv", cost=cube(),
                 family="matmul", dtypes=_DT, doc="A row vector [1, K] (Left) times rhs [K, N] (Right) -> "
                                                 "[1, N] in Acc."))
+def _bmm_rule(ns: str, acc: bool = False):
+    """[B, M, K] @ [B, K, N] -> [B, M, N] (SPEC §13 `batch_matmul`): one product per leading index."""
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        k = 1 if acc else 0
+        a, b = _operands(ns, args, k)
+        if len(a.shape) != 3 or len(b.shape) != 3:
+            raise OpTypeError(f"batch_matmul operands must be 3-D [B, M, K] and [B, K, N], got "
+                              f"{shape_str(a.shape)} and {shape_str(b.shape)}")
+        if not dims_equal(a.shape[0], b.shape[0]):
+            raise OpTypeError(f"batch sizes differ: lhs {shape_str(a.shape)} and rhs {shape_str(b.shape)}")
+        if a.view is not None and getattr(a.view, "valid_shape", None) is not None or \
+                b.view is not None and getattr(b.view, "valid_shape", None) is not None:
+            raise OpTypeError("batch_matmul operands must be fully valid")
+        m, n = _mm_shape(a.shape[1:], b.shape[1:], bool(attrs.get("a_trans")), bool(attrs.get("b_trans")))
+        shape = (a.shape[0], m, n)
+        if ns == "tensor":
+            return TensorType(shape, attrs.get("out_dtype") or acc_dtype(a.dtype))
+        out = TileType(shape, acc_dtype(a.dtype), MemorySpace.Acc)
+        if acc:
+            c = expect_tile(args, 0, "acc", _ACC)
+            if not all(dims_equal(x, y) for x, y in zip(c.shape, shape)) or len(c.shape) != 3 or \
+                    c.dtype is not out.dtype:
+                raise OpTypeError(f"accumulator {shape_str(c.shape)} {c.dtype.name} does not match the "
+                                  f"product {shape_str(shape)} {out.dtype.name}")
+        return out
+    return rule
+
+
+def _bmm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: bool = False) -> Any:
+    acc = torch.float32 if a.is_floating_point() else torch.int64
+    a = a.transpose(-1, -2) if a_trans else a
+    b = b.transpose(-1, -2) if b_trans else b
+    r = torch.bmm(a.to(acc), b.to(acc))
+    if out_dtype is not None:
+        return r.to(out_dtype.to_torch())
+    return r if acc is torch.float32 else r.to(torch.int32)
+
+
+def _bmm_acc(acc: Any, a: Any, b: Any, a_trans: bool = False, b_trans: bool = False) -> Any:
+    return acc + _bmm(a, b, a_trans=a_trans, b_trans=b_trans).to(acc.dtype)
+
+
+register(OpSpec("tile.batch_matmul", ("lhs", "rhs"), _bmm_rule("tile"), _bmm, attrs=dict(_TRANS), reads=(0, 1),
+                traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT}, pto="pto.tbatchmatmul", cost=cube(),
+                family="matmul", dtypes=_DT,
+                doc="lhs [B, M, K] (Left) @ rhs [B, K, N] (Right) -> [B, M, N] in Acc: B independent "
+                    "products (SPEC §13); `a_trans`/`b_trans` transpose each operand's last two axes."))
+register(OpSpec("tile.batch_matmul_acc", ("acc", "lhs", "rhs"), _bmm_rule("tile", acc=True), _bmm_acc,
+                attrs=dict(_TRANS), inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
+                operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, pto="pto.tbatchmatmul.acc", cost=cube(),
+                family="matmul", dtypes=_DT, doc="acc + batch_matmul(lhs, rhs), in Acc (SPEC §13)."))
+register(OpSpec("tensor.batch_matmul", ("lhs", "rhs"), _bmm_rule("tensor"), _bmm,
+                attrs={"out_dtype": None, **_TRANS}, reads=(0, 1), traits=_CUBE, tile_op="tile.batch_matmul",
+                cost=cube(), family="matmul", dtypes=_DT,
+                doc="B independent matrix products of 3-D tensors [B, M, K] @ [B, K, N] -> [B, M, N] "
+                    "(SPEC §13); the result dtype is `out_dtype` or the accumulator dtype."))
+register_unified("batch_matmul", "tensor", None, "tensor.batch_matmul")
+register_unified("batch_matmul", "tile", None, "tile.batch_matmul")
+register_unified("batch_matmul_acc", "tile", None, "tile.batch_matmul_acc")
+
+
 register(OpSpec("tile.gemv_acc", ("acc", "lhs", "rhs"), lambda a, k: _acc_rule(a, k, gemv=True), _mm_acc,
                 compute_into=_mm_acc_into, inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
                 operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tgemv.acc",
