@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .model import KernelMap
-from .page import CONFLICT_COLOR, PALETTE, format_bytes
+from .page import CONFLICT_COLOR, PALETTE
 
 __all__ = ["render_png"]
 
@@ -53,7 +53,7 @@ def render_png(kernels: list[KernelMap], path: str | Path, title: str) -> None:
         ax.set_ylabel("dump line", fontsize=7)
         ax.set_xlabel("address (bytes)", fontsize=7)
         ax.tick_params(axis="x", labelsize=6)
-        use = (f"{lane.high_water} of {format_bytes(lane.capacity)} ({100 * lane.high_water / lane.capacity:.1f} %)"
+        use = (f"{lane.high_water} B of {lane.capacity} B ({100 * lane.high_water / lane.capacity:.1f} %)"
                if lane.capacity else f"{lane.high_water} B")
         n = len(lane.conflicts)
         ax.set_title(f"{km.name} · {lane.space.name}: {use}" + (f" · {n} conflict(s)" if n else ""), fontsize=8,
