@@ -25,13 +25,13 @@ BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome", "go
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no headless browser (chromium) on PATH")
 
 
-def _browse(page: Path, tmp: Path, *mode: str) -> tuple[str, list[str]]:
+def _browse(page: Path, tmp: Path, *mode: str, url_suffix: str = "") -> tuple[str, list[str]]:
     """Run the browser on `page` with `mode` flags; (stdout, the console messages it logged)."""
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
     r = subprocess.run(
         [BROWSER, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-         "--enable-logging=stderr", "--v=0", *mode, page.resolve().as_uri()],
+         "--enable-logging=stderr", "--v=0", *mode, page.resolve().as_uri() + url_suffix],
         capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout, [line for line in r.stderr.splitlines() if ":CONSOLE" in line]
@@ -61,7 +61,7 @@ def _count(img: np.ndarray, color: str) -> int:
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("mm_browser")
     build = compile_block_sum(tmp / "build")
-    out = {}
+    out = {"build": build}
     for name, src in (("clean", build), ("planted", plant_blk_at(build, tmp / "passes_dump", 2048))):
         out[name] = tmp / f"{name}.html"
         out[name].write_text(memory_map(src).html(), encoding="utf-8")
@@ -98,3 +98,19 @@ def test_screenshot_shows_boxes_and_red_only_for_conflicts(pages: dict[str, Path
     assert _count(clean, PALETTE[0]) > 1000 and _count(clean, PALETTE[1]) > 1000
     assert _count(clean, CONFLICT_COLOR) == 0
     assert _count(planted, CONFLICT_COLOR) > 1000
+
+
+def test_a_tile_link_opens_the_page_with_the_tile_hovered(pages: dict[str, Path], tmp_path: Path) -> None:
+    """`#tile=<key>` runs the hover code: the tip shows the tile's details and its lines are marked."""
+    blk = next(b for lane in memory_map(pages["build"]).kernels[0].lanes for b in lane.boxes if b.names[0] == "blk")
+    link = pages["planted"].with_name("linked.html")
+    shutil.copy(pages["planted"], link)
+    dom, console = _browse(link, tmp_path, "--dump-dom", url_suffix=f"#tile={blk.key}")
+    assert console == [], console
+    tip = re.search(r'<div id="tip"[^>]*style="([^"]*)"[^>]*>([^<]*)</div>', dom)
+    assert "display: block" in tip.group(1)
+    assert tip.group(2).splitlines()[:2] == ["blk", "Vec buffer 1"] and "address [2048, 6144)" in tip.group(2)
+    made = re.findall(r'<span class="ln live made" data-line="(\d+)">', dom)
+    live = re.findall(r'<span class="ln live" data-line="(\d+)">', dom)
+    assert made == [str(blk.line)] and live == [str(blk.line + 1)]   # made at its load, last read by the add
+    assert re.search(r'<rect class="tile conflict hover" data-key="' + re.escape(blk.key), dom)

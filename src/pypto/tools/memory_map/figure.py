@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .model import KernelMap
-from .page import CONFLICT_COLOR, PALETTE
+from .page import CONFLICT_COLOR, PALETTE, axis_extent
 
 __all__ = ["render_png"]
 
@@ -36,7 +36,7 @@ def render_png(kernels: list[KernelMap], path: str | Path, title: str) -> None:
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     for ax, (km, lane) in zip(axes.flat, panels):
-        extent = max(lane.high_water, 1)
+        extent = axis_extent(lane.high_water)
         for b in lane.boxes:
             ax.add_patch(Rectangle((b.addr, b.first_row - 0.4), b.size, b.last_row - b.first_row + 0.8,
                                    facecolor=PALETTE[b.buffer % len(PALETTE)], edgecolor="#333333", linewidth=0.6))

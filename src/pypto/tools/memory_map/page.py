@@ -4,7 +4,8 @@ Layout: a list of conflicts at the top, then a card per kernel with a lane (an S
 space — address left to right, statements top to bottom, one `rect.tile` per tile value, one
 `rect.overlap` (red) per conflict — and the kernel's lines of the dump beside the lanes. Hovering a
 tile shows its details and marks its lines in the source. The page records, once its script ran,
-`data-tiles` (boxes drawn) and `data-js-errors` (uncaught script errors) on `<body>`.
+`data-tiles` (boxes drawn) and `data-js-errors` (uncaught script errors) on `<body>`. A link to
+`page.html#tile=<key>` (`TileBox.key`, e.g. `block_sum.1`) opens the page with that tile hovered.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from html import escape
 
 from .model import Conflict, KernelMap, Lane, TileBox
 
-__all__ = ["render_html", "PALETTE", "CONFLICT_COLOR", "format_bytes"]
+__all__ = ["render_html", "PALETTE", "CONFLICT_COLOR", "format_bytes", "axis_extent"]
 
 # Box fills, by buffer id (no reds: red is kept for conflicts and full lanes).
 PALETTE = ("#4e79a7", "#59a14f", "#f28e2b", "#76b7b2", "#edc948", "#b07aa1", "#9c755f", "#8cd17d")
@@ -41,6 +42,12 @@ def _tip(b: TileBox, km: KernelMap) -> str:
             f"live: statements {r0.number}-{r1.number} (lines {r0.line}-{r1.line})")
 
 
+def axis_extent(high_water: int) -> int:
+    """The address axis' end: 4 equal steps of whole KiB (32 B below 4 KiB) reaching `high_water`."""
+    unit = 1024 if high_water >= 4096 else 32
+    return 4 * unit * max(1, -(-high_water // (4 * unit)))
+
+
 def _axis(extent: int) -> str:
     parts = []
     for i in range(5):
@@ -53,9 +60,7 @@ def _axis(extent: int) -> str:
 
 
 def _lane_svg(lane: Lane, km: KernelMap, kid: int) -> str:
-    extent = max(lane.high_water, 1)
-    if lane.capacity is not None and lane.high_water > lane.capacity:
-        extent = lane.high_water
+    extent = axis_extent(lane.high_water)
     scale = LANE_W / extent
     height = TOP + ROW_H * len(km.rows) + 4
     width = LEFT + LANE_W + 8
@@ -181,12 +186,22 @@ _JS = """
       l.classList.toggle('made',on&&n===made);});
     t.classList.toggle('hover',on);
   }
+  function show(t,x,y){
+    tip.textContent=t.querySelector('title').textContent;tip.style.display='block';
+    tip.style.left=(x+14)+'px';tip.style.top=(y+14)+'px';mark(t,true);
+  }
   document.querySelectorAll('rect.tile').forEach(function(t){
-    var text=t.querySelector('title').textContent;
-    t.addEventListener('mouseenter',function(){tip.textContent=text;tip.style.display='block';mark(t,true);});
+    t.addEventListener('mouseenter',function(e){show(t,e.clientX,e.clientY);});
     t.addEventListener('mousemove',function(e){tip.style.left=(e.clientX+14)+'px';tip.style.top=(e.clientY+14)+'px';});
     t.addEventListener('mouseleave',function(){tip.style.display='none';mark(t,false);});
   });
+  var m=/^#tile=(.+)$/.exec(location.hash);
+  if(m){
+    var key=decodeURIComponent(m[1]);
+    var t=Array.prototype.find.call(document.querySelectorAll('rect.tile'),function(r){
+      return r.getAttribute('data-key')===key;});
+    if(t){t.scrollIntoView({block:'center'});var r=t.getBoundingClientRect();show(t,r.right,r.top);}
+  }
   document.querySelectorAll('.conflicts li').forEach(function(li){
     li.addEventListener('click',function(){
       var r=document.getElementById(li.getAttribute('data-target'));
