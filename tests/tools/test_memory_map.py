@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from memory_map_cases import ALLOCATED, compile_block_sum, plant_blk_at
 
 import pypto.language as pl
@@ -18,7 +19,6 @@ from pypto.backend import BackendType
 from pypto.tools.memory_map import MemoryMapError, main, memory_map
 from pypto.tools.memory_map.page import CONFLICT_COLOR, PALETTE
 
-ROOT = Path(__file__).resolve().parents[2]
 VEC_910B = 184 * 1024
 
 
@@ -85,6 +85,24 @@ def test_dump_before_address_allocation_is_refused(build: Path, tmp_path: Path, 
     err = capsys.readouterr().err
     assert "16_after_InitMemRef.py:" in err and "a dump from before address allocation (after InitMemRef)" in err
     assert not out.exists()
+
+
+@pl.jit
+def tensor_add(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.add(a, a)
+    return c
+
+
+def test_tensor_level_dump_without_tiles_is_refused(tmp_path: Path) -> None:
+    a = torch.randn(16, 64)
+    ir.compile(tensor_add.specialize(a, torch.empty(16, 64)), output_dir=tmp_path / "b", skip_ptoas=True)
+    with pytest.raises(MemoryMapError, match=r"no kernel of this dump \(after OutlineIncoreScopes\) has tiles, so "
+                       r"there is no on-chip memory to draw: a tensor-level program has tiles only from "
+                       r"ConvertTensorToTileOps on"):
+        memory_map(tmp_path / "b", "OutlineIncoreScopes")
+    # one [16, 64] FP32 tile: the sum is computed in place over the loaded `a`
+    assert [k.lanes[0].high_water for k in memory_map(tmp_path / "b").kernels] == [16 * 64 * 4]
 
 
 def test_inputs_that_are_not_dumps(build: Path, tmp_path: Path) -> None:
@@ -187,7 +205,6 @@ def test_png_draws_boxes_and_red_conflicts(build: Path, tmp_path: Path) -> None:
 
 
 def test_every_kernel_and_space_of_a_mixed_program(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
     from shared_programs import GROUPED_SRC
 
     ir.compile(pl.parse(GROUPED_SRC), output_dir=tmp_path / "b", skip_ptoas=True)

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...backend import BackendType
+from ...core.enums import FunctionType
 from ...core.span import Span
 from ...ir.function import Program
-from .model import MemoryMapError, unplaced_tile
+from .model import MemoryMapError, tile_vars, unplaced_tile
 
 __all__ = ["DumpInput", "DEFAULT_PASS", "read_dump"]
 
@@ -111,5 +112,11 @@ def read_dump(path: str | Path, pass_name: str | None = None, backend: BackendTy
             f"NN_after_{DEFAULT_PASS}.py dump or a later one (or pass the build folder or its passes_dump/ "
             f"folder, which picks it)",
             var.span if var.span.is_known() else Span(str(dump), 1, 1))
+    if not any(tile_vars(f).vars for f in program.functions if f.func_type is not FunctionType.Orchestration):
+        after = f" (after {m.group(2)})" if m else ""
+        raise MemoryMapError(
+            f"no kernel of this dump{after} has tiles, so there is no on-chip memory to draw: a tensor-level "
+            f"program has tiles only from ConvertTensorToTileOps on, and addresses from {DEFAULT_PASS} on; "
+            f"use the NN_after_{DEFAULT_PASS}.py dump", Span(str(dump), 1, 1))
     chosen, source = _backend(build, backend)
     return DumpInput(dump, text, program, m.group(2) if m else None, chosen, source)

@@ -199,6 +199,7 @@ class _Tiles(IRVisitor):
 
 
 def tile_vars(func: Function) -> _Tiles:
+    """The tile Vars of `func` (`.vars`, parameters first) and the AssignStmt making each (`.made_by`)."""
     t = _Tiles()
     for p in func.params:
         t.visit_Var(p)
