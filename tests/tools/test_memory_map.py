@@ -156,6 +156,7 @@ def test_cli_writes_the_page_and_lists_conflicts(build: Path, tmp_path: Path) ->
     r = subprocess.run([sys.executable, "-m", "pypto.tools.memory_map", str(tmp_path / "passes_dump"), "-b", "Nope"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and "invalid choice: 'Nope'" in r.stderr
+    assert main([str(tmp_path / "passes_dump"), "-o", str(tmp_path / "no" / "such" / "map.html")]) == 2
 
 
 @pytest.mark.parametrize("end, full", [(int(0.95 * VEC_910B), False), (int(0.95 * VEC_910B) + 1, True)])

@@ -89,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         print(text if " error: " in text else f"error: {text}", file=sys.stderr)
         return 2
     out = Path(ns.output)
-    out.write_text(mm.html(), encoding="utf-8")
+    try:
+        out.write_text(mm.html(), encoding="utf-8")
+    except OSError as e:
+        print(f"error: cannot write the page: {e}", file=sys.stderr)
+        return 2
     print(f"wrote {out} ({len(mm.kernels)} kernel(s), {len(mm.conflicts)} conflict(s))")
     for c in mm.conflicts:
         print(f"conflict: {c.a.names[0]} and {c.b.names[0]} share {c.a.space.name} bytes [{c.lo}, {c.hi})")
