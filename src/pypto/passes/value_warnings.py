@@ -20,11 +20,12 @@ definition and loop / if results are explicit return vars.
   y)` as a statement, or `y2 = pl.store(...)` with `return y`), or a later write started again from an
   older version (`y3 = pl.store(b, ..., y)` instead of `..., y2)`). Writes through a view of `y`
   (`top = y[0:8, :]`, then writing `top`) write `y` itself and are not versions of it, so they
-  never count as dropped. A function that returns no
-  version of `y` (writes only, `-> None`) gets no W003: every write is its effect. On the simulator
-  the bytes still land in DDR (stores write in place), but the program's values say otherwise: the
-  caller's result and everything ordered by values (task dependencies, the torch reference of
-  `validate_ir`) do not include the write. Fix: thread the version, `y = pl.store(t, [0, 0], y)`,
+  never count as dropped. A function that returns no version of `y` (writes only, `-> None`) gets
+  no W003: every write is its effect. On the simulator (and in the torch reference) the bytes
+  still land in DDR, as stores write in place; the warning
+  is about what the program says: the value returned for `y` does not contain the write, so
+  whatever goes by values (the caller's use of the result, a compiler entitled to drop a write whose
+  result is unused) does not see it. Fix: thread the version, `y = pl.store(t, [0, 0], y)`,
   and return the last one.
 
 `value_warnings(program)` returns the findings (`core.diagnostics.Diagnostic`), deduplicated by the
