@@ -148,27 +148,7 @@ def test_w003_not_for_threaded_writes_or_functions_that_return_nothing(tmp_path)
             self.k(x, y)
 
     assert compile_warnings(Threaded, tmp_path / "b") == []
-
-    @pl.jit.incore
-    def copy_half(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-        t = pl.load(x, [0, 0], [8, 16])
-        y = pl.store(t, [0, 0], y)
-        return y
-
-    @pl.jit
-    def by_slices(x: pl.Tensor, y: pl.Out[pl.Tensor]):   # writes through views land in y itself
-        top = pl.slice(y, [8, 16], [0, 0])
-        top = copy_half(x, top)
-        bot = pl.slice(y, [8, 16], [8, 0])
-        bot = copy_half(x, bot)
-        return y
-
-    x, y = torch.randn(8, 16), torch.zeros(16, 16)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        by_slices(x, y)
-    assert not [w for w in caught if issubclass(w.category, DiagnosticWarning)]
-    torch.testing.assert_close(y, torch.cat([x, x]))
+    # writes through views of an Out parameter: tests/language/test_jit_usage.py (no DiagnosticWarning)
 
 
 def test_w004_out_parameter_never_written(tmp_path):
