@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -43,6 +44,8 @@ from .manager import PassManager, VerificationLevel
 from .pipeline import OptimizationStrategy, passes_for
 
 __all__ = ["compile", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
+
+_log = logging.getLogger("pypto.diagnostics")
 
 # What a build writes outside report/ and passes_dump/ (removed before a new build in the folder).
 _ARTIFACTS = ("kernels", "orchestration", "kernel_config.py", "program.msgpack")
@@ -281,8 +284,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         t2 = time.perf_counter()
         from ..tools.perf_hints import perf_hints, render_perf_hints
 
-        hints = render_perf_hints(diag.keep(perf_hints(lowered, backend_type)) if diag.runs("compile") else [],
-                                  lowered, backend_type, diag)
+        hint_list = diag.keep(perf_hints(lowered, backend_type)) if diag.runs("compile") else []
+        hints = render_perf_hints(hint_list, lowered, backend_type, diag)
         warned = _compile_warnings(ssa, lowered, diag)
         stages = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3}
     except Exception as e:
@@ -298,6 +301,9 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         render_diagnostics(f"Compile-time warnings for program '{lowered.name}'", warned, diag, "compile",
                            WARNING_CODES, "no warnings"), encoding="utf-8")
     (report / "perf_hints.log").write_text(hints, encoding="utf-8")
+    if hint_list:   # one summary line on stderr (SPEC §12), the hints themselves are in the log
+        _log.warning("%d performance hint(s) for program '%s': see %s", len(hint_list), lowered.name,
+                     os.fspath(report / "perf_hints.log"))
     _write_json(report / "memory_usage.json", ctx.records.get("memory", {}))
     _write_json(report / "task_dependencies.json", ctx.records.get("task_dependencies", {}))
     _write_json(report / "pass_timings.json", dict(pm.timings))

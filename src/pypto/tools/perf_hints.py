@@ -138,7 +138,8 @@ def render_perf_hints(hints: list[PerfHint], program: Program, backend: BackendT
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pypto.tools.perf_hints BUILD_DIR`: print the hints of a finished build."""
+    """`python -m pypto.tools.perf_hints BUILD_DIR`: print the hints of a finished build (with the
+    diagnostic options it was compiled with)."""
     from ..runtime.compiled import CompiledProgram
 
     ap = argparse.ArgumentParser(prog="python -m pypto.tools.perf_hints", description=__doc__.splitlines()[0])
@@ -149,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(render_perf_hints(perf_hints(cp.program, cp.backend_type), cp.program, cp.backend_type))
+    opts = cp.diagnostics   # the build's diagnostic_phase / disabled_diagnostics
+    hints = opts.keep(perf_hints(cp.program, cp.backend_type)) if opts.runs("compile") else []
+    sys.stdout.write(render_perf_hints(hints, cp.program, cp.backend_type, opts))
     return 0
 
 
