@@ -197,3 +197,20 @@ def test_jit_forwards_the_diagnostic_options_to_compile():
     assert not [w for w in caught if issubclass(w.category, DiagnosticWarning)]
     assert cp.diagnostics.disabled == frozenset({"W001"})
     torch.testing.assert_close(y, 2 * x)
+
+
+def test_a_build_folder_that_cannot_be_written_does_not_fail_the_run(tmp_path, monkeypatch, caplog):
+    from pypto.tools import run_hints as rh
+
+    cp = compile_(SmallTasks, tmp_path / "b")
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", str(dst))
+
+    monkeypatch.setattr(rh.os, "replace", refuse)
+    x, y = torch.randn(64, 64), torch.zeros(64, 64)
+    with caplog.at_level("WARNING", logger="pypto.diagnostics"):
+        cp(x, y)
+    torch.testing.assert_close(y, 2 * x)
+    assert {h.code for h in cp.run_hints} == {"PH004", "PH005", "PH006"}
+    assert any("could not write" in r.getMessage() and "perf_hints_run.log" in r.getMessage() for r in caplog.records)

@@ -22,6 +22,7 @@ PH007) or the load / store (PH006).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -161,7 +162,7 @@ def _shallow_rings(tasks: list[Task], program: Any) -> Iterator[Diagnostic]:
                f"both pipe directions are live, {depth} slots each")
         tiles = sum(n for stats, _ in found for (dd, _), n in stats.transfers.items() if dd == d)
         yield Diagnostic("PH007", group,
-                         f"the {d} pipe ring of '{group}' has {depth} slots, fewer than the default {SLOTS_ONE_WAY} "
+                         f"the {d} pipe ring of '{group}' has {depth} slot{'s' if depth != 1 else ''}, fewer than the default {SLOTS_ONE_WAY} "
                          f"({why}); in this run it filled up ({depth} of {depth} slots held at once, {tiles} "
                          f"tiles over {len(found)} call(s)) and the producing {_PRODUCER.get(d)} kernel waited "
                          f"{stall} cycles on its pipes ({_pct(stall, cycles)} of its {cycles} cycles). A deeper "
@@ -191,7 +192,8 @@ def render_run_hints(hints: list[Diagnostic], record: RunRecord, options: Diagno
 def update_run_hints(compiled: Any, options: DiagnosticOptions) -> list[Diagnostic]:
     """After a run of `compiled` (a CompiledProgram): its run-time hints, written to
     `<output_dir>/report/perf_hints_run.log` (atomically). With the run phase off nothing is
-    computed and a log of an earlier run is removed, so the file always describes the last run."""
+    computed and a log of an earlier run is removed, so the file always describes the last run.
+    A folder that cannot be written is logged (logger `pypto.diagnostics`), never an error."""
     record = compiled.last_run
     path = Path(compiled.output_dir) / "report" / RUN_HINTS_FILE if compiled.output_dir else None
     if record is None or not options.runs("run"):
@@ -200,9 +202,12 @@ def update_run_hints(compiled: Any, options: DiagnosticOptions) -> list[Diagnost
         return []
     hints = options.keep(run_hints(record, compiled.program))
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(render_run_hints(hints, record, options), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(render_run_hints(hints, record, options), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as e:   # a read-only build folder: the run itself succeeded
+            logging.getLogger("pypto.diagnostics").warning("could not write %s: %s", os.fspath(path), e)
     return hints
 
