@@ -114,9 +114,11 @@ class _Versions(IRVisitor):
             for a in outs:   # each Out argument is one write; a single one is the call's result
                 self._write(dst if len(outs) == 1 else None, a, span, f"the call of '{callee.name}'")
             return
-        from ..ops import get_op
+        from ..ops import get_op, has_op
 
-        if get_op(call.op).has_trait("view"):   # type: ignore[arg-type]
+        if not isinstance(call.op, str) or not has_op(call.op):
+            return
+        if get_op(call.op).has_trait("view"):
             # a view of a parameter is part of it, not a version of it: writes through the view
             # land in the parameter and cannot be threaded back into its versions
             if dst is not None and isinstance(dst.type, TensorType):
