@@ -65,6 +65,15 @@ __all__ = ["python_print", "format_value"]
 _INDENT = "    "
 
 
+def _shown_kwargs(e: Call) -> tuple[tuple[str, Any], ...]:
+    """The attributes a call prints: an op's quiet options are left out at their default."""
+    if not e.kwargs or not isinstance(e.op, str):
+        return e.kwargs
+    from ..ops import get_op, has_op
+
+    return get_op(e.op).shown_kwargs(e.kwargs) if has_op(e.op) else e.kwargs
+
+
 def format_value(v: Any) -> str:
     """An attribute value as DSL source."""
     if isinstance(v, DataType):
@@ -273,7 +282,7 @@ class _Printer:
 
     def call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
-        args += [f"{k}={format_value(v)}" for k, v in e.kwargs]
+        args += [f"{k}={format_value(v)}" for k, v in _shown_kwargs(e)]
         if e.deps:
             args.append(self.deps(e.deps))
         if isinstance(e.op, GlobalVar):

@@ -236,7 +236,8 @@ class JITFunction(_Specialisable):
         serves every size; the run checks sizes agree across parameters), and every other
         dimension by its size; a scalar argument only as "a scalar" — a `pl.Scalar` parameter is a
         run-time value the program reads, never a constant it is specialised to; then the
-        platform, strategy, backend and `dump_passes`, so a cached build has what was asked for.
+        platform, strategy, backend, `dump_passes` and the diagnostic options, so a cached build
+        has what was asked for.
         """
         anns = list(_param_annotations(self.__pypto_pyfunc__).values())
         parts: list[Any] = [self._src_hash]
@@ -249,7 +250,8 @@ class JITFunction(_Specialisable):
                 parts.append(("S", runtime_scalar_dtype(a, f"#{i}").name))
             else:
                 parts.append("S")  # the value is read at run time (checked there against the dtype)
-        parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes)]
+        parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes),
+                  _diagnostics_key(config)]
         return tuple(parts)
 
     @user_facing
@@ -283,6 +285,7 @@ class JITFunction(_Specialisable):
                                     backend_type=config.backend_type, platform=config.platform)
         if config.strategy is not None:
             opts["strategy"] = config.strategy
+        opts.update(diagnostic_phase=config.diagnostic_phase, disabled_diagnostics=config.disabled_diagnostics)
         compiled = ir_compile(program, **opts)
         self._cache[key] = compiled
         return compiled
@@ -321,6 +324,14 @@ class JITFunction(_Specialisable):
         compiled = self.compile(*args, config=config)
         # compile() applied config's compile-time fields, so running must not warn about them
         return compiled.run_on(None, args, config, warn_compile_fields=False)
+
+
+def _diagnostics_key(config: Any) -> tuple:
+    """The diagnostic options of `config` as a hashable part of the cache key."""
+    from ..core.diagnostics import diagnostic_options
+
+    d = diagnostic_options(config.diagnostic_phase, config.disabled_diagnostics)
+    return d.phase, tuple(sorted(d.disabled))
 
 
 class _JitDecorator:
