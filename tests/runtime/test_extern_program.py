@@ -306,3 +306,17 @@ def test_a_failing_kernel_is_reported_and_leaves_user_tensors_alone(kdir, tmp_pa
         compiled(x, z, out)
     assert info.value.span.filename == str(tmp_path / "prog.py")
     assert torch.equal(out, torch.full((32, 64), 7.0))
+
+
+def test_sanitizer_runs_and_torch_codegen_refuses(kdir, tmp_path):
+    from pypto.debug import torch_codegen
+    from pypto.runtime import RunConfig
+
+    prog = _module(tmp_path, "prog", PROGRAM, COST=None)["Affine"]
+    compiled = ir.compile(prog, output_dir=tmp_path / "build")
+    x, z, out = torch.randn(32, 64), torch.randn(32, 64), torch.zeros(32, 64)
+    compiled(x, z, out, config=RunConfig(sanitize=True))
+    torch.testing.assert_close(out, (x + 1) * 2 + z + 1)
+    assert compiled.last_run.findings == []
+    with pytest.raises(NotImplementedError, match="'affine' is a hand-written C\\+\\+ kernel"):
+        torch_codegen(prog)
