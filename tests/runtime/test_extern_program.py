@@ -320,3 +320,15 @@ def test_sanitizer_runs_and_torch_codegen_refuses(kdir, tmp_path):
     assert compiled.last_run.findings == []
     with pytest.raises(NotImplementedError, match="'affine' is a hand-written C\\+\\+ kernel"):
         torch_codegen(prog)
+
+
+def test_the_header_is_package_data():
+    """pip installs pypto/include/pypto_kernel.h with the package (pyproject package-data)."""
+    from pypto.runtime.extern import include_dir
+
+    tomllib = pytest.importorskip("tomllib")
+
+    root = Path(__file__).resolve().parents[2]
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["pypto"]
+    assert any(Path("include/pypto_kernel.h").match(p) for p in data)
+    assert (include_dir() / "pypto_kernel.h").is_file()
