@@ -303,3 +303,17 @@ def test_default_and_declared_cost(tmp_path):
     bad = ExternalExecutor(_declare(src, params, cost=lambda x, y, n: -1))
     with pytest.raises(RuntimeSimError, match="cost of external kernel 'k' gave -1"):
         bad.run([x, y, 3])
+
+
+def test_integer_storage_truncates_and_saturates(tmp_path):
+    """Stores into integer tensors truncate toward zero and saturate (NaN -> 0); loads are exact."""
+    src = tmp_path / "ints.cpp"
+    src.write_text(_ROUND.replace("pypto_store(z, 0, 0, &t);", "pypto_store(z, 0, 0, &t);\n"
+                                  "    pypto_load(&t, z, 0, 0);\n    pypto_store(y, 0, 0, &t);"))
+    ex = ExternalExecutor(_declare(src, "x: pl.Tensor[[1, 8], pl.FP32], y: pl.Out[pl.Tensor[[1, 8], pl.INT32]], "
+                                        "z: pl.Out[pl.Tensor[[1, 8], pl.INT8]]"))
+    x = torch.tensor([[1.9, -1.9, 127.5, 128.0, -300.0, float("nan"), 0.4, -0.4]])
+    y, z = torch.zeros(1, 8, dtype=torch.int32), torch.zeros(1, 8, dtype=torch.int8)
+    ex.run([x, y, z])
+    assert z.tolist() == [[1, -1, 127, 127, -128, 0, 0, 0]]
+    assert y.tolist() == z.int().tolist()  # read back from the int8 tensor

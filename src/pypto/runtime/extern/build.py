@@ -175,9 +175,10 @@ def build_library(func: Function) -> Path:
                                        f"{COMPILE_TIMEOUT_S} s", where) from None
         if r.returncode != 0:
             msg = (r.stderr or r.stdout).strip()
+            shown = " ".join(cmd[:-3] + ["-o", "<lib>.so", ext.source])
             raise ExternalCompileError(
-                f"external kernel '{func.name}': {ext.source} does not compile ({' '.join(cmd[:1])} exited "
-                f"with {r.returncode}):\n{msg}", where)
+                f"external kernel '{func.name}': {ext.source} does not compile (exit status {r.returncode} "
+                f"of: {shown}):\n{msg}", where)
         os.replace(tmp, lib)
     finally:
         if os.path.exists(tmp):
