@@ -253,3 +253,41 @@ def test_cluster_groups_a_cube_and_a_vector_kernel_into_one_group(tmp_path):
     assert (t0.core, t1.core) == ("AIC0", "AIV0")     # one cluster: cube core 0 and vector core 0
     host = (tmp_path / "build" / "orchestration" / "main.cpp").read_text()
     assert "submit_mixed_task(rt, {{FUNC_MAIN_INCORE_0, task0}, {FUNC_MAIN_INCORE_1, task1}});" in host
+
+
+def test_spmd_function_launches_every_kernel_it_submits_on_n_blocks(tmp_path):
+    text = SPMD.format(body="        o, tid = pl.spmd_submit(self.launch, a, o, core_num=4)").replace(
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n    def main",
+        "    @pl.function(type=pl.FunctionType.Spmd)\n"
+        "    def launch(self, a: pl.Tensor[[64, 64], pl.FP32], o: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) "
+        "-> pl.Tensor[[64, 64], pl.FP32]:\n"
+        "        o = self.rows(a, o)\n        return o\n\n"
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n    def main")
+    prog = pl.parse(text)
+    assert prog.get_function("launch").func_type is pl.FunctionType.Spmd
+    assert ir.structural_equal(pl.parse(prog.as_python()), prog)
+    cp = _compile(text, tmp_path)
+    a, o = torch.randn(64, 64), torch.empty(64, 64)
+    cp(a, o, config=RunConfig(sanitize=True))
+    torch.testing.assert_close(o, a + 4.0)
+    assert [t.block_idx for t in cp.last_run.tasks] == [0, 1, 2, 3]
+    host = (tmp_path / "build" / "orchestration" / "main.cpp").read_text()
+    assert "push_block_num(rt, 4);" in host and "pop_block_num(rt);" in host
+
+
+def test_writes_of_a_manual_scope_still_order_the_auto_tasks_after_it(tmp_path):
+    text = _manual().replace("        return c\n", "        d, t3 = pl.submit(self.inc, c, b)\n        return c\n")
+    cp = _compile(text, tmp_path)
+    a, b, c = torch.randn(*H), torch.empty(*H), torch.empty(*H)
+    cp(a, b, c, config=RunConfig(sanitize=True))
+    torch.testing.assert_close(b, (a + 1) * 2 + 2)
+    last = cp.last_run.tasks[-1]
+    assert not last.manual and last.deps == {1: "RAW", 2: "RAW", 0: "WAW"}  # c read, b rewritten
+
+
+def test_sanitizer_reports_blocks_of_one_launch_writing_the_same_rows(tmp_path):
+    text = SPMD.format(body="        with pl.spmd(core_num=2):\n            o = self.rows(a, o)").replace(
+        "r = pl.get_block_idx() * 16", "r = pl.get_block_idx() * 0")
+    cp = _compile(text, tmp_path)
+    with pytest.raises(SanitizerError, match=r"unordered-conflict.*task 1 \('rows'.*task 0 \('rows'"):
+        cp(torch.randn(64, 64), torch.empty(64, 64), config=RunConfig(sanitize=True))

@@ -47,7 +47,7 @@ from .tasks import submit_result_type
 
 __all__ = ["OutlineIncoreScopes"]
 
-_OUTLINED_FROM = (FunctionType.Orchestration, FunctionType.Opaque)
+_OUTLINED_FROM = (FunctionType.Orchestration, FunctionType.Opaque, FunctionType.Spmd)
 
 
 class _AssembleTargets(IRVisitor):

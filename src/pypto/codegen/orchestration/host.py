@@ -104,6 +104,7 @@ class _FunctionEmitter:
         self.depth = 1
         self.tasks = 0
         self.pops = 0   # push_task_deps of the current statement, popped after it
+        self.after: list[str] = []   # lines closing what the current statement opened (SPMD launch)
         self.yields: list[list[str]] = []   # target C++ names of the enclosing loop / if
         # A Group function's kernels (AIC + AIV of a split mixed kernel) are one cluster task.
         self.mixed: list[tuple[str, str, str]] | None = [] if func.func_type is FunctionType.Group else None
@@ -199,6 +200,9 @@ class _FunctionEmitter:
             for _ in range(self.pops):
                 self.emit("pop_task_deps(rt);")
             self.pops = 0
+            for line in self.after:
+                self.emit(line)
+            self.after = []
         finally:
             self.span = prev
 
@@ -267,6 +271,11 @@ class _FunctionEmitter:
                 self.emit(f"push_task_deps(rt, {{{deps}}});  // every task {callee.name} submits waits "
                           f"for the earlier writers of these")
                 self.pops += 1
+            if e.attr("core_num") is not None:  # pl.spmd_submit of a Spmd function
+                sync = ", /*sync_start=*/true" if e.attr("sync_start") else ""
+                self.emit(f"push_block_num(rt, {e.attr('core_num')}{sync});  // every task {callee.name} "
+                          f"submits runs on {e.attr('core_num')} blocks")
+                self.after.append("pop_block_num(rt);")
             if e.attr("submit"):  # the value ends with the id of the last task it submitted
                 ret = f"{callee.name}({args})"
                 ret = f"std::make_tuple({ret})" if len(callee.return_types) == 1 else ret

@@ -35,8 +35,9 @@ from ...ir.types import TensorType
 
 __all__ = ["parse_deps", "reject_deps", "HOST_TYPES"]
 
-# Functions whose calls submit tasks (the orchestration side).
-HOST_TYPES = frozenset({FunctionType.Orchestration, FunctionType.Opaque, FunctionType.Inline})
+# Functions whose calls submit tasks (the orchestration side; a Spmd function submits the kernels
+# of an SPMD launch, SPEC §13).
+HOST_TYPES = frozenset({FunctionType.Orchestration, FunctionType.Opaque, FunctionType.Inline, FunctionType.Spmd})
 
 
 def _check_place(parser: Any, node: ast.AST) -> None:

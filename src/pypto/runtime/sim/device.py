@@ -191,7 +191,8 @@ class SimDevice:
                         span=span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
                         submit_cycle=self._clock, manual=manual, name_hint=opts.name_hint,
                         allow_early_resolve=opts.allow_early_resolve, block_idx=b, block_num=opts.blocks,
-                        launch=first if opts.blocks > 1 else None, sync_start=opts.sync_start)
+                        launch=first if opts.blocks > 1 else None, sync_start=opts.sync_start,
+                        untracked=opts.no_dep)
             self.tasks.append(task)
             launch.append(task)
         if opts.sync_start and opts.blocks > 1:
@@ -413,7 +414,7 @@ class SimDevice:
             self.sync()
             rec.orchestrator_cycles = submitted
             rec.makespan_cycles = self._clock
-            if san is not None and (not self._auto_deps or any(t.manual for t in self.tasks)):
+            if san is not None and (not self._auto_deps or any(not t.derived_all for t in self.tasks)):
                 check_ordering(san, self.tasks)
         finally:
             self._sanitizer[0] = None

@@ -26,7 +26,8 @@ caller's own inherited ones.
 TaskIds (SPEC §13): a `pl.submit` call (attribute `submit`) yields its outputs followed by the
 TaskId, at run time the tuple of the ids of the tasks it submitted; a TaskId in `deps=` names
 exactly those tasks. An SPMD scope (`pl.spmd`) runs its body once with the device in SPMD mode:
-every kernel submitted launches `core_num` blocks (`SimDevice.submit`).
+every kernel submitted launches `core_num` blocks (`SimDevice.submit`); so does every kernel a
+function submits when it is called by `pl.spmd_submit(f, ..., core_num=N)` (a Spmd function).
 
 Runtime scopes: the entry function's body is the outermost scope; a call of a nested orchestration
 function and a `pl.scope()` block (`ScopeStmt` of kind Runtime) each open a scope inside it. Tasks
@@ -206,9 +207,13 @@ class _OrchCompiler(FunctionCompiler):
             ids = deps(env)
             first = len(device.tasks)
             device.push_scope(name, span)
+            if opts.blocks > 1:  # pl.spmd_submit of a Spmd function: its kernels launch N blocks
+                device.push_spmd(opts.blocks, opts.sync_start, span)
             try:
                 res = device.orchestrator(program, callee).run(args, ids)
             finally:
+                if opts.blocks > 1:
+                    device.pop_spmd()
                 device.pop_scope()
             if submitted:
                 return (*(res or ()), tuple(range(first, len(device.tasks))))

@@ -78,6 +78,7 @@ class Task:
             task id of the launch's first block (None outside SPMD). The blocks of one launch do
             not depend on each other.
         sync_start: the blocks of its SPMD launch start together.
+        untracked: argument positions left out of dependency tracking (`no_dep_args=`).
     """
 
     task_id: int
@@ -107,6 +108,14 @@ class Task:
     block_num: int = 1
     launch: int | None = None
     sync_start: bool = False
+    untracked: tuple[int, ...] = ()
+
+    @property
+    def derived_all(self) -> bool:
+        """Whether every dependency its regions imply was derived: not in a MANUAL scope, not an
+        SPMD block (blocks of one launch are not ordered), no argument left out of tracking. The
+        sanitizer checks the ordering of runs with any task for which this is False."""
+        return not self.manual and self.launch is None and not self.untracked
 
     def __repr__(self) -> str:
         def brief(a: Any) -> str:
