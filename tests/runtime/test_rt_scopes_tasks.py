@@ -291,3 +291,84 @@ def test_sanitizer_reports_blocks_of_one_launch_writing_the_same_rows(tmp_path):
     cp = _compile(text, tmp_path)
     with pytest.raises(SanitizerError, match=r"unordered-conflict.*task 1 \('rows'.*task 0 \('rows'"):
         cp(torch.randn(64, 64), torch.empty(64, 64), config=RunConfig(sanitize=True))
+
+
+def test_compile_time_task_graph_follows_task_ids_and_manual_scopes(tmp_path):
+    import json
+
+    cp = _compile(_manual(), tmp_path)
+    graph = json.loads((tmp_path / "build" / "report" / "task_dependencies.json").read_text())["main"]
+    assert [t.get("manual") for t in graph["tasks"]] == [True, True, True]
+    assert [t.get("task_deps", []) for t in graph["tasks"]] == [[], [0], [1]]
+    assert [(e["from"], e["to"], e["kinds"]) for e in graph["edges"]] == [(0, 1, ["explicit"]),
+                                                                          (1, 2, ["explicit"])]
+    auto = _compile(_manual(scope="scope()", deps1="", deps2=""), tmp_path / "auto")
+    graph = json.loads((tmp_path / "auto" / "build" / "report" / "task_dependencies.json").read_text())["main"]
+    assert [(e["from"], e["to"], e["kinds"]) for e in graph["edges"]] == [(0, 1, ["RAW"]), (1, 2, ["RAW", "WAW"])]
+    assert cp.program is not None
+
+
+LOOP = '''
+import pypto.language as pl
+
+@pl.program
+class Loop:
+    @pl.function(type=pl.FunctionType.InCore)
+    def inc(self, a: pl.Tensor[[16, 64], pl.FP32], o: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 64])
+        o = pl.store(pl.add(t, 1.0), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[16, 64], pl.FP32], b: pl.InOut[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        with pl.manual_scope():
+            b, t = pl.submit(self.inc, a, b)
+            for i in pl.{kind}(0, 3):
+                with pl.at(level=pl.Level.CORE_GROUP, deps=[t]) as t:
+                    b[:] = pl.add(b, 2.0)
+        return b
+'''
+
+
+@pytest.mark.parametrize("kind", ["range", "unroll"])
+def test_a_task_id_carried_around_a_loop_chains_the_iterations(tmp_path, kind):
+    text = LOOP.format(kind=kind)
+    cp = ir.compile(pl.parse(text), output_dir=tmp_path / "b", dump_passes=True,
+                    verification_level=ir.VerificationLevel.ROUNDTRIP)
+    a, b = torch.randn(*H), torch.empty(*H)
+    cp(a, b, config=RunConfig(sanitize=True))
+    torch.testing.assert_close(b, a + 7)
+    assert [dict(t.deps) for t in cp.last_run.tasks] == [{}, {0: "explicit"}, {1: "explicit"}, {2: "explicit"}]
+    assert cp.validate_ir([a, torch.zeros(*H)], [a + 7]).ok
+
+
+MIXED = '''
+import pypto.language as pl
+
+@pl.program
+class Mixed:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[32, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
+             c: pl.Out[pl.Tensor[[32, 16], pl.FP32]], d: pl.Out[pl.Tensor[[32, 16], pl.FP32]]) -> pl.Tensor[[32, 16], pl.FP32]:
+        with pl.manual_scope():
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN)]) as t0:
+                c[:] = pl.relu(pl.matmul(a, b))
+            with pl.at(level=pl.Level.CORE_GROUP, deps=[t0]):
+                d[:] = pl.add(c, 1.0)
+        return d
+'''
+
+
+def test_task_id_of_a_mixed_region_names_every_kernel_of_its_cluster(tmp_path):
+    """pl.split_aiv(2, mode=UP_DOWN) splits the vector half over both vector cores; the region's
+    TaskId stands for the cube task and both vector tasks."""
+    cp = _compile(MIXED, tmp_path)
+    a, b = torch.randn(32, 16).half(), torch.randn(16, 16).half()
+    c, d = torch.empty(32, 16), torch.empty(32, 16)
+    cp(a, b, c, d, config=RunConfig(sanitize=True))
+    ref = torch.relu(a.float() @ b.float())
+    torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(d, ref + 1, rtol=1e-3, atol=1e-3)
+    tasks = cp.last_run.tasks
+    assert [(t.core_type, t.subblock, t.group) for t in tasks[:3]] == [("AIC", None, 0), ("AIV", 0, 0), ("AIV", 1, 0)]
+    assert tasks[3].deps == {0: "explicit", 1: "explicit", 2: "explicit"}
