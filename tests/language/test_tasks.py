@@ -70,3 +70,18 @@ def test_split_aiv_is_the_explicit_vector_split():
     assert pl.split_aiv(2, mode=pl.SplitMode.LEFT_RIGHT) == pl.split(pl.SplitMode.LEFT_RIGHT)
     with pytest.raises(ValueError, match="2 vector cores"):
         pl.split_aiv(4)
+
+
+def test_block_index_used_by_orchestration_code_is_located():
+    text = HEAD.format(line="for blk in pl.spmd(4):\n            o = self.k(a, o)\n"
+                            "            n = blk * 16")
+    with pytest.raises(ParserTypeError) as ei:
+        pl.parse(text)
+    assert "the block index 'blk' of pl.spmd is known only on the cores" in ei.value.message
+    assert ei.value.span.begin_line == next(i for i, s in enumerate(text.splitlines(), 1) if "n = blk" in s)
+
+
+def test_task_options_on_a_higher_level_region_are_rejected():
+    text = HEAD.format(line="with pl.at(level=pl.Level.CHIP, name_hint=\"x\"):\n            o = self.k(a, o)")
+    with pytest.raises(ParserTypeError, match="options of one task"):
+        pl.parse(text)

@@ -31,9 +31,11 @@ from typing import Any
 from ...core.dtype import INDEX
 from ...core.enums import FunctionType, Level, ScopeKind, ScopeMode
 from ...core.errors import InvalidOperationError, ParserSyntaxError, ParserTypeError
+from ...core.span import Span
 from ...ir.expr import Call, Expr, GlobalVar, Var
-from ...ir.stmt import ScopeStmt
+from ...ir.stmt import AssignStmt, EvalStmt, ScopeStmt, Stmt
 from ...ir.types import ScalarType, TensorType, TupleType
+from ...ir.visitor import IRVisitor
 from ...passes.tasks import TASK_ID_TYPE, submit_result_type
 from ...passes.tasks import is_task_id as _is_task_id
 from .. import dsl
@@ -205,7 +207,11 @@ def _at_head(parser: Any, call: ast.Call, node: ast.With) -> dict[str, Any]:
     if "no_dep_args" in kws:
         head["no_dep_args"] = _no_dep_args(parser, kws["no_dep_args"])
     head["attrs"] = tuple(_task_attrs(parser, kws))
-    if (head["attrs"] or "no_dep_args" in head) and level.level_number == 0:
+    if head["attrs"] or "no_dep_args" in head:
+        if level.level_number != 0:
+            raise ParserTypeError(f"name_hint= / no_dep_args= / allow_early_resolve= are options of one task: "
+                                  f"they apply to a core-level pl.at (CORE_GROUP, AIC, AIV), not to "
+                                  f"{level!r}", parser.span(call))
         _host_only(parser, call, "name_hint= / no_dep_args= / allow_early_resolve=")
     return head
 
@@ -263,6 +269,49 @@ def spmd_loop(parser: Any, node: ast.For, call: ast.Call) -> None:
     head = _spmd_head(parser, kws, node)
     bv = Var(node.target.id, ScalarType(INDEX), span=parser.span(node.target))
     _parse_scope_body(parser, node, head, None, bv, node.body)
+    bad = _host_uses(parser.block[-1].body, bv)
+    if bad is not None:
+        raise ParserTypeError(f"the block index '{bv.name}' of pl.spmd is known only on the cores: pass it "
+                              f"to a kernel as an argument, or use it inside a pl.at region", bad)
+
+
+def _host_uses(body: Stmt, bv: Var) -> Span | None:
+    """Where orchestration code in `body` uses the block index `bv` other than as a whole argument
+    of a kernel call (inside `pl.at` regions any use is kernel code); None when nowhere."""
+    found: list[Span] = []
+
+    class _Uses(IRVisitor):
+        def __init__(self) -> None:
+            self.where: list[Span] = []
+
+        def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+            if s.kind is not ScopeKind.InCore:
+                super().visit_ScopeStmt(s)
+
+        def visit_AssignStmt(self, s: AssignStmt) -> None:
+            self.where.append(s.span)
+            super().visit_AssignStmt(s)
+            self.where.pop()
+
+        def visit_EvalStmt(self, s: EvalStmt) -> None:
+            self.where.append(s.span)
+            super().visit_EvalStmt(s)
+            self.where.pop()
+
+        def visit_Call(self, e: Call) -> None:
+            if isinstance(e.op, GlobalVar):
+                for a in (*e.args, *e.deps):
+                    if a is not bv:
+                        self.visit_expr(a)
+            else:
+                super().visit_Call(e)
+
+        def visit_Var(self, e: Var) -> None:
+            if e is bv and not found:
+                found.append(self.where[-1] if self.where else bv.span)
+
+    _Uses().visit_stmt(body)
+    return found[0] if found else None
 
 
 # ---- pl.submit / pl.spmd_submit --------------------------------------------------------------
