@@ -43,6 +43,7 @@ class P:
     ("with pl.scope(mode=1):\n            pass", ParserTypeError, "pl.scope(mode=...) must be a pl.ScopeMode"),
     ("with pl.manual_scope() as s:\n            pass", ParserSyntaxError, "only 'with pl.at(...) as tid' binds"),
     ("with pl.spmd(core_num=0):\n            pass", ParserTypeError, "core_num must be a positive int"),
+    ("with pl.spmd(4, 2):\n            pass", ParserTypeError, "pl.spmd takes one positional argument"),
     ("with pl.at(level=pl.Level.CORE_GROUP, name_hint=3):\n            o[:] = pl.add(a, 1.0)", ParserTypeError,
      "name_hint must be a non-empty string"),
 ])
@@ -63,7 +64,7 @@ def test_submit_inside_a_kernel_is_rejected():
         "            pass\n        return o\n", 1)
     with pytest.raises(InvalidOperationError) as ei:
         pl.parse(text)
-    assert "pl.manual_scope() is not allowed inside a InCore function" in ei.value.message
+    assert "pl.manual_scope() is not allowed inside an InCore function" in ei.value.message
 
 
 def test_split_aiv_is_the_explicit_vector_split():

@@ -66,8 +66,9 @@ def reject_task_id(parser: Any, values: Any, node: ast.AST, what: str) -> None:
 
 def _host_only(parser: Any, node: ast.AST, what: str) -> None:
     if parser.func_type not in HOST_TYPES or parser.incore_depth > 0:
+        kind = parser.func_type.name
         where = "a pl.at region" if parser.incore_depth and parser.func_type in HOST_TYPES \
-            else f"a {parser.func_type.name} function"
+            else f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind} function"
         raise InvalidOperationError(f"{what} is not allowed inside {where}: only orchestration code "
                                     f"submits tasks", parser.span(node))
 
@@ -146,6 +147,8 @@ def parse_with(parser: Any, node: ast.With) -> None:
         head = _at_head(parser, call, node)
     elif helper.name == "spmd":
         kws = _const_kw(parser, call, ("core_num", "sync_start"), "pl.spmd")
+        if len(call.args) > 1:
+            raise ParserTypeError("pl.spmd takes one positional argument, the core count", parser.span(call))
         if call.args:
             kws.setdefault("core_num", call.args[0])
         if "core_num" not in kws:
