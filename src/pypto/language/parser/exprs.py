@@ -84,7 +84,7 @@ def scalar_binary(op: str, lhs: Expr, rhs: Expr, span: Span) -> Expr:
     if lt.dtype is TASK_ID or rt.dtype is TASK_ID:
         name = next(getattr(v, "name", "a TaskId") for v in (lhs, rhs) if v.type.dtype is TASK_ID)  # type: ignore[attr-defined]
         raise ParserTypeError(f"'{name}' is a pl.TaskId, which only orders tasks (deps=[{name}]); it "
-                                  f"cannot be used as an operand of '{op}'", span)
+                              f"cannot be used as an operand of '{op}'", span)
     if op in COMPARE_OPS or op in ("and", "or"):
         return BinaryExpr(op, lhs, rhs, BOOL, span=span)
     a, b = lt.dtype, rt.dtype
