@@ -35,7 +35,7 @@ class P:
     ("o = self.k(t, o)", ParserTypeError, "it cannot be used as an argument of 'k'"),
     ("o = self.k(a, o, deps=[1.5])", ParserTypeError, "not a tensor or a pl.TaskId"),
     ("o, t2 = pl.submit(self.helper, a, o)", ParserTypeError,
-     "pl.submit submits a kernel (an InCore / AIC / AIV / Group function); 'self.helper' is an Orchestration "
+     "pl.submit submits a kernel (an InCore / AIC / AIV / Group / Spmd function); 'self.helper' is an Orchestration "
      "function: call it directly"),
     ("o, t2 = pl.submit(pl.add, a, o)", ParserTypeError, "'pl.add' is not one"),
     ("o, t2 = pl.submit(self.k, a, o, colour=1)", ParserTypeError, "got 'colour='"),

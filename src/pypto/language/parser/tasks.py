@@ -342,22 +342,21 @@ def parse_submit(parser: Any, node: ast.Call, spmd: bool) -> Call:
         raise ParserTypeError("pl.spmd_submit needs core_num=N", parser.span(node))
     inner = ast.copy_location(ast.Call(func=node.args[0], args=node.args[1:],
                                        keywords=[k for k in node.keywords if k.arg == "deps"]), node)
-    callee_text = ast.unparse(node.args[0])
     target = parser.parse_value(node.args[0])
     from ...ir.function import Function
 
+    def not_a_kernel(what_it_is: str) -> ParserTypeError:
+        return ParserTypeError(f"{what} submits a kernel (an InCore / AIC / AIV / Group / Spmd function); "
+                               f"'{ast.unparse(node.args[0])}' {what_it_is}", parser.span(node.args[0]))
+
     if not isinstance(target, (GlobalVar, Function)) and not hasattr(target, "__pypto_call__"):
-        raise ParserTypeError(f"{what} submits a kernel (an InCore / AIC / AIV / Group function); "
-                              f"'{callee_text}' is not one", parser.span(node.args[0]))
+        raise not_a_kernel("is not one")
     got = parser.parse_value(inner)
     if not (isinstance(got, Call) and isinstance(got.op, GlobalVar)):
-        raise ParserTypeError(f"{what} submits a kernel (an InCore / AIC / AIV / Group function); "
-                              f"'{callee_text}' is not one", parser.span(node.args[0]))
+        raise not_a_kernel("is not one")
     ftype = _callee_type(parser, got.op.name)
     if ftype is not None and ftype not in SUBMITTABLE:
-        raise ParserTypeError(f"{what} submits a kernel (an InCore / AIC / AIV / Group function); "
-                              f"'{callee_text}' is an {ftype.name} function: call it directly",
-                              parser.span(node.args[0]))
+        raise not_a_kernel(f"is an {ftype.name} function: call it directly")
     attrs: list[tuple[str, Any]] = [("submit", True)]
     if spmd:
         attrs.append(("core_num", _core_num(parser, kws["core_num"])))
