@@ -23,6 +23,10 @@ regions. The ids go to `SimDevice.submit` / `submit_group` as `deps`; for a nest
 function they apply to every task it submits (`Orchestrator.run(args, deps)`), together with the
 caller's own inherited ones.
 
+Tensors created by a "creation" op (`tensor.create`, ...) are reported to the device
+(`SimDevice.created`: they take heap on the current scope's ring), and `pl.dump_tag(t)` (an op
+with the "dump" trait) marks `t` for the argument dump (`SimDevice.dump_tag`).
+
 Runtime scopes: the entry function's body is the outermost scope; a call of a nested orchestration
 function and a `pl.scope()` block (`ScopeStmt` of kind Runtime) each open a scope inside it. Tasks
 record the scopes they were submitted in (for the scope statistics of the DFX outputs).
@@ -92,6 +96,22 @@ class _OrchCompiler(FunctionCompiler):
                                   f"function '{self.func.name}' (it belongs inside an InCore kernel)",
                                   call.span)
         run = self.op_closure(call, spec)
+        device, span = self.device, call.span
+        if "creation" in spec.traits and isinstance(call.result_type, TensorType):
+            make = run
+
+            def run(env: Env) -> Any:   # a new DDR tensor takes heap on the scope's ring
+                t = make(env)
+                device.created(t, span)
+                return t
+        if "dump" in spec.traits:
+            arg = self.compile_expr(call.args[0])
+            tag = run
+
+            def run(env: Env) -> Any:   # pl.dump_tag: later tasks touching the tensor are dumped
+                device.dump_tag(arg(env), span)
+                return tag(env)
+            return run
         touches_data = not spec.traits & {"view", "creation"} and any(
             i < len(call.args) and isinstance(call.args[i].type, TensorType)
             for i in (*spec.reads, *spec.writes))
