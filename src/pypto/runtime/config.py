@@ -99,8 +99,8 @@ class RunConfig:
             256 MiB, 16384). The simulator stalls the orchestrator when a ring is full.
         enable_pmu: PMU level: 0 off; 1 writes `pmu.csv` (counters per core); 2 adds
             `pmu_tasks.csv` (counters per task).
-        enable_dep_gen / enable_scope_stats: write the task graph (`task_graph.dot` / `.json`) and
-            `scope_stats.json`. All DFX outputs go under `<output_dir>/dfx_outputs/` after each run;
+        enable_dep_gen / enable_scope_stats: write the task graph (`task_graph.dot` / `.json`,
+            `deps.json`) and the scope statistics (`scope_stats.json`, `scope_stats.jsonl`). All DFX outputs go under `<output_dir>/dfx_outputs/` after each run;
             each run removes the DFX files of earlier runs that it does not write again (a run with
             every switch off removes them all), so the folder always describes the last run.
         dump_passes / save_kernels / strategy are compile-time only (`COMPILE_TIME_FIELDS`): they

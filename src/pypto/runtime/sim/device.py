@@ -20,6 +20,13 @@ on the hardware.
    it there (`execute`);
 3. the result is the entry's return value; `last_run` holds the `RunRecord`.
 
+Runtime rings (`rings.py`, SPEC §12): each submission takes a task-window slot and dependency
+entries of its scope depth's ring, each created tensor heap bytes. Before taking them the device
+advances the schedule to the orchestrator's clock (`EventScheduler.advance_to`); while the ring is
+full it advances until enough tasks retire, and the orchestrator's clock jumps to that instant (a
+"stall" `OrchEvent`). Scope begin / end records (`RunRecord.scope_events`) sample the rings the
+same way. With `dump_args`, task arguments are snapshotted around each task (`argdump.py`).
+
 With `sanitize=True`, kernels run instrumented (`sanitizer.py`) and the run raises a
 `SanitizerError` if anything was found.
 
