@@ -15,6 +15,7 @@ from test_rt_explicit_deps import TwoStage
 
 import pypto.language as pl
 from pypto import ir
+from pypto.codegen.common import CodegenError
 from pypto.runtime import RunConfig
 from pypto.runtime.sim.cost_model import cycles_to_us
 
@@ -208,3 +209,21 @@ def test_args_dump_level_2_holds_every_tensor_before_and_after(tmp_path) -> None
     torch.testing.assert_close(_read(d, mm["args"][2], "after"), args[4])
     cp(*_staged_args(), config=RunConfig())       # a run without the switch removes the dump
     assert not (tmp_path / "dfx_outputs").exists()
+
+
+def test_dump_tag_inside_a_kernel_is_rejected_at_the_users_line(tmp_path) -> None:
+    @pl.program
+    class InKernel:
+        @pl.function(type=pl.FunctionType.InCore)
+        def copy(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
+                 y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
+            pl.dump_tag(x)
+            y = pl.store(pl.load(x, [0, 0], [ROWS, 64]), [0, 0], y)
+            return y
+
+    with pytest.raises(CodegenError) as e:
+        ir.compile(InKernel, output_dir=tmp_path / "b", dump_passes=False)
+    line = next(i for i, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if text.strip() == "pl.dump_tag(x)")
+    assert f"{Path(__file__).name}:{line}:" in str(e.value)
+    assert "op 'tensor.dump_tag' runs only in orchestration functions (host code), not inside a kernel" in str(e.value)

@@ -131,3 +131,24 @@ def test_runs_as_a_module(build, tmp_path) -> None:
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(ir.__file__).parents[2])})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == str(target) and target.read_text().startswith("<!DOCTYPE html>")
+
+
+def _chromium() -> str | None:
+    import shutil
+    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless chromium on this machine")
+def test_page_loads_in_a_browser_without_errors_and_zooms(build, tmp_path) -> None:
+    _, out = build
+    target = tmp_path / "b.html"
+    assert main([str(out), "-o", str(target)]) == 0
+    res = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                          "--v=0", "--dump-dom", target.as_uri() + "#zoom=8"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "CONSOLE" not in res.stderr, res.stderr[-2000:]
+    dom = res.stdout
+    width = int(re.search(r'<svg id="lanes"[^>]* width="(\d+)"', dom).group(1))
+    assert width == 8 * 1420                                   # the script ran: 8 x the base width
+    assert 'id="plot" transform="scale(8,1)"' in dom

@@ -9,8 +9,9 @@ track order, idle cores included; each slice ("X" event) is a box over its time 
 kernel (orchestrator stalls red, waits grey); hovering a box shows its name, start, duration and
 arguments (task id, cycles, pipe cycles, dependencies, scope, ...). Instants (dispatch / finish)
 are thin ticks, async scheduler phases boxes on the scheduler row, counters ("tasks in flight",
-"ready tasks") step lines in rows of their own. A slider widens the timeline (zoom), the page
-scrolls horizontally. Flow arrows are not drawn (the task's `deps` are in its hover text).
+"ready tasks") step lines in rows of their own. A slider widens the timeline (zoom; also
+`page.html#zoom=8`), the page scrolls horizontally. Flow arrows are not drawn (the task's `deps`
+are in its hover text).
 
 Input: a trace-event JSON file, a `dfx_outputs/` folder holding `swimlane.json`, or a build folder
 holding `dfx_outputs/swimlane.json`. Output: `-o` or `swimlane.html` next to the trace.
@@ -163,12 +164,15 @@ body {{ font: 13px sans-serif; margin: 8px; }}
 <div id="row">{label_svg}<div id="wrap">{svg}</div></div>
 <script>
 const svg = document.getElementById('lanes'), base = svg.width.baseVal.value;
-document.getElementById('zoom').addEventListener('input', e => {{
-  const z = Number(e.target.value);
+const slider = document.getElementById('zoom');
+function setZoom(z) {{
   svg.setAttribute('width', base * z);
   document.getElementById('plot').setAttribute('transform', 'scale(' + z + ',1)');
   for (const t of svg.querySelectorAll('text.axis')) t.setAttribute('x', Number(t.dataset.x) * z);
-}});
+}}
+slider.addEventListener('input', e => setZoom(Number(e.target.value)));
+const m = location.hash.match(/zoom=([0-9]+)/);   // e.g. swimlane.html#zoom=8
+if (m) {{ slider.value = m[1]; setZoom(Number(slider.value)); }}
 </script>
 </body></html>
 """
