@@ -44,10 +44,11 @@ Tensor tensor_transpose_view(const Tensor& x);
 Tensor tensor_set_validshape(const Tensor& x, std::initializer_list<int64_t> valid_shape);
 double tensor_read(const Tensor& x, std::initializer_list<int64_t> indices);  // waits for the writers
 Tensor tensor_write(const Tensor& x, std::initializer_list<int64_t> indices, double value);
+void tensor_dump_tag(const Tensor& x);  // tag for the runtime's argument dump (enable_dump_args=1)
 """
 
 HOST_FUNCTIONS = frozenset(line.split("(", 1)[0].split()[-1] for line in _HOST_OPS.splitlines()
-                           if line.startswith(("Tensor ", "double ")))
+                           if line.startswith(("Tensor ", "double ", "void ")))
 
 STUB = """#pragma once
 #include <cstdint>

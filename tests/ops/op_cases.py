@@ -84,6 +84,7 @@ CASES["tile.move"] = "pl.tile.move(hm, target_memory=pl.Mem.Right)"
 _both("read", "pl.tensor.read(a, [1, 2])", "pl.tile.read(ta, [3, n])")
 _both("write", "pl.tensor.write(o, [1, 2], s)", "pl.tile.write(ti, [0, 0], n)")
 CASES["tensor.dim"] = "pl.tensor.dim(a, axis=1)"
+CASES["tensor.dump_tag"] = "pl.tensor.dump_tag(a)"
 _both("reshape", "pl.tensor.reshape(a, [32, 16])", "pl.tile.reshape(ta, [8, 64])")
 _both("view", "pl.tensor.view(a, [512])", "pl.tile.view(ta, [32, 16])")
 _both("reinterpret_view", "pl.tensor.reinterpret_view(a, pl.INT32)", "pl.tile.reinterpret_view(ta, pl.FP16)")
@@ -133,6 +134,7 @@ CASES.update({
 def function_text(call: str) -> str:
     """A complete `@pl.function` whose body is PRELUDE plus `r = <call>` (or `<call>` alone for ops
     without a value)."""
-    stmt = call if call.startswith("pl.system.") and "tpop" not in call else f"r = {call}"
+    no_value = (call.startswith("pl.system.") and "tpop" not in call) or call.startswith("pl.tensor.dump_tag")
+    stmt = call if no_value else f"r = {call}"
     body = "\n".join("    " + line for line in (PRELUDE.strip() + "\n" + stmt).splitlines())
     return f"import pypto.language as pl\n\n\n@pl.function\ndef f({PARAMS}):\n{body}\n"

@@ -294,7 +294,8 @@ def test_spec7_extraction_surface(tmp_path):
     call = compiled.build_call_config(RunConfig(platform="a5sim", device_id=3, enable_pmu=2))
     assert call == {"runtime": "tensormap_and_ringbuffer", "platform": "a5sim", "device_id": 3, "block_dim": 36,
                     "aicpu_thread_num": 4, "enable_chip_swimlane": 0, "enable_dep_gen": False,
-                    "enable_scope_stats": False, "enable_pmu": 2}
+                    "enable_scope_stats": False, "enable_pmu": 2, "enable_dump_args": 0,
+                    "task_window": [16384] * 4, "heap": [256 << 20] * 4, "dep_pool": [16384] * 4}
     with pytest.raises(ValueError, match="compiled for Ascend950"):
         compiled.build_call_config(RunConfig(platform="a2a3sim"))
     compiled(x, 2.0, y)

@@ -169,13 +169,15 @@ def test_each_run_leaves_only_its_own_dfx_files(tmp_path) -> None:
     (tmp_path / "dfx_outputs").mkdir()
     (tmp_path / "dfx_outputs" / "notes.txt").write_text("mine")   # not a DFX file: never touched
     cp(*args, config=RunConfig(enable_pmu=2, enable_dep_gen=True))
-    assert _dfx_files(tmp_path) == {"pmu.csv", "pmu_tasks.csv", "task_graph.dot", "task_graph.json", "notes.txt"}
+    assert _dfx_files(tmp_path) == {"pmu.csv", "pmu_tasks.csv", "task_graph.dot", "task_graph.json", "deps.json",
+                                    "notes.txt"}
     cp(*args, config=RunConfig(enable_pmu=1))
     assert _dfx_files(tmp_path) == {"pmu.csv", "notes.txt"}
     with open(tmp_path / "dfx_outputs" / "pmu.csv", newline="") as f:   # and it is this run's
         assert sum(int(r["busy_cycles"]) for r in csv.DictReader(f)) == sum(t.cycles for t in cp.tasks)
-    cp(*args, config=RunConfig(enable_chip_swimlane=1, enable_scope_stats=True))
-    assert _dfx_files(tmp_path) == {"swimlane.json", "scope_stats.json", "notes.txt"}
+    cp(*args, config=RunConfig(enable_chip_swimlane=1, enable_scope_stats=True, enable_dump_args=2))
+    assert _dfx_files(tmp_path) == {"swimlane.json", "scope_stats.json", "scope_stats.jsonl", "args_dump",
+                                    "notes.txt"}
     cp(*args)
     assert _dfx_files(tmp_path) == {"notes.txt"}
     (tmp_path / "dfx_outputs" / "notes.txt").unlink()
@@ -198,19 +200,23 @@ def test_swimlane_level_1_has_no_arrows_and_slices_carry_pipe_totals(tmp_path) -
     assert mm["args"]["pipe_cycles"]["cube"] > 0 and "vector" not in mm["args"]["pipe_cycles"]
 
 
-@pytest.mark.parametrize("field, value", [("enable_chip_swimlane", -1), ("enable_chip_swimlane", 3),
-                                          ("enable_chip_swimlane", 1.5), ("enable_chip_swimlane", "1"),
-                                          ("enable_pmu", -2), ("enable_pmu", 3), ("enable_pmu", None)])
-def test_invalid_dfx_levels_are_rejected_naming_the_field(field, value) -> None:
+@pytest.mark.parametrize("field, value, top", [("enable_chip_swimlane", -1, 4), ("enable_chip_swimlane", 5, 4),
+                                               ("enable_chip_swimlane", 1.5, 4), ("enable_chip_swimlane", "1", 4),
+                                               ("enable_pmu", -2, 2), ("enable_pmu", 3, 2), ("enable_pmu", None, 2),
+                                               ("enable_dump_args", 3, 2), ("enable_dump_args", "all", 2)])
+def test_invalid_dfx_levels_are_rejected_naming_the_field(field, value, top) -> None:
     with pytest.raises(ValueError) as e:
         RunConfig(**{field: value})
     msg = str(e.value)
-    assert f"RunConfig.{field} must be an int level in 0..2" in msg and f"got {value!r}" in msg
-    assert "0 = off" in msg and "2 = level 1 plus" in msg
+    assert f"RunConfig.{field} must be an int level in 0..{top}" in msg and f"got {value!r}" in msg
+    assert "0 = off" in msg and "2 = " in msg
 
 
 def test_valid_dfx_levels_and_switches() -> None:
     assert RunConfig(enable_chip_swimlane=True).enable_chip_swimlane == 1   # True is level 1
     assert RunConfig(enable_pmu=2, enable_chip_swimlane=0).enable_pmu == 2
+    for level in range(5):
+        assert RunConfig(enable_chip_swimlane=level).enable_chip_swimlane == level
+    assert RunConfig(enable_dump_args=2).enable_dump_args == 2
     with pytest.raises(ValueError, match=r"RunConfig.enable_dep_gen must be True or False, got 'yes'"):
         RunConfig(enable_dep_gen="yes")

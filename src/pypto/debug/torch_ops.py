@@ -89,6 +89,7 @@ TEMPLATES: dict[str, str] = {
     "tile.move": "{0}.clone()",
     "read": "_read({0}, {1})", "write": "_write({0}, {1}, {2})",
     "tensor.dim": "{0}.shape[{axis}]",
+    "tensor.dump_tag": "None",   # a DFX directive: no data effect
     # matmul
     "matmul": "_mm({0}, {1}, {out_dtype}, {a_trans}, {b_trans}, {valid})",
     "tile.matmul": "_mm({0}, {1}, None, False, False, {valid})",

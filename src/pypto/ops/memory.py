@@ -21,7 +21,7 @@ import torch
 from ..core.dtype import INDEX
 from ..core.enums import MemorySpace
 from ..ir.expr import ConstInt, Expr
-from ..ir.types import ScalarType, TensorType, TileType, Type
+from ..ir.types import ScalarType, TensorType, TileType, TupleType, Type
 from .cost import mte, scalar
 from .registry import OpSpec, OpTypeError, register, register_unified
 from .typing_rules import (
@@ -208,3 +208,17 @@ register_unified("load", "tensor", None, "tile.load")
 register_unified("store", "tile", None, "tile.store")
 register_unified("move", "tile", None, "tile.move")
 register_unified("dim", "tensor", None, "tensor.dim")
+
+
+def _dump_tag_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+    expect_tensor(args, 0, "tensor")
+    return TupleType(())
+
+
+# A DFX directive (SPEC §12): no effect on numbers; the simulator's argument dump reads the "dump" trait.
+register(OpSpec("tensor.dump_tag", ("tensor",), _dump_tag_rule, lambda *_, **__: None, reads=(0,),
+                traits=frozenset({"orchestration", "dump"}), cost=scalar(), family="memory", dtypes=ANY.text,
+                doc="Tag a DDR tensor for the argument dump: with `RunConfig(enable_dump_args=1)` the "
+                    "arguments of every later task that touches it go to `dfx_outputs/args_dump/`. "
+                    "Orchestration only; it does not change any value."))
+register_unified("dump_tag", "tensor", None, "tensor.dump_tag")

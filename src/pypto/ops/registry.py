@@ -65,7 +65,8 @@ class OpSpec:
         traits: properties passes query instead of names: "elementwise" (positionwise, and the
             operands share the result dtype: lowering casts tensor operands to it), "reduction", "memory",
             "creation", "cube" (runs on AIC), "vector" (runs on AIV), "orchestration" (allowed in
-            an Orchestration function), "view" (result aliases an argument), "system",
+            an Orchestration function), "view" (result aliases an argument), "system", "dump" (a DFX directive:
+            the simulator tags its tensor argument for `enable_dump_args`),
             "positionwise" (each result element depends only on the operand elements at its own
             position, without the shared-dtype rule of "elementwise": casts, compares, selects).
         tile_op: for a tensor op, the tile op ConvertTensorToTileOps rewrites it to.

@@ -248,7 +248,9 @@ class CompiledProgram:
         try:
             result = device.run(self.program, self.entry_function, dev_args,
                                 sanitize=bool(config is not None and config.sanitize),
-                                auto_deps=config.auto_deps if config is not None else True)
+                                auto_deps=config.auto_deps if config is not None else True,
+                                rings=config.rings() if config is not None else None,
+                                dump_args=config.enable_dump_args if config is not None else 0)
         finally:
             self.tasks = list(device.tasks)
             self.last_run = device.last_run
@@ -441,7 +443,8 @@ class CompiledProgram:
         return {"runtime": rs["name"], "platform": config.platform, "device_id": config.device_id,
                 "block_dim": rs["block_dim"], "aicpu_thread_num": rs["aicpu_thread_num"],
                 "enable_chip_swimlane": config.enable_chip_swimlane, "enable_dep_gen": config.enable_dep_gen,
-                "enable_scope_stats": config.enable_scope_stats, "enable_pmu": config.enable_pmu}
+                "enable_scope_stats": config.enable_scope_stats, "enable_pmu": config.enable_pmu,
+                "enable_dump_args": config.enable_dump_args, **config.rings().as_dict()}
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

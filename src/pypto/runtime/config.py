@@ -12,6 +12,7 @@ from typing import Any
 
 from ..backend.soc import BackendType
 from ..core.errors import ArgumentTypeError
+from .sim.rings import RingSizes, check_ring, ring_sizes
 
 __all__ = ["RunConfig", "PLATFORMS", "SIM_PLATFORMS", "backend_for_platform", "check_platform",
            "is_simulator", "DFX_LEVELS", "COMPILE_TIME_FIELDS", "check_run_config"]
@@ -31,7 +32,12 @@ SIM_PLATFORMS: tuple[str, ...] = tuple(p for p, (_, sim) in _PLATFORMS.items() i
 DFX_LEVELS: dict[str, dict[int, str]] = {
     "enable_chip_swimlane": {0: "off",
                              1: "swimlane.json, one slice per task on its core's track",
-                             2: "level 1 plus a flow arrow per task dependency"},
+                             2: "level 1 plus dispatch/finish events and a flow arrow per task dependency",
+                             3: "level 2 plus scheduler phases",
+                             4: "level 3 plus orchestrator phases"},
+    "enable_dump_args": {0: "off",
+                         1: "args_dump/, the arguments of tasks that touch a tensor tagged with pl.dump_tag",
+                         2: "args_dump/, every tensor argument of every task"},
     "enable_pmu": {0: "off",
                    1: "pmu.csv, counters per core",
                    2: "level 1 plus pmu_tasks.csv, counters per task"},
@@ -80,11 +86,21 @@ class RunConfig:
             does not target raises ValueError.
         codegen_only: a CompiledProgram called with it checks its arguments but does not execute.
         enable_chip_swimlane: swimlane level (`DFX_LEVELS`): 0 off; 1 writes `swimlane.json`, one
-            slice per task on its core's track; 2 adds a flow arrow per task dependency.
+            slice per task on its core's track; 2 adds dispatch/finish events and a flow arrow per
+            task dependency; 3 adds scheduler phases; 4 adds orchestrator phases.
+        enable_dump_args: 0 off; 1 dumps the tensor arguments of the tasks that touch a tensor
+            tagged with `pl.dump_tag(t)`; 2 dumps every tensor argument of every task, into
+            `args_dump/args_dump.json` plus one binary file per tensor (before / after the task).
+        ring_task_window / ring_heap / ring_dep_pool: runtime ring sizes (SPEC §12, `rings.py`):
+            in-flight task slots (a power of 2, >= 4), bytes of orchestration-created tensors in
+            flight (a power of 2, >= 1024) and dependency entries in flight (>= 4); each an int or
+            a list of 4 (one per scope depth). None takes the environment variable
+            PTO2_RING_TASK_WINDOW / PTO2_RING_HEAP / PTO2_RING_DEP_POOL, else the default (16384,
+            256 MiB, 16384). The simulator stalls the orchestrator when a ring is full.
         enable_pmu: PMU level: 0 off; 1 writes `pmu.csv` (counters per core); 2 adds
             `pmu_tasks.csv` (counters per task).
-        enable_dep_gen / enable_scope_stats: write the task graph (`task_graph.dot` / `.json`) and
-            `scope_stats.json`. All DFX outputs go under `<output_dir>/dfx_outputs/` after each run;
+        enable_dep_gen / enable_scope_stats: write the task graph (`task_graph.dot` / `.json`,
+            `deps.json`) and the scope statistics (`scope_stats.json`, `scope_stats.jsonl`). All DFX outputs go under `<output_dir>/dfx_outputs/` after each run;
             each run removes the DFX files of earlier runs that it does not write again (a run with
             every switch off removes them all), so the folder always describes the last run.
         dump_passes / save_kernels / strategy are compile-time only (`COMPILE_TIME_FIELDS`): they
@@ -124,6 +140,11 @@ class RunConfig:
     enable_pmu: int = 0
     sanitize: bool = False
     auto_deps: bool = True
+    # --- runtime DFX: argument dumps and ring sizing (SPEC §12) ---
+    enable_dump_args: int = 0
+    ring_task_window: int | list[int] | None = None
+    ring_heap: int | list[int] | None = None
+    ring_dep_pool: int | list[int] | None = None
     diagnostic_phase: str | None = None     # diagnostics (core.diagnostics): None keeps the build's
     disabled_diagnostics: Any = None
 
@@ -147,10 +168,17 @@ class RunConfig:
             v = getattr(self, name)
             if not isinstance(v, bool) and v not in (0, 1):
                 raise ValueError(f"RunConfig.{name} must be True or False, got {v!r}")
+        for name in ("ring_task_window", "ring_heap", "ring_dep_pool"):
+            setattr(self, name, check_ring(name, getattr(self, name), f"RunConfig.{name}"))
 
     @property
     def is_simulator(self) -> bool:
         return is_simulator(self.platform)
+
+    def rings(self) -> RingSizes:
+        """The ring sizes a run uses: these fields, else the PTO2_RING_* environment variables, else
+        the defaults (`rings.ring_sizes`). Raises ValueError for a bad environment value."""
+        return ring_sizes(self.ring_task_window, self.ring_heap, self.ring_dep_pool)
 
     def compile_time_settings(self) -> list[str]:
         """Names of the compile-time-only fields (`COMPILE_TIME_FIELDS`) set away from their default."""

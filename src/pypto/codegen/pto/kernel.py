@@ -310,6 +310,9 @@ class KernelEmitter(ControlFlow):
             if spec.has_trait("creation") and isinstance(rt, TileType) and var is not None:
                 self.env[var] = self.alloc(var.type, var.name, span)  # type: ignore[arg-type]
                 return self.env[var]
+            if spec.has_trait("orchestration") and spec.tile_op is None and not spec.lowering:
+                raise self.fail(f"op '{spec.name}' runs only in orchestration functions (host code), not "
+                                f"inside a kernel; call it where the tensor is passed to the kernel", call.span or span)
             raise self.fail(f"op '{spec.name}' has no PTO instruction (its OpSpec sets no `pto` name), "
                             f"so this kernel cannot be generated", call.span or span)
         writes = set(spec.writes) - set(spec.scratch)

@@ -1,22 +1,22 @@
-"""Runtime DFX outputs (SPEC §7; User Manual "Runtime DFX"): written under `<output_dir>/dfx_outputs/`.
+"""Runtime DFX outputs (SPEC §12; User Manual "Runtime DFX"): written under `<output_dir>/dfx_outputs/`.
 
 | RunConfig switch          | files                                                                 |
 |---------------------------|-----------------------------------------------------------------------|
-| `enable_chip_swimlane=1`  | `swimlane.json` (Perfetto / Chrome trace events, a slice per task)    |
-| `enable_chip_swimlane=2`  | the same plus a flow arrow per task dependency                        |
-| `enable_dep_gen=True`     | `task_graph.dot`, `task_graph.json`                                   |
-| `enable_scope_stats=True` | `scope_stats.json`                                                    |
+| `enable_chip_swimlane=1..4` | `swimlane.json` (Perfetto / Chrome trace events; levels in `swimlane.py`) |
+| `enable_dep_gen=True`     | `task_graph.dot`, `task_graph.json`, `deps.json` (`deps.py`)          |
+| `enable_scope_stats=True` | `scope_stats.json` (summary per scope), `scope_stats.jsonl` (a record per scope begin / end with ring occupancy) |
 | `enable_pmu=1`            | `pmu.csv` (counters per core)                                         |
 | `enable_pmu=2`            | `pmu.csv` and `pmu_tasks.csv` (counters per task)                     |
+| `enable_dump_args=1 / 2`  | `args_dump/` (`args_dump.json` + one binary file per tensor, `argdump.py`) |
 
-Levels are checked by `RunConfig` (`config.DFX_LEVELS`). Higher swimlane levels would need to know
-when each pipe of a core was busy inside a task; the cost model only knows each pipe's total cycles
-per task (it serialises a core's pipes), so those totals go into each task slice's `args`
-(`pipe_cycles`) instead of being drawn as invented per-pipe slices.
+Levels are checked by `RunConfig` (`config.DFX_LEVELS`). The swimlane does not draw when each pipe
+of a core was busy inside a task: the cost model only knows each pipe's total cycles per task (it
+serialises a core's pipes), so those totals go into each task slice's `args` (`pipe_cycles`)
+instead of being drawn as invented per-pipe slices.
 
 The folder always describes the last run of the build (`update_dfx`): a run writes the files its
 switches ask for and removes the DFX files of earlier runs that it does not write again; a run with
-every switch off removes them all (and the folder, when nothing else is in it). Only the file names
+every switch off removes them all (and the folder, when nothing else is in it). Only the names
 above are touched.
 """
 
@@ -24,18 +24,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..sim.record import RunRecord
+from .argdump import ARGS_DUMP_DIR, write_args_dump
 from .depgraph import task_graph_dot, task_graph_json
+from .deps import deps_json
 from .pmu import pmu_csv, pmu_rows, pmu_task_csv
-from .scope_stats import scope_stats
+from .scope_stats import scope_stats, scope_stats_jsonl
 from .swimlane import swimlane_events
 
 __all__ = ["update_dfx", "wants_dfx", "dfx_files", "DFX_DIR", "DFX_FILES", "swimlane_events",
-           "task_graph_json", "task_graph_dot", "scope_stats", "pmu_rows", "pmu_csv", "pmu_task_csv"]
+           "task_graph_json", "task_graph_dot", "deps_json", "scope_stats", "scope_stats_jsonl", "pmu_rows",
+           "pmu_csv", "pmu_task_csv", "write_args_dump"]
 
 DFX_DIR = "dfx_outputs"
 
@@ -45,18 +49,21 @@ _OUTPUTS: tuple[tuple[str, Callable[[Any], bool], Callable[[RunRecord, Any], str
      lambda r, c: json.dumps(swimlane_events(r, int(c.enable_chip_swimlane)))),
     ("task_graph.dot", lambda c: bool(c.enable_dep_gen), lambda r, c: task_graph_dot(r)),
     ("task_graph.json", lambda c: bool(c.enable_dep_gen), lambda r, c: json.dumps(task_graph_json(r), indent=1)),
+    ("deps.json", lambda c: bool(c.enable_dep_gen), lambda r, c: json.dumps(deps_json(r), indent=1)),
     ("scope_stats.json", lambda c: bool(c.enable_scope_stats), lambda r, c: json.dumps(scope_stats(r), indent=1)),
+    ("scope_stats.jsonl", lambda c: bool(c.enable_scope_stats), lambda r, c: scope_stats_jsonl(r)),
     ("pmu.csv", lambda c: c.enable_pmu >= 1, lambda r, c: pmu_csv(r)),
     ("pmu_tasks.csv", lambda c: c.enable_pmu >= 2, lambda r, c: pmu_task_csv(r)),
 )
-DFX_FILES: tuple[str, ...] = tuple(name for name, _, _ in _OUTPUTS)
+DFX_FILES: tuple[str, ...] = (*(name for name, _, _ in _OUTPUTS), ARGS_DUMP_DIR)
 
 
 def dfx_files(config: Any) -> list[str]:
     """Names of the files a run with `config` (a RunConfig, or None) writes, in `DFX_FILES` order."""
     if config is None:
         return []
-    return [name for name, wanted, _ in _OUTPUTS if wanted(config)]
+    names = [name for name, wanted, _ in _OUTPUTS if wanted(config)]
+    return names + [ARGS_DUMP_DIR] if getattr(config, "enable_dump_args", 0) else names
 
 
 def wants_dfx(config: Any) -> bool:
@@ -93,9 +100,14 @@ def update_dfx(record: RunRecord, config: Any, output_dir: str | os.PathLike) ->
             if name in names:
                 _write(out / name, text(record, config))
                 written.append(out / name)
+        if ARGS_DUMP_DIR in names:
+            written.append(write_args_dump(record, config.enable_dump_args, out).parent)
     for name in DFX_FILES:
         if name not in names:
-            (out / name).unlink(missing_ok=True)
+            if name == ARGS_DUMP_DIR:
+                shutil.rmtree(out / name, ignore_errors=True)
+            else:
+                (out / name).unlink(missing_ok=True)
     if not names and not any(out.iterdir()):
         out.rmdir()
     return written

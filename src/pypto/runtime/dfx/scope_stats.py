@@ -1,4 +1,5 @@
-"""Per-scope statistics of a run (SPEC §7 runtime DFX).
+"""Per-scope statistics of a run (SPEC §12 runtime DFX, `enable_scope_stats`): `scope_stats.json`
+(a summary row per scope) and `scope_stats.jsonl` (one record per scope begin / end).
 
 Scopes are the runtime scopes the orchestration opened (`ScopeInfo`): the entry function, nested
 orchestration calls and `pl.scope()` blocks. Instances of the same scope (same path, e.g. a scope
@@ -8,17 +9,35 @@ inside a loop) are aggregated into one row:
 - `tasks`: tasks submitted inside it, nested scopes included; `direct_tasks`: not in a nested scope;
 - `busy_cycles`: the sum of those tasks' durations (core time);
 - `span_cycles`: summed over instances, last task end minus first task start (wall time on chip);
-- `first_start_cycle` / `last_end_cycle`: over all instances; `*_us`: the same in microseconds.
+- `first_start_cycle` / `last_end_cycle`: over all instances; `*_us`: the same in microseconds;
+- `ring`: the runtime ring of the scope's depth; `peak_task_window` / `peak_heap` /
+  `peak_dep_pool`: the highest occupancy of that ring while an instance was open, over all
+  instances (compare them with the ring sizes, `rings.py`).
+
+`scope_stats.jsonl` has one JSON object per line, in orchestrator order, for every scope begin and
+end: `event` ("begin" | "end"), `scope_id` (the instance), `scope` (path), `depth`, `ring`, `cycle`
+(orchestrator time), `tasks_submitted` / `tasks_retired` (whole run so far), and `task_window`,
+`heap`, `dep_pool`, each `{"used", "capacity"}` for the scope's ring at that moment (used: task
+slots, bytes, dependency entries in flight), plus `"peak"` (highest while the scope was open) in
+"end" records.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..sim.cost_model import cycles_to_us
 from ..sim.record import RunRecord
 
-__all__ = ["scope_stats"]
+__all__ = ["scope_stats", "scope_stats_jsonl"]
+
+_KINDS = ("task_window", "heap", "dep_pool")
+
+
+def scope_stats_jsonl(record: RunRecord) -> str:
+    """The scope begin / end records of `record`, one JSON object per line."""
+    return "".join(json.dumps(r) + "\n" for r in record.scope_events)
 
 
 def scope_stats(record: RunRecord) -> list[dict[str, Any]]:
@@ -34,6 +53,10 @@ def scope_stats(record: RunRecord) -> list[dict[str, Any]]:
             if t.start_cycle is not None:
                 row[3] = t.start_cycle if row[3] is None else min(row[3], t.start_cycle)
                 row[4] = t.end_cycle if row[4] is None else max(row[4], t.end_cycle)
+    ends: dict[int, list[dict[str, Any]]] = {}
+    for r in record.scope_events:
+        if r["event"] == "end":
+            ends.setdefault(r["scope_id"], []).append(r)
     out: dict[str, dict[str, Any]] = {}
     for s in scopes:
         tasks, direct, busy, first, last = per_instance[s.scope_id]
@@ -45,6 +68,10 @@ def scope_stats(record: RunRecord) -> list[dict[str, Any]]:
                                "instances": 0, "tasks": 0, "direct_tasks": 0, "busy_cycles": 0,
                                "span_cycles": 0, "first_start_cycle": None, "last_end_cycle": None}
         row["instances"] += 1
+        for r in ends.get(s.scope_id, ()):
+            row["ring"] = r["ring"]
+            for k in _KINDS:
+                row[f"peak_{k}"] = max(row.get(f"peak_{k}", 0), r[k]["peak"])
         row["tasks"] += tasks
         row["direct_tasks"] += direct
         row["busy_cycles"] += busy

@@ -22,6 +22,13 @@ on the hardware.
    it there (`execute`);
 3. the result is the entry's return value; `last_run` holds the `RunRecord`.
 
+Runtime rings (`rings.py`, SPEC §12): each submission takes a task-window slot and dependency
+entries of its scope depth's ring, each created tensor heap bytes. Before taking them the device
+advances the schedule to the orchestrator's clock (`EventScheduler.advance_to`); while the ring is
+full it advances until enough tasks retire, and the orchestrator's clock jumps to that instant (a
+"stall" `OrchEvent`). Scope begin / end records (`RunRecord.scope_events`) sample the rings the
+same way. With `dump_args`, task arguments are snapshotted around each task (`argdump.py`).
+
 With `sanitize=True`, kernels run instrumented (`sanitizer.py`) and the run raises a
 `SanitizerError` if anything was found.
 
@@ -47,13 +54,15 @@ from ...ir.function import Function, Program
 from ...ops.block import block_context
 from ...ops.system import PipeChannel, pipe_context
 from .arena import CoreArena
+from .argdump import ArgDumper
 from .cluster import ClusterMember, ClusterRun, PipeStats
 from .cost_model import const
 from .deps import DepTracker
 from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import Orchestrator
-from .record import RunRecord, ScopeInfo
+from .record import OrchEvent, RunRecord, ScopeInfo
 from .regions import region_of
+from .rings import RING_FIELDS, RingSizes, RingTracker, ring_of, ring_sizes
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
 from .scheduler import EventScheduler, named_error
 from .task import BLOCK_INDEX, Task, TaskOptions
@@ -95,6 +104,9 @@ class SimDevice:
         self._spmd: list[tuple[int, bool]] = []
         self._scopes: list[ScopeInfo] = []
         self._clock = 0
+        self._rings = RingTracker(ring_sizes())
+        self._scope_heap: dict[int, int] = {}
+        self._dumper: ArgDumper | None = None
 
     def __repr__(self) -> str:
         return f"SimDevice({self.backend.name})"
@@ -189,24 +201,34 @@ class SimDevice:
         ext_blocks = getattr(ex, "core_num", 1)
         if ext_blocks > 1 and opts.blocks == 1:
             opts = replace(opts, blocks=ext_blocks)
-        self._clock += int(const("orch_submit"))
-        launch: list[Task] = []
+        parts = []
         for b in range(opts.blocks):
-            tid = len(self.tasks)
             bargs = tuple(b if a is BLOCK_INDEX else a for a in args)
             bex = ex.instance(b) if ext_blocks > 1 else ex  # type: ignore[attr-defined]
             with block_context(b, opts.blocks):
                 accesses = self._accesses(bex, func, bargs)
             tracked = [(r, rd, wr) for i, r, rd, wr in accesses if i not in opts.no_dep]
-            found = self._tracker.add(tid, tracked, since=first, derive=self._auto_deps and not manual)
+            found = self._tracker.add(first + b, tracked, since=first, derive=self._auto_deps and not manual)
             _add_explicit(found, deps)
-            task = Task(tid, func.name, ex.core_type, bargs, func.param_directions, executor=bex,
+            parts.append((bargs, bex, accesses, found))
+        ring = self._ring()
+        what = f"task {first} ('{func.name}')" if opts.blocks == 1 else \
+            f"tasks {first}-{first + opts.blocks - 1} ('{func.name}', {opts.blocks} blocks)"
+        self._acquire(ring, {"task_window": opts.blocks, "dep_pool": sum(len(p[3]) for p in parts)}, what,
+                      first, span)
+        self._clock += int(const("orch_submit"))
+        launch: list[Task] = []
+        for b, (bargs, bex, accesses, found) in enumerate(parts):
+            task = Task(len(self.tasks), func.name, ex.core_type, bargs, func.param_directions, executor=bex,
                         span=span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
-                        submit_cycle=self._clock, manual=manual, name_hint=opts.name_hint,
+                        submit_cycle=self._clock, ring=ring, manual=manual, name_hint=opts.name_hint,
                         allow_early_resolve=opts.allow_early_resolve, block_idx=b, block_num=opts.blocks,
                         launch=first if opts.blocks > 1 else None, sync_start=opts.sync_start,
                         untracked=opts.no_dep)
             self.tasks.append(task)
+            self._rings.alloc_task(task, ring, len(found))
+            if self._dumper is not None:
+                self._dumper.submitted(task)
             launch.append(task)
         if opts.sync_start and opts.blocks > 1:
             self.scheduler.submit_gang(launch)
@@ -229,6 +251,79 @@ class SimDevice:
     def pop_spmd(self) -> None:
         """Leave the innermost `pl.spmd` scope."""
         self._spmd.pop()
+
+    # ---- runtime rings (rings.py) --------------------------------------------------------------
+    def _ring(self) -> int:
+        return ring_of(len(self._scope_stack) - 1)
+
+    def _acquire(self, ring: int, needs: dict[str, int], what: str, task_id: int | None,
+                 span: Span | None) -> None:
+        """Wait (in simulated time) until `ring` can take `needs` ({ring kind: amount}); the wait is
+        an orchestrator stall recorded in the run's `orch_events`.
+
+        Raises:
+            RuntimeSimError: a need larger than the ring, or heap that only open scopes hold.
+        """
+        tr = self._rings
+        for kind, need in needs.items():
+            cap = tr.sizes.capacity(kind, ring)
+            if need > cap:
+                field, _, _, _, _, holds = RING_FIELDS[kind]
+                raise RuntimeSimError(f"{what} needs {need} {holds} on the ring of scope depth {ring}, but "
+                                      f"RunConfig.{field} gives it {cap}; raise {field}", span)
+
+        def fits() -> bool:
+            return all(tr.fits(k, ring, n) for k, n in needs.items())
+
+        self.scheduler.advance_to(self._clock)   # occupancy as of now, not as of the last sync
+        if fits():
+            return
+        start = self._clock
+        full = [k for k, n in needs.items() if not tr.fits(k, ring, n)]
+        if not self.scheduler.advance(fits):
+            kind = next(k for k, n in needs.items() if not tr.fits(k, ring, n))
+            field, _, _, _, _, holds = RING_FIELDS[kind]
+            raise RuntimeSimError(f"{what} needs {needs[kind]} {holds} on the ring of scope depth {ring}, "
+                                  f"but {tr.used[kind][ring]} of its {tr.sizes.capacity(kind, ring)} are held "
+                                  f"by scopes still open (RunConfig.{field}); raise {field} or create the "
+                                  f"tensors inside a pl.scope() that ends earlier", span)
+        self._clock = max(self._clock, self.scheduler.now)
+        if self._clock > start:
+            self.last_run.orch_events.append(  # type: ignore[union-attr]
+                OrchEvent("stall", f"stall: {' + '.join(k.replace('_', ' ') for k in full)} full", start,
+                          self._clock, {"ring": ring, "full": full, "task_id": task_id, "waiting_for": what}))
+
+    def created(self, tensor: torch.Tensor, span: Span | None = None) -> None:
+        """Orchestration created DDR tensor `tensor` (`tensor.create`): it takes heap on the ring of
+        the current scope until the scope ends and the tasks submitted before that have finished."""
+        nbytes = tensor.numel() * tensor.element_size()
+        ring = self._ring()
+        where = f" at line {span.begin_line}" if span is not None and span.is_known() else ""
+        self._acquire(ring, {"heap": nbytes}, f"tensor {list(tensor.shape)} created{where}", None, span)
+        self._rings.alloc_heap(ring, nbytes)
+        sid = self._scope_stack[-1] if self._scope_stack else -1
+        self._scope_heap[sid] = self._scope_heap.get(sid, 0) + nbytes
+        self.last_run.created.append((region_of(tensor).key, nbytes, span))  # type: ignore[union-attr]
+
+    def dump_tag(self, tensor: Any, span: Span | None = None) -> None:
+        """`pl.dump_tag(tensor)`: with `enable_dump_args=1`, later tasks touching it are dumped."""
+        if not isinstance(tensor, torch.Tensor):
+            raise RuntimeSimError(f"pl.dump_tag expects a DDR tensor, got {type(tensor).__name__}", span)
+        if self._dumper is not None:
+            self._dumper.tag(region_of(tensor))
+
+    def _scope_record(self, event: str, sid: int, depth: int, peaks: dict[str, int] | None = None) -> None:
+        """A `scope_stats.jsonl` record: the ring of scope `sid` (at `depth`) at the current cycle."""
+        self.scheduler.advance_to(self._clock)
+        ring = ring_of(depth)
+        rec: dict[str, Any] = {"event": event, "scope_id": sid, "scope": self._scopes[sid].path(self._scopes),
+                               "depth": depth, "ring": ring, "cycle": self._clock, "tasks_submitted": len(self.tasks),
+                               "tasks_retired": sum(t.retire_cycle is not None for t in self.tasks)}
+        for kind, v in self._rings.snapshot(ring).items():
+            if peaks is not None:
+                v["peak"] = peaks[kind]
+            rec[kind] = v
+        self.last_run.scope_events.append(rec)  # type: ignore[union-attr]
 
     def _accesses(self, ex: KernelExecutor, func: Function, args: Sequence[Any]) -> tuple:
         """(argument index, Region, reads, writes) per tensor argument of a call of `func`: the
@@ -275,28 +370,37 @@ class SimDevice:
                 raise RuntimeSimError(f"Group function '{group.name}' calls {len(names)} {core} kernels "
                                       f"({', '.join(names)}); a cluster runs one AIC and one AIV kernel",
                                       span or group.span)
-        self._clock += int(const("orch_submit"))
         gid = len(self.tasks)
         for d in deps:
             if not isinstance(d, int) or not 0 <= d < gid:
                 raise ValueError(f"group '{group.name}': dependency {d!r} is not an earlier task of this run")
         stats = PipeStats(group.name, cfg.split, dict(cfg.depth), dict(cfg.route))
         manual = bool(self._modes) and self._modes[-1] is ScopeMode.MANUAL
-        tasks: list[Task] = []
+        parts = []
         for func, args, cspan in calls:
             core = self.kernel(func).core_type
             for sub in (range(cfg.vector_cores) if core == "AIV" else (None,)):
                 ex = self.kernel(func, member=sub or 0)
-                tid = len(self.tasks)
+                tid = gid + len(parts)
                 accesses = self._accesses(ex, func, args)
                 found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=gid,
                                           derive=self._auto_deps and not manual)
                 _add_explicit(found, deps)
-                task = Task(tid, func.name, core, args, func.param_directions, executor=ex,
-                            span=cspan or span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
-                            submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats, manual=manual)
-                self.tasks.append(task)
-                tasks.append(task)
+                parts.append((func, args, cspan, core, sub, ex, accesses, found))
+        ring = self._ring()
+        self._acquire(ring, {"task_window": len(parts), "dep_pool": sum(len(p[7]) for p in parts)},
+                      f"group '{group.name}' (tasks {gid}-{gid + len(parts) - 1})", gid, span)
+        self._clock += int(const("orch_submit"))
+        tasks: list[Task] = []
+        for func, args, cspan, core, sub, ex, accesses, found in parts:
+            task = Task(len(self.tasks), func.name, core, args, func.param_directions, executor=ex,
+                        span=cspan or span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
+                        submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats, ring=ring, manual=manual)
+            self.tasks.append(task)
+            self._rings.alloc_task(task, ring, len(found))
+            if self._dumper is not None:
+                self._dumper.submitted(task)
+            tasks.append(task)
         self.scheduler.submit_group(tasks)
 
     def execute_group(self, tasks: list[Task]) -> None:
@@ -316,6 +420,8 @@ class SimDevice:
         nsub = 1 + max((t.subblock or 0 for t in tasks), default=0)
         for k, t in enumerate(tasks):
             members.append(self._member(t, tasks[:k], channel, nsub))
+        dumper = self._dumper
+        snaps = [dumper.before(t) for t in tasks] if dumper is not None else []
         try:
             runner.run()
         except RuntimeSimError as err:
@@ -327,6 +433,8 @@ class SimDevice:
                                   f"{where}): {err.message}", err.span) from err
         for t, m in zip(tasks, members):
             t.cost, t.stall_cycles, t.offset_cycles = m.cost, m.stall, m.start
+        for t, snap in zip(tasks, snaps):
+            dumper.after(t, snap)  # type: ignore[union-attr]
         stats.max_occupancy, stats.transfers = channel.max_occupancy(), channel.transfers()
         left = channel.pending()
         if left:
@@ -361,7 +469,8 @@ class SimDevice:
         return ClusterMember(name, run, ex.cycles_so_far, after, enter, leave)
 
     def push_scope(self, name: str, span: Span | None = None, mode: ScopeMode | None = None) -> int:
-        """Enter a runtime scope; later submissions belong to it. Returns its id.
+        """Enter a runtime scope; later submissions belong to it (and to the ring of its depth).
+        Records a scope-begin event with the ring's occupancy. Returns its id.
 
         `mode` (SPEC §13): AUTO derives task order from overlapping regions, MANUAL derives none;
         None (the body of a called orchestration function) keeps the enclosing scope's mode.
@@ -372,18 +481,27 @@ class SimDevice:
         self._scopes.append(ScopeInfo(sid, name, parent, span, mode or inherited))
         self._scope_stack.append(sid)
         self._modes.append(mode or inherited)
+        self._rings.open_mark(sid, self._ring())
+        self._scope_record("begin", sid, len(self._scope_stack) - 1)
         return sid
 
     def pop_scope(self) -> None:
-        """Leave the innermost runtime scope."""
-        self._scope_stack.pop()
+        """Leave the innermost runtime scope: its tensors' heap is freed once the tasks submitted
+        so far have finished. Records a scope-end event (occupancy and peaks while it was open)."""
+        depth = len(self._scope_stack) - 1
+        sid = self._scope_stack.pop()
         self._modes.pop()
+        self._rings.scope_end(ring_of(depth), self._scope_heap.pop(sid, 0), len(self.tasks) - 1)
+        self._scope_record("end", sid, depth, self._rings.close_mark(sid))
 
-    def sync(self) -> int:
-        """Run every pending task to completion; the orchestrator waits for them. Returns the
-        current orchestrator cycle."""
+    def sync(self, reason: str = "host op reads task data") -> int:
+        """Run every pending task to completion; the orchestrator waits for them (an orchestrator
+        `wait` event when it had to). Returns the current orchestrator cycle."""
+        start = self._clock
         end = self.scheduler.drain()
         self._clock = max(self._clock, end)
+        if self._clock > start and self.last_run is not None:
+            self.last_run.orch_events.append(OrchEvent("wait", f"wait: {reason}", start, self._clock, {}))
         return self._clock
 
     def execute(self, task: Task) -> None:
@@ -392,14 +510,20 @@ class SimDevice:
         san = self._sanitizer[0]
         if san is not None:
             san.begin_task(task, arena)
+        dumper = self._dumper
+        snap = dumper.before(task) if dumper is not None else None
         with block_context(task.block_idx, task.block_num):
             task.cost = task.executor.run(task.args, arena)
+        if dumper is not None:
+            dumper.after(task, snap)
 
     # ---- a whole run ---------------------------------------------------------------------------
     def begin_run(self, program: str = "", entry: str = "", *, sanitize: bool = False,
-                  auto_deps: bool = True) -> RunRecord:
+                  auto_deps: bool = True, rings: RingSizes | None = None, dump_args: int = 0) -> RunRecord:
         """Start a run: forget the previous tasks, reset the clock and the cores' schedule.
 
+        `rings`: the ring sizes (None: environment variables, else defaults; `rings.py`).
+        `dump_args`: 0, or 1 / 2 to record task arguments (`argdump.py`).
         `submit` / `sync` then add tasks to it and `end_run` finishes it (`run` does all three for
         a program).
         """
@@ -407,7 +531,9 @@ class SimDevice:
         for ex in self._kernels.values():
             if hasattr(ex, "refresh"):  # external kernels: an edited source is rebuilt
                 ex.refresh()
-        self.scheduler.reset()
+        self._rings = RingTracker(rings if rings is not None else ring_sizes())
+        self._scope_heap = {}
+        self.scheduler.reset(self._rings.finished)
         self._tracker.reset()
         self._region_cache = {}
         self._auto_deps, self._sanitize = auto_deps, sanitize
@@ -416,7 +542,8 @@ class SimDevice:
         self._modes, self._spmd = [], []
         self.last_run = RunRecord(program, entry, self.backend.name, self.soc.num_aic, self.soc.num_aiv,
                                   auto_deps=auto_deps, sanitize=sanitize, tasks=self.tasks,
-                                  scopes=self._scopes)
+                                  scopes=self._scopes, rings=self._rings.sizes)
+        self._dumper = ArgDumper(dump_args, self.last_run.arg_dumps) if dump_args else None
         return self.last_run
 
     def end_run(self) -> RunRecord:
@@ -426,14 +553,18 @@ class SimDevice:
         assert rec is not None, "end_run without begin_run"
         san = self._sanitizer[0]
         try:
+            while self._scope_stack:     # the entry's scope (and any an error left open)
+                self.pop_scope()
             submitted = self._clock
-            self.sync()
+            self.sync("end of run: the last tasks finish")
             rec.orchestrator_cycles = submitted
             rec.makespan_cycles = self._clock
+            rec.ring_peaks = {k: list(v) for k, v in self._rings.peak.items()}
             if san is not None and (not self._auto_deps or any(not t.derived_all for t in self.tasks)):
                 check_ordering(san, self.tasks)
         finally:
             self._sanitizer[0] = None
+            self._dumper = None
             if san is not None:
                 rec.findings = list(san.findings)
         if rec.findings:
@@ -441,11 +572,11 @@ class SimDevice:
         return rec
 
     def run(self, program: Program, entry: Function, args: Sequence[Any], *, sanitize: bool = False,
-            auto_deps: bool = True) -> tuple | None:
+            auto_deps: bool = True, rings: RingSizes | None = None, dump_args: int = 0) -> tuple | None:
         """Run `entry` with device-side `args`; returns its ReturnStmt values (tuple) or None.
 
         A kernel entry runs as one task and returns its Out/InOut arguments (like a kernel call in
-        an orchestration function).
+        an orchestration function). `rings` / `dump_args`: see `begin_run`.
 
         Raises:
             RuntimeSimError: the simulator found an error; SanitizerError (a subclass) when
@@ -454,14 +585,17 @@ class SimDevice:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return self._run(program, entry, args, sanitize, auto_deps)
+            return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
         finally:
             torch.set_num_threads(threads)
 
     def _run(self, program: Program, entry: Function, args: Sequence[Any], sanitize: bool,
-             auto_deps: bool) -> tuple | None:
-        self.begin_run(program.name, entry.name, sanitize=sanitize, auto_deps=auto_deps)
+             auto_deps: bool, rings: RingSizes | None, dump_args: int) -> tuple | None:
+        self.begin_run(program.name, entry.name, sanitize=sanitize, auto_deps=auto_deps, rings=rings,
+                       dump_args=dump_args)
         try:
+            self.last_run.inputs = [(p.name, region_of(a).key) for p, a in zip(entry.params, args)  # type: ignore[union-attr]
+                                    if isinstance(a, torch.Tensor)]
             self.push_scope(entry.name, entry.span)
             if entry.func_type in KERNEL_TYPES:
                 self.submit(entry, args, span=entry.span)

@@ -29,6 +29,10 @@ exactly those tasks. An SPMD scope (`pl.spmd`) runs its body once with the devic
 every kernel submitted launches `core_num` blocks (`SimDevice.submit`); so does every kernel a
 function submits when it is called by `pl.spmd_submit(f, ..., core_num=N)` (a Spmd function).
 
+Tensors created by a "creation" op (`tensor.create`, ...) are reported to the device
+(`SimDevice.created`: they take heap on the current scope's ring), and `pl.dump_tag(t)` (an op
+with the "dump" trait) marks `t` for the argument dump (`SimDevice.dump_tag`).
+
 Runtime scopes: the entry function's body is the outermost scope; a call of a nested orchestration
 function and a `pl.scope()` block (`ScopeStmt` of kind Runtime) each open a scope inside it. Tasks
 record the scopes they were submitted in (for the scope statistics of the DFX outputs).
@@ -102,6 +106,22 @@ class _OrchCompiler(FunctionCompiler):
                                   f"function '{self.func.name}' (it belongs inside an InCore kernel)",
                                   call.span)
         run = self.op_closure(call, spec)
+        device, span = self.device, call.span
+        if "creation" in spec.traits and isinstance(call.result_type, TensorType):
+            make = run
+
+            def run(env: Env) -> Any:   # a new DDR tensor takes heap on the scope's ring
+                t = make(env)
+                device.created(t, span)
+                return t
+        if "dump" in spec.traits:
+            arg = self.compile_expr(call.args[0])
+            tag = run
+
+            def run(env: Env) -> Any:   # pl.dump_tag: later tasks touching the tensor are dumped
+                device.dump_tag(arg(env), span)
+                return tag(env)
+            return run
         touches_data = not spec.traits & {"view", "creation"} and any(
             i < len(call.args) and isinstance(call.args[i].type, TensorType)
             for i in (*spec.reads, *spec.writes))

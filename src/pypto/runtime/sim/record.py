@@ -7,16 +7,31 @@ the device, so it stays valid after the next run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...core.enums import ScopeMode
 from ...core.span import Span
 
 if TYPE_CHECKING:
+    from .rings import RingSizes
     from .sanitizer import Finding
     from .task import Task
 
-__all__ = ["ScopeInfo", "RunRecord"]
+__all__ = ["ScopeInfo", "RunRecord", "OrchEvent"]
+
+
+@dataclass(frozen=True)
+class OrchEvent:
+    """A span of orchestrator time that is not a submission: `kind` "stall" (a runtime ring was
+    full: `args` names the ring depth, the full rings and the task waiting) or "wait" (the
+    orchestrator waited for every submitted task: a host op reading task data, the end of the
+    run). `start` / `end` in cycles."""
+
+    kind: str
+    name: str
+    start: int
+    end: int
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,13 @@ class RunRecord:
         orchestrator_cycles: cycles the orchestrator spent submitting.
         auto_deps: whether dependencies were derived from overlapping DDR regions.
         findings: sanitizer findings (empty when not sanitizing or nothing was found).
+        rings: the ring sizes of the run; ring_peaks: {kind: peak occupancy per ring}.
+        orch_events: orchestrator stalls and waits (`OrchEvent`), in time order.
+        scope_events: one dict per runtime scope begin / end with the occupancy of its ring
+            (`scope_stats.jsonl`, written by `pypto.runtime.dfx.scope_stats`).
+        created: (DDR buffer key, bytes, span) per tensor the orchestration created.
+        inputs: (parameter name, DDR buffer key) per tensor argument of the entry.
+        arg_dumps: task argument snapshots (`enable_dump_args`, `argdump.py`).
     """
 
     program: str
@@ -67,3 +89,10 @@ class RunRecord:
     makespan_cycles: int = 0
     orchestrator_cycles: int = 0
     findings: list[Finding] = field(default_factory=list)
+    rings: RingSizes | None = None
+    ring_peaks: dict[str, list[int]] = field(default_factory=dict)
+    orch_events: list[OrchEvent] = field(default_factory=list)
+    scope_events: list[dict[str, Any]] = field(default_factory=list)
+    created: list[tuple[int, int, Span | None]] = field(default_factory=list)
+    arg_dumps: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[tuple[str, int]] = field(default_factory=list)

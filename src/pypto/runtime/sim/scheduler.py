@@ -1,8 +1,11 @@
 """Discrete-event task scheduler of the simulated chip (DESIGN idea 5).
 
 Tasks arrive from the orchestrator with a submission time and their dependencies, either alone or
-as the tasks of one Group call (a mixed kernel's AIC and AIV halves, see `cluster.py`). `drain()`
-simulates the chip until every submitted task has finished:
+as the tasks of one Group call (a mixed kernel's AIC and AIV halves, see `cluster.py`). The schedule
+is simulated incrementally: `advance(until)` / `advance_to(cycle)` process instants in time order
+(the device asks when the orchestrator must wait for a ring slot), `drain()` until every submitted
+task has finished. The result equals simulating everything at once, because the orchestrator only
+submits at or after the last processed instant:
 
 - a *unit* (one task, or the tasks of one group) becomes *ready* when the orchestrator has
   submitted it and every task it depends on has finished: ready time = max(submit cycle, end
@@ -30,6 +33,7 @@ order; independent tasks may run in another order, as on the hardware.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import InternalError, RuntimeSimError
@@ -98,11 +102,21 @@ class EventScheduler:
         self.device = device
         self.reset()
 
-    def reset(self) -> None:
-        """Start of a run: every core idle since cycle 0, nothing pending."""
-        self.pending: list[list[Task]] = []
+    def reset(self, on_finish: Callable[[Task, int], None] | None = None) -> None:
+        """Start of a run: every core idle since cycle 0, nothing pending. `on_finish(task, cycle)`
+        is called as each task finishes (the device's ring bookkeeping)."""
         self.makespan = 0
+        self.now = 0
         self._cores: dict[str, _Cores] = {}
+        self._on_finish = on_finish
+        self._events: list[tuple[int, int, int, Any]] = []
+        self._waiting: dict[int, int] = {}
+        self._dependents: dict[int, list[list[Task]]] = {}
+        self._singles: dict[str, list[tuple[int, int, Task]]] = {}
+        self._groups: list[tuple[int, int, list[Task]]] = []
+        self._gangs: list[tuple[int, int, list[Task]]] = []
+        self._done: set[int] = set()
+        self._submitted = 0
 
     def _of(self, core_type: str) -> _Cores:
         c = self._cores.get(core_type)
@@ -111,82 +125,102 @@ class EventScheduler:
         return c
 
     def submit(self, task: Task) -> None:
-        """Queue `task` (already numbered, with its deps and submit cycle) for the next drain."""
-        self.pending.append([task])
+        """Queue `task` (already numbered, with its deps and submit cycle)."""
+        self._add([task])
 
     def submit_gang(self, tasks: list[Task]) -> None:
         """Queue the blocks of one SPMD launch with `sync_start=True`: they start at the same
         cycle, each on its own core of their type, once that many cores are idle (SPEC §13)."""
-        self.pending.append(list(tasks))
+        self._add(list(tasks))
 
     def submit_group(self, tasks: list[Task]) -> None:
         """Queue the tasks of one Group call; they start together on one cluster."""
-        self.pending.append(list(tasks))
+        self._add(list(tasks))
+
+    def _add(self, unit: list[Task]) -> None:
+        n = 0
+        for t in unit:
+            for d in t.deps:
+                if d not in self._done:
+                    n += 1
+                    self._dependents.setdefault(d, []).append(unit)
+        uid = unit[0].task_id
+        self._waiting[uid] = n
+        self._submitted += len(unit)
+        if n == 0:
+            heapq.heappush(self._events, (self._ready_time(unit), _READY, uid, unit))
+
+    def finished(self, task_id: int) -> bool:
+        """Whether task `task_id` has finished in the simulated time processed so far."""
+        return task_id in self._done
+
+    def advance(self, until: Callable[[], bool]) -> bool:
+        """Simulate, one instant at a time, until `until()` holds; returns whether it does (False:
+        every queued task has finished first). Only instants no later submission can precede are
+        processed: the caller submits later tasks at or after `now`."""
+        while not until():
+            if not self._events:
+                return False
+            self._step()
+        return True
+
+    def advance_to(self, cycle: int) -> None:
+        """Simulate every instant up to and including `cycle`."""
+        while self._events and self._events[0][0] <= cycle:
+            self._step()
 
     def drain(self) -> int:
-        """Simulate until every pending task has finished; returns `makespan` (cycles)."""
-        units, self.pending = self.pending, []
-        if not units:
-            return self.makespan
-        tasks = self.device.tasks
-        waiting: dict[int, int] = {}
-        dependents: dict[int, list[list[Task]]] = {}
-        events: list[tuple[int, int, int, Any]] = []
-        for unit in units:
-            n = 0
-            for t in unit:
-                for d in t.deps:
-                    if tasks[d].end_cycle is None:
-                        n += 1
-                        dependents.setdefault(d, []).append(unit)
-            uid = unit[0].task_id
-            waiting[uid] = n
-            if n == 0:
-                events.append((self._ready_time(unit), _READY, uid, unit))
-        heapq.heapify(events)
-        singles: dict[str, list[tuple[int, int, Task]]] = {}
-        groups: list[tuple[int, int, list[Task]]] = []
-        gangs: list[tuple[int, int, list[Task]]] = []
-        done, total = 0, sum(len(u) for u in units)
-        while events:
-            now = events[0][0]
-            while events and events[0][0] == now:
-                _, kind, _, x = heapq.heappop(events)
-                if kind == _DONE:
-                    done += 1
-                    if x.group is None:
-                        self._of(x.core_type).free(x.core_index, now)
-                    for unit in dependents.pop(x.task_id, ()):
-                        uid = unit[0].task_id
-                        waiting[uid] -= 1
-                        if waiting[uid] == 0:
-                            heapq.heappush(events, (self._ready_time(unit), _READY, uid, unit))
-                elif kind == _FREE:
-                    for core_type, i in x:
-                        self._of(core_type).free(i, now)
-                elif len(x) == 1 and x[0].group is None:
-                    heapq.heappush(singles.setdefault(x[0].core_type, []), (now, x[0].task_id, x[0]))
-                elif x[0].group is None:
-                    heapq.heappush(gangs, (now, x[0].task_id, x))
-                else:
-                    heapq.heappush(groups, (now, x[0].task_id, x))
-            self._start_groups(groups, now, events)
-            self._start_gangs(gangs, now, events)
-            for core_type, queue in singles.items():
-                cores = self._of(core_type)
-                while queue:
-                    i = cores.take_longest_idle()
-                    if i is None:
-                        break
-                    _, _, t = heapq.heappop(queue)
-                    t.core_index, t.start_cycle = i, now
-                    run_task(self.device, t)
-                    t.end_cycle = now + t.cycles
-                    heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
-        if done != total:
-            raise InternalError(f"scheduler finished {done} of {total} tasks (dependency cycle)")
-        self.makespan = max(self.makespan, max(t.end_cycle for u in units for t in u))  # type: ignore[type-var]
+        """Simulate until every queued task has finished; returns `makespan` (cycles)."""
+        while self._events:
+            self._step()
+        if len(self._done) != self._submitted:
+            raise InternalError(f"scheduler finished {len(self._done)} of {self._submitted} tasks "
+                                f"(dependency cycle)")
         return self.makespan
+
+    def _step(self) -> None:
+        """Process every event of the earliest instant, then start what can start then."""
+        events = self._events
+        now = self.now = events[0][0]
+        while events and events[0][0] == now:
+            _, kind, _, x = heapq.heappop(events)
+            if kind == _DONE:
+                self._done.add(x.task_id)
+                self.makespan = max(self.makespan, now)
+                if x.group is None:
+                    self._of(x.core_type).free(x.core_index, now)
+                for unit in self._dependents.pop(x.task_id, ()):
+                    uid = unit[0].task_id
+                    self._waiting[uid] -= 1
+                    if self._waiting[uid] == 0:
+                        heapq.heappush(events, (self._ready_time(unit), _READY, uid, unit))
+                if self._on_finish is not None:
+                    self._on_finish(x, now)
+            elif kind == _FREE:
+                for core_type, i in x:
+                    self._of(core_type).free(i, now)
+            else:
+                for t in x:
+                    t.ready_cycle = now
+                if len(x) == 1 and x[0].group is None:
+                    heapq.heappush(self._singles.setdefault(x[0].core_type, []), (now, x[0].task_id, x[0]))
+                elif x[0].group is None:  # an SPMD launch with sync_start: its blocks start together
+                    heapq.heappush(self._gangs, (now, x[0].task_id, x))
+                else:
+                    heapq.heappush(self._groups, (now, x[0].task_id, x))
+        self._start_groups(self._groups, now, events)
+        self._start_gangs(self._gangs, now, events)
+        for core_type, queue in self._singles.items():
+            cores = self._of(core_type)
+            while queue:
+                i = cores.take_longest_idle()
+                if i is None:
+                    break
+                _, _, t = heapq.heappop(queue)
+                t.core_index, t.start_cycle = i, now
+                run_task(self.device, t)
+                t.end_cycle = now + t.cycles
+                heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
 
     def _start_groups(self, queue: list[tuple[int, int, list[Task]]], now: int,
                       events: list[tuple[int, int, int, Any]]) -> None:

@@ -61,6 +61,10 @@ class Task:
         accesses: (argument index, Region, reads, writes) per tensor argument.
         submit_cycle / start_cycle / end_cycle: simulated times in AI-core cycles (start and end
             are None until the task has run).
+        ready_cycle: when its dependencies were all met and it queued for a core (None before).
+        retire_cycle: when it retired from its ring's task window: it and every earlier task of
+            its ring had finished (`rings.py`; None before).
+        ring: the ring (scope depth, capped at 3) whose task window and dependency pool it uses.
         cost: cycles, per-pipe cycles and bytes per memory path of the run (None until run).
         group: for a kernel run as part of a Group call (a mixed kernel's AIC or AIV half), the
             task id of the group's first task; None for a task of its own. The tasks of a group
@@ -95,6 +99,9 @@ class Task:
     submit_cycle: int = 0
     start_cycle: int | None = None
     end_cycle: int | None = None
+    ready_cycle: int | None = None
+    retire_cycle: int | None = None
+    ring: int = 0
     cost: TaskCost | None = field(default=None, repr=False)
     group: int | None = None
     subblock: int | None = None

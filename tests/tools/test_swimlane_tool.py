@@ -1,0 +1,154 @@
+"""`python -m pypto.tools.swimlane` (SPEC §12, issue 12 item 3): a swimlane trace as one
+self-contained HTML timeline, a row per core, hover text per task."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto import ir
+from pypto.runtime import RunConfig
+from pypto.tools.swimlane import find_trace, main, render_html
+
+ROWS = 16
+
+
+@pl.program
+class Blocks:
+    @pl.function(type=pl.FunctionType.InCore)
+    def twice(self, x: pl.Tensor[[ROWS, 64], pl.FP32],
+              y: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
+        t = pl.load(x, [0, 0], [ROWS, 64])
+        y = pl.store(pl.add(t, t), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[256, 64], pl.FP32],
+             y: pl.Out[pl.Tensor[[256, 64], pl.FP32]]) -> pl.Tensor[[256, 64], pl.FP32]:
+        for i in pl.range(0, 256, ROWS):
+            xs = pl.slice(x, [ROWS, 64], [i, 0])
+            ys = pl.slice(y, [ROWS, 64], [i, 0])
+            ys = self.twice(xs, ys)
+        return y
+
+
+class _Page(HTMLParser):
+    """Collects rects (class, fill, hover text), row labels and external references."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rects: list[dict] = []
+        self.labels: list[str] = []
+        self.external: list[str] = []
+        self._in: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for k in ("src", "href"):
+            if k in a:
+                self.external.append(a[k])
+        if tag == "rect":
+            self.rects.append({"class": a.get("class", ""), "fill": a.get("fill"), "title": ""})
+        elif tag == "title" and self.rects:
+            self._in = "title"
+        elif tag == "text" and a.get("class") == "lab":
+            self._in = "label"
+
+    def handle_endtag(self, tag):
+        self._in = None if tag in ("title", "text") else self._in
+
+    def handle_data(self, data):
+        if self._in == "title":
+            self.rects[-1]["title"] += data
+        elif self._in == "label":
+            self.labels.append(data)
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("blocks")
+    cp = ir.compile(Blocks, output_dir=out, dump_passes=False)
+    x, y = torch.randn(256, 64), torch.zeros(256, 64)
+    cp(x, y, config=RunConfig(enable_chip_swimlane=4, ring_task_window=4))
+    assert torch.equal(y, 2 * x)
+    return cp, out
+
+
+def test_page_has_a_row_per_core_a_box_per_task_and_hover_details(build, tmp_path) -> None:
+    cp, out = build
+    target = tmp_path / "t.html"
+    assert main([str(out), "-o", str(target)]) == 0
+    text = target.read_text()
+    page = _Page()
+    page.feed(text)
+    rec = cp.last_run
+    cores = [f"AIC{i}" for i in range(rec.num_aic)] + [f"AIV{i}" for i in range(rec.num_aiv)]
+    assert page.labels[:2] == ["orchestrator", "scheduler"] and page.labels[2:2 + len(cores)] == cores
+    assert {lab.split(" (max")[0] for lab in page.labels[2 + len(cores):]} == {"ready tasks", "tasks in flight"}
+    tasks = [r for r in page.rects if r["class"] == "s task"]
+    assert len(tasks) == len(cp.tasks) == 16
+    for r in tasks:
+        tid = int(re.search(r"task_id: (\d+)", r["title"]).group(1))
+        t = cp.tasks[tid]
+        assert r["title"].startswith("twice\n") and f"core: {t.core}" in r["title"]
+        assert f"cycles: {t.cycles}" in r["title"] and "pipe_cycles: {" in r["title"]
+    stalls = [r for r in page.rects if r["class"] == "s stall"]
+    assert len(stalls) == len([e for e in rec.orch_events if e.kind == "stall"]) > 0
+    assert all(r["fill"] == "#d62728" and "task window full" in r["title"] for r in stalls)
+    assert len([r for r in page.rects if r["class"] == "tick dispatch"]) == 16
+    # self-contained: nothing fetched from anywhere
+    assert page.external == [] and "url(" not in text and "@import" not in text
+
+
+def test_inputs_a_trace_a_dfx_folder_or_a_build_folder(build, tmp_path) -> None:
+    _, out = build
+    trace = out / "dfx_outputs" / "swimlane.json"
+    assert find_trace(out) == find_trace(out / "dfx_outputs") == find_trace(trace) == trace
+    assert main([str(trace)]) == 0                      # default: swimlane.html next to the trace
+    default = out / "dfx_outputs" / "swimlane.html"
+    assert default.read_text() == render_html(json.loads(trace.read_text()), "Blocks swimlane")
+
+
+def test_missing_trace_is_a_clear_error(tmp_path, capsys) -> None:
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: no swimlane trace at {tmp_path}") and "enable_chip_swimlane=1..4" in err
+
+
+def test_runs_as_a_module(build, tmp_path) -> None:
+    _, out = build
+    target = tmp_path / "m.html"
+    res = subprocess.run([sys.executable, "-m", "pypto.tools.swimlane", str(out), "-o", str(target)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(ir.__file__).parents[2])})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == str(target) and target.read_text().startswith("<!DOCTYPE html>")
+
+
+def _chromium() -> str | None:
+    import shutil
+    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless chromium on this machine")
+def test_page_loads_in_a_browser_without_errors_and_zooms(build, tmp_path) -> None:
+    _, out = build
+    target = tmp_path / "b.html"
+    assert main([str(out), "-o", str(target)]) == 0
+    res = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                          "--v=0", "--dump-dom", target.as_uri() + "#zoom=8"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "CONSOLE" not in res.stderr, res.stderr[-2000:]
+    dom = res.stdout
+    width = int(re.search(r'<svg id="lanes"[^>]* width="(\d+)"', dom).group(1))
+    assert width == 8 * 1420                                   # the script ran: 8 x the base width
+    assert 'id="plot" transform="scale(8,1)"' in dom
