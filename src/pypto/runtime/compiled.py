@@ -41,7 +41,7 @@ from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
 from ..ir.expr import Call, GlobalVar
 from ..ir.function import Function, Program
 from ..ir.visitor import IRVisitor
-from .binding import _check_scalar, _check_tensor, bind_call_args, bind_host_args
+from .binding import _check_scalar, _check_tensor, bind_call_args, bind_host_args, to_host_storage
 from .config import (
     COMPILE_TIME_FIELDS,
     RunConfig,
@@ -251,9 +251,10 @@ class CompiledProgram:
             self.last_run = device.last_run
             if self.last_run is not None:
                 update_dfx(self.last_run, config, self.output_dir)
+        params = self.entry_function.params
         for i in self.output_indices:
             if not isinstance(args[i], DeviceTensor):
-                args[i].copy_(dev_args[i])
+                args[i].copy_(to_host_storage(dev_args[i], params[i].type.dtype))
         if result is None or len(result) == 0:
             return None
         host = [self._to_host(v, dev_args, args) for v in result]
