@@ -197,3 +197,30 @@ def test_host_tensors_of_types_torch_lacks_are_refused_clearly(dt, hint):
     with pytest.raises(ArgumentTypeError) as ei:
         run(src, torch.zeros(16, 64, dtype=torch.int8), torch.zeros(16, 64, dtype=torch.bfloat16))
     assert f"argument 'x' of 'k' is declared {dt}, which cannot be passed from the host: {hint}" in str(ei.value)
+
+
+@pl.jit
+def dequantize(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.cast(a, pl.BF16)
+    return c
+
+
+@pl.jit
+def quantize_fp4(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.cast(a, pl.FP4)
+    return c
+
+
+def test_jit_takes_the_logical_shape_of_a_packed_host_tensor():
+    from pypto.runtime import RunConfig
+
+    v = fp4_values((16, 64), 6)
+    c = torch.zeros(16, 64, dtype=torch.bfloat16)
+    dequantize(fp4_host(v), c, config=RunConfig(platform="a5sim"))
+    assert torch.equal(c.float(), v)
+    x = torch.randn(16, 64).bfloat16()
+    q = torch.zeros(16, 32, dtype=torch.float4_e2m1fn_x2)
+    quantize_fp4(x, q, config=RunConfig(platform="a5sim"))
+    assert torch.equal(packed.decode(q, D.FP4), packed.quantize(x.float(), D.FP4))

@@ -83,6 +83,13 @@ class DataType:
                              f"byte), got {list(shape)}")
         return tuple(shape[:-1]) + (shape[-1] // 2,)
 
+    def logical_shape(self, host_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The logical shape of a host (torch) tensor of shape `host_shape` holding this type: the
+        inverse of `host_shape` (the innermost dimension doubled for packed types)."""
+        if not self.is_packed() or not host_shape:
+            return tuple(host_shape)
+        return tuple(host_shape[:-1]) + (host_shape[-1] * 2,)
+
     def value_torch(self) -> Any:
         """The torch dtype that holds this type's values one per element, at logical shape: what
         the simulator and the reference scripts compute with. `to_torch()` except for the packed

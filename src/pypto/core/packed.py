@@ -14,15 +14,13 @@ FP4 is E2M1: 1 sign bit, 2 exponent bits (bias 1), 1 mantissa bit; magnitudes 0,
 saturates beyond ±6 (infinities included) and maps NaN to +0 — the same defined-result rule as
 float → integer casts. INT4 / UINT4 keep the low 4 bits (two's complement), as an integer
 narrowing does.
+
+This module imports nothing but `torch`, and its functions take the dtype as a `DataType` or its
+name: `pypto.debug.torch_codegen` pastes this source into the reference scripts it writes, which
+run without PyPTO.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 import torch
-
-from .dtype import DataType
 
 __all__ = ["decode", "encode", "quantize", "FP4_VALUES"]
 
@@ -45,47 +43,56 @@ def _fp4_codes(x: torch.Tensor) -> torch.Tensor:
     return code | (sign << 3)
 
 
-def _codes(values: torch.Tensor, dtype: DataType) -> torch.Tensor:
-    if dtype.name == "FP4":
-        return _fp4_codes(values)
-    if dtype.name in ("INT4", "UINT4"):
-        return (values.to(torch.int64) & 0xF).to(torch.uint8)
-    raise TypeError(f"{dtype.name} is not a packed type this simulator can encode")
+def _packed_name(dtype) -> str:
+    name = getattr(dtype, "name", dtype)
+    if name not in ("FP4", "INT4", "UINT4"):
+        raise TypeError(f"{name} is not a packed type this simulator can encode or decode")
+    return name
 
 
-def encode(values: torch.Tensor, dtype: DataType) -> torch.Tensor:
-    """Pack `values` (logical shape, any real dtype) into `dtype` bytes: a uint8 tensor of shape
-    `dtype.host_shape(values.shape)` (even-index element in the low nibble).
+def encode(values: torch.Tensor, dtype) -> torch.Tensor:
+    """Pack `values` (logical shape, any real dtype) into bytes of `dtype` (a DataType or its
+    name): a uint8 tensor with the innermost dimension halved (even-index element in the low
+    nibble), as `DataType.host_shape`.
 
     Raises:
         ValueError: an odd innermost dimension. TypeError: `dtype` is not FP4, INT4 or UINT4.
     """
-    shape = dtype.host_shape(tuple(values.shape))
-    c = _codes(values, dtype).reshape(shape + (2,))
+    name = _packed_name(dtype)
+    shape = tuple(values.shape)
+    if not shape or shape[-1] % 2:
+        raise ValueError(f"a {name} tensor needs an even innermost dimension (two values per byte), "
+                         f"got {list(shape)}")
+    if name == "FP4":
+        c = _fp4_codes(values)
+    else:
+        c = (values.to(torch.int64) & 0xF).to(torch.uint8)
+    c = c.reshape(shape[:-1] + (shape[-1] // 2, 2))
     return c[..., 0] | (c[..., 1] << 4)
 
 
-def decode(packed: torch.Tensor, dtype: DataType) -> torch.Tensor:
-    """Unpack bytes of `dtype` (a uint8 or float4_e2m1fn_x2 tensor whose innermost dimension
-    holds two elements per byte) into a `dtype.value_torch()` tensor of logical shape.
+def decode(packed: torch.Tensor, dtype) -> torch.Tensor:
+    """Unpack bytes of `dtype` (a DataType or its name; the bytes a uint8 or float4_e2m1fn_x2
+    tensor whose innermost dimension holds two elements per byte) into a `value_torch()` tensor
+    (float32 for FP4, int8 for INT4, uint8 for UINT4) of logical shape.
 
     Raises:
         TypeError: `dtype` is not FP4, INT4 or UINT4.
     """
+    name = _packed_name(dtype)
     b = packed.view(torch.uint8)
     codes = torch.stack((b & 0xF, b >> 4), dim=-1).flatten(-2)
-    if dtype.name == "FP4":
+    if name == "FP4":
         return torch.tensor(FP4_VALUES, dtype=torch.float32)[codes.long()]
-    if dtype.name == "INT4":
+    if name == "INT4":
         return ((codes.to(torch.int8) ^ 8) - 8).to(torch.int8)
-    if dtype.name == "UINT4":
-        return codes
-    raise TypeError(f"{dtype.name} is not a packed type this simulator can decode")
+    return codes
 
 
-def quantize(values: Any, dtype: DataType) -> torch.Tensor:
-    """`values` rounded to the value set of packed `dtype`, held in `dtype.value_torch()`
-    (the result of a cast to `dtype`): `decode(encode(values))`, without the even-size rule."""
+def quantize(values, dtype) -> torch.Tensor:
+    """`values` rounded to the value set of packed `dtype` (a DataType or its name), held unpacked
+    as `decode` returns them (the result of a cast to `dtype`): `decode(encode(values))`, without
+    the even-size rule."""
     v = torch.as_tensor(values)
     flat = v.reshape(-1)
     if flat.numel() % 2:

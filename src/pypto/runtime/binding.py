@@ -140,9 +140,8 @@ def _check_tensor(func: Function, name: str, t: TensorType, a: Any, dims: dict[s
     if a.dim() != len(t.shape):
         raise ArgumentValueError(f"{where} has shape {_shape_str(a.shape)} ({a.dim()}-D), expected "
                                  f"{_expected_shape(t)} ({len(t.shape)}-D)")
-    shape, note = tuple(a.shape), ""
+    shape, note = t.dtype.logical_shape(tuple(a.shape)), ""
     if t.dtype.is_packed() and shape:   # host storage packs two values per element
-        shape = shape[:-1] + (shape[-1] * 2,)
         note = (f" (logical shape {_shape_str(shape)}: each {want} element holds two {t.dtype.name} "
                 f"values, so a tensor declared [.., n] is stored as [.., n/2])")
     for axis, (d, n) in enumerate(zip(t.shape, shape)):
