@@ -224,3 +224,11 @@ def test_jit_takes_the_logical_shape_of_a_packed_host_tensor():
     q = torch.zeros(16, 32, dtype=torch.float4_e2m1fn_x2)
     quantize_fp4(x, q, config=RunConfig(platform="a5sim"))
     assert torch.equal(packed.decode(q, D.FP4), packed.quantize(x.float(), D.FP4))
+
+
+@pytest.mark.parametrize("dtype", [D.FP4, torch.float4_e2m1fn_x2, D.INT4])
+def test_packed_tensors_cannot_be_resident(dtype):
+    from pypto.runtime import ChipWorker
+
+    with ChipWorker() as w, pytest.raises(ArgumentTypeError, match="tensors cannot be resident"):
+        w.alloc_tensor((16, 64), dtype)
