@@ -232,3 +232,65 @@ def test_packed_tensors_cannot_be_resident(dtype):
 
     with ChipWorker() as w, pytest.raises(ArgumentTypeError, match="tensors cannot be resident"):
         w.alloc_tensor((16, 64), dtype)
+
+
+PIPE_TEXT = """
+import pypto.language as pl
+
+@pl.program
+class Hand:
+    @pl.function(type=pl.FunctionType.AIC)
+    def cube(self, w: pl.Tensor[[64, 16], pl.FP4]):
+        w1 = pl.load(w, [0, 0], [64, 16], target_memory=pl.Mem.Mat)
+        w0 = pl.move(w1, target_memory=pl.Mem.Right)
+        x = pl.system.tpop_from_aiv([16, 64], dtype=pl.FP4)
+        acc = pl.matmul(pl.move(x, target_memory=pl.Mem.Left), w0)
+        pl.system.tfree_to_aiv(x)
+        pl.system.tpush_to_aiv(acc)
+        return
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def vec(self, x: pl.Tensor[[16, 64], pl.BF16],
+            y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        t = pl.load(x, [0, 0], [16, 64])
+        q = pl.cast(t, pl.FP4)
+        pl.system.tpush_to_aic(q)
+        got = pl.system.tpop_from_aic([16, 16], dtype=pl.FP32)
+        y = pl.store(got, [0, 0], y)
+        pl.system.tfree_to_aic(got)
+        return y
+
+    @pl.function(type=pl.FunctionType.Group)
+    def both(self, w: pl.Tensor[[64, 16], pl.FP4], x: pl.Tensor[[16, 64], pl.BF16],
+             y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        self.cube(w)
+        y = self.vec(x, y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, w: pl.Tensor[[64, 16], pl.FP4], x: pl.Tensor[[16, 64], pl.BF16],
+             y: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        y = self.both(w, x, y)
+        return y
+"""
+
+
+def test_an_fp4_tile_crosses_the_pipe_from_vector_to_cube_core(tmp_path):
+    """The vector core quantizes to FP4 and pushes the tile; the cube core multiplies it (its ring
+    slots are sized in FP4 bytes, and the simulator moves the tile as its bytes)."""
+    from pypto.debug import torch_codegen
+
+    prog = pl.parse(PIPE_TEXT, filename="hand.py")
+    cp = ir.compile(prog, output_dir=tmp_path / "hand", backend_type=BackendType.Ascend950, platform="a5sim",
+                    dump_passes=False, skip_ptoas=True)
+    wv = fp4_values((64, 16), 7)
+    w = fp4_host(wv)
+    x = (torch.randn(16, 64, generator=torch.Generator().manual_seed(8)) * 2).bfloat16()
+    y = torch.zeros(16, 16)
+    cp(w, x, y)
+    torch.testing.assert_close(y, packed.quantize(x.float(), D.FP4) @ wv, rtol=1e-5, atol=1e-5)
+    ns: dict = {}
+    exec(compile(torch_codegen(prog), "<reference>", "exec"), ns)  # noqa: S102
+    y2 = torch.zeros(16, 16)
+    ns["run"](w.clone(), x, y2)
+    assert torch.equal(y2, y)

@@ -120,11 +120,13 @@ class _KernelCompiler(FunctionCompiler):
     def buffer_of(self, var: Var) -> Extent | None:
         return self.extents.get(var)
 
-    def compile_operand(self, e: Expr) -> ExprFn:
-        """A packed 4-bit tile (its view holds raw bytes) is passed to ops unpacked."""
+    def compile_operand(self, e: Expr, spec: OpSpec) -> ExprFn:
+        """A packed 4-bit tile (its view holds raw bytes) is passed to ops unpacked, except to the
+        system ops (cross-core pipes), which move a tile's bytes as they are."""
         fn = self.compile_expr(e)
         t = e.type
-        if isinstance(e, Var) and isinstance(t, TileType) and t.dtype.is_packed():
+        if isinstance(e, Var) and isinstance(t, TileType) and t.dtype.is_packed() \
+                and not spec.has_trait("system"):
             dtype = t.dtype
             return lambda env: packed.decode(fn(env), dtype)
         return fn
@@ -239,6 +241,7 @@ class _KernelCompiler(FunctionCompiler):
         into = spec.compute_into is not None and not pack
         compute = self.op_closure(call, spec, into_slot=slot if into else None)
         static = static_shape(var.type)
+        raw_shape = dtype.host_shape(static) if pack else None
         name, span = spec.name, call.span
         may_alias = self._may_alias(var, call)
 
@@ -247,7 +250,8 @@ class _KernelCompiler(FunctionCompiler):
             if res is None:
                 return
             dst = env[slot]
-            if pack:
+            if pack and not (isinstance(res, torch.Tensor) and res.dtype is torch.uint8
+                             and tuple(res.shape) == raw_shape):   # else bytes (a pipe's pop)
                 res = torch.as_tensor(res)
                 if res.dim() and tuple(res.shape) != static:
                     raise RuntimeSimError(f"{name} produced shape {_shape_str(res.shape)} for tile "
