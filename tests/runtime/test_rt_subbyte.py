@@ -294,3 +294,31 @@ def test_an_fp4_tile_crosses_the_pipe_from_vector_to_cube_core(tmp_path):
     y2 = torch.zeros(16, 16)
     ns["run"](w.clone(), x, y2)
     assert torch.equal(y2, y)
+
+
+CREATED_TEXT = """
+import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 64], pl.BF16], y: pl.Out[pl.Tensor[[16, 64], pl.FP4]]) -> pl.Tensor[[16, 64], pl.FP4]:
+        t = pl.load(x, [0, 0], [16, 64])
+        y = pl.store(pl.cast(t, pl.FP4), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 64], pl.BF16]) -> pl.Tensor[[16, 64], pl.FP4]:
+        q = pl.create_tensor([16, 64], dtype=pl.FP4)
+        q = self.k(x, q)
+        return q
+"""
+
+
+def test_a_created_fp4_tensor_is_returned_in_host_storage(tmp_path):
+    cp = ir.compile(pl.parse(CREATED_TEXT), backend_type=BackendType.Ascend950, dump_passes=False,
+                    skip_ptoas=True, output_dir=str(tmp_path))
+    x = (torch.randn(16, 64, generator=torch.Generator().manual_seed(9)) * 2).bfloat16()
+    q = cp(x)
+    assert q.dtype is torch.float4_e2m1fn_x2 and tuple(q.shape) == (16, 32)
+    assert torch.equal(packed.decode(q, D.FP4), packed.quantize(x.float(), D.FP4))

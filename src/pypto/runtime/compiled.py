@@ -257,7 +257,8 @@ class CompiledProgram:
                 args[i].copy_(to_host_storage(dev_args[i], params[i].type.dtype))
         if result is None or len(result) == 0:
             return None
-        host = [self._to_host(v, dev_args, args) for v in result]
+        rtypes = list(self.entry_function.return_types) + [None] * len(result)
+        host = [self._to_host(v, dev_args, args, t) for v, t in zip(result, rtypes)]
         return host[0] if len(host) == 1 else tuple(host)
 
     def _warn_compile_fields(self, config: RunConfig) -> None:
@@ -285,12 +286,17 @@ class CompiledProgram:
         return validate_ir(self, inputs, expected, rtol=rtol, atol=atol)
 
     @staticmethod
-    def _to_host(v: Any, dev_args: list[Any], args: tuple[Any, ...]) -> Any:
+    def _to_host(v: Any, dev_args: list[Any], args: tuple[Any, ...], t: Any = None) -> Any:
+        """The host value of result `v` of type `t`: the caller's tensor for a parameter, a
+        tensor of a packed type packed (`to_host_storage`), else `v`."""
         if isinstance(v, tuple):
             return tuple(CompiledProgram._to_host(x, dev_args, args) for x in v)
         for d, a in zip(dev_args, args):
             if v is d:
                 return a
+        dtype = getattr(t, "dtype", None)
+        if hasattr(v, "shape") and dtype is not None and dtype.is_packed():
+            return to_host_storage(v, dtype)
         return v
 
     # ---- reloading a build ------------------------------------------------------------------
