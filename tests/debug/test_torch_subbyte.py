@@ -53,3 +53,31 @@ def test_the_reference_script_runs_standalone_on_packed_inputs(capsys):
     out = capsys.readouterr().out
     assert "output 2: shape (16, 64) dtype torch.float32" in out
     assert "output 3: shape (16, 64) dtype torch.float32" in out   # the FP4 output, unpacked
+
+
+QUANT = """
+import pypto.language as pl
+
+@pl.program
+class Q:
+    @pl.function
+    def main(self, a: pl.Tensor[[16, 64], pl.FP4], q: pl.Out[pl.Tensor[[16, 64], pl.FP4]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            f = pl.cast(a, pl.FP32)
+            q[:] = pl.cast(pl.cast(pl.mul(f, 1.3), pl.BF16), pl.FP4)
+        return q
+"""
+
+
+def test_validate_ir_compares_packed_outputs_by_value(tmp_path):
+    prog = pl.parse(QUANT)
+    cp = ir.compile(prog, dump_passes=True, skip_ptoas=True, backend_type=BackendType.Ascend950,
+                    output_dir=str(tmp_path))
+    g = torch.Generator().manual_seed(1)
+    v = packed.quantize(torch.randn(16, 64, generator=g) * 3, D.FP4)
+    a = packed.encode(v, D.FP4).view(torch.float4_e2m1fn_x2)
+    q = torch.zeros(16, 32, dtype=torch.float4_e2m1fn_x2)
+    good = packed.encode(packed.quantize((v * 1.3).bfloat16().float(), D.FP4), D.FP4).view(q.dtype)
+    assert cp.validate_ir([a, q], [good]).first_divergent is None
+    bad = packed.encode(packed.quantize(v, D.FP4), D.FP4).view(q.dtype)
+    assert cp.validate_ir([a, q], [bad]).first_divergent == "frontend"
