@@ -330,6 +330,9 @@ class _Printer:
                 self.body(s.else_body, depth + 1, s.return_vars)
         elif isinstance(s, ForStmt):
             self.for_(s, depth)
+        elif isinstance(s, WhileStmt) and not s.iter_args:  # pre-SSA form: a plain Python while
+            self.emit(depth, f"while {self.expr(s.cond)}:")
+            self.body(s.body, depth + 1, s.return_vars)
         elif isinstance(s, WhileStmt):
             names = _tuple_text([self.namer.name(ia) for ia in s.iter_args])
             inits = _tuple_text([self.expr(ia.init) for ia in s.iter_args])  # type: ignore[arg-type]

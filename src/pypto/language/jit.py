@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..core.dtype import dtype_from_torch
+from ..core.dtype import BOOL, FP32, INT64, DataType, dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
 from ..core.errors import (
     ArgumentTypeError,
@@ -30,11 +30,11 @@ from ..core.errors import (
 from ..core.span import Span
 from ..ir.expr import ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Function, Program
-from ..ir.types import TensorType, Type
+from ..ir.types import ScalarType, TensorType, Type
 from .decorators import InlineFunction
 from .parser.entry import FunctionOptions, parse_function
 from .parser.function_parser import ProgramContext
-from .typing import DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
+from .typing import RUNTIME, DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
 
 __all__ = ["JITFunction", "JITSubFunction", "jit"]
 
@@ -63,6 +63,24 @@ def _param_annotations(fn: Callable) -> dict[str, Any]:
 def _bare_params(fn: Callable) -> list[str]:
     """Names of parameters annotated with bare `pl.Tensor` (possibly inside pl.Out / pl.InOut)."""
     return [name for name, ann in _param_annotations(fn).items() if ann is Tensor]
+
+
+def _runtime_params(fn: Callable) -> list[str]:
+    """Names of parameters annotated with a bare `pl.RUNTIME` (dtype from the call's value)."""
+    return [name for name, ann in _param_annotations(fn).items() if ann is RUNTIME]
+
+
+def runtime_scalar_dtype(value: Any, param: str) -> DataType:
+    """The dtype a bare `pl.RUNTIME` parameter takes from a call's Python value (SPEC §13):
+    bool → BOOL, int → INT64, float → FP32. Raises ArgumentTypeError for anything else."""
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT64
+    if isinstance(value, float):
+        return FP32
+    raise ArgumentTypeError(f"parameter '{param}' is pl.RUNTIME: it expects a Python bool, int or "
+                            f"float, got {type(value).__name__}")
 
 
 def _dims_key(ann: Any, shape: tuple[int, ...]) -> tuple:
@@ -184,7 +202,11 @@ class JITFunction(_Specialisable):
             raise ArgumentTypeError(f"{self.__name__}() takes {len(params)} arguments "
                                     f"({', '.join(params)}), got {len(args)}")
         bare = set(_bare_params(self.__pypto_pyfunc__))
-        return {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
+        out: dict[str, Type] = {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
+        for n, a in zip(params, args):
+            if n in _runtime_params(self.__pypto_pyfunc__):
+                out[n] = ScalarType(runtime_scalar_dtype(a, n))
+        return out
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """Positional argument tuple for a call with `args` / `kwargs` (Python binding rules).
@@ -224,10 +246,26 @@ class JITFunction(_Specialisable):
             if hasattr(t, "shape") and hasattr(t, "dtype"):
                 ann = anns[i] if i < len(anns) else None
                 parts.append(("T", _dims_key(ann, tuple(t.shape)), str(t.dtype)))
+            elif i < len(anns) and anns[i] is RUNTIME:  # the dtype comes from the value
+                parts.append(("S", runtime_scalar_dtype(a, f"#{i}").name))
             else:
                 parts.append("S")  # the value is read at run time (checked there against the dtype)
         parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes)]
         return tuple(parts)
+
+    @user_facing
+    def lower(self, *args: Any, config: Any = None, **kwargs: Any) -> Program:
+        """The lowered `ir.Program` for arguments like `args` (SPEC §13): `specialize` then the pass
+        pipeline of `config`'s strategy and backend, without codegen, files or the JIT cache."""
+        args = self.bind(args, kwargs)
+        from ..passes.compile import lower
+        from ..runtime.config import RunConfig, check_run_config
+
+        config = check_run_config(config) or RunConfig()
+        opts: dict[str, Any] = {"backend_type": config.backend_type}
+        if config.strategy is not None:
+            opts["strategy"] = config.strategy
+        return lower(self.specialize(*args), **opts)
 
     @user_facing
     def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:

@@ -40,7 +40,7 @@ from .base import PassContext
 from .manager import PassManager, VerificationLevel
 from .pipeline import OptimizationStrategy, passes_for
 
-__all__ = ["compile", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
+__all__ = ["compile", "lower", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
 
 # What a build writes outside report/ and passes_dump/ (removed before a new build in the folder).
 _ARTIFACTS = ("kernels", "orchestration", "kernel_config.py", "program.msgpack")
@@ -184,6 +184,22 @@ def _write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
     os.replace(tmp, path)
+
+
+@user_facing
+def lower(program: Program, strategy: OptimizationStrategy = OptimizationStrategy.Default,
+          backend_type: BackendType = BackendType.Ascend910B,
+          verification_level: VerificationLevel | None = None) -> Program:
+    """The pass pipeline of `strategy` run on `program` for `backend_type`, with no build folder,
+    codegen or files: the lowered `ir.Program` (what `ir.compile` generates code from). Used by
+    `JITFunction.lower` (SPEC §13).
+
+    Raises:
+        ValueError: unknown `strategy` or `$PYPTO_VERIFY_LEVEL`.
+        CompileError: a pass rejects the program.
+    """
+    level = verification_level if verification_level is not None else VerificationLevel.from_env()
+    return PassManager(passes_for(strategy), level, None).run(program, PassContext(backend_type))
 
 
 @user_facing
