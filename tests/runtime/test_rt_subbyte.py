@@ -9,7 +9,7 @@ from pypto import ir
 from pypto.backend import BackendType
 from pypto.core import dtype as D
 from pypto.core import packed
-from pypto.core.errors import ArgumentTypeError, ArgumentValueError, CompileError
+from pypto.core.errors import ArgumentTypeError, ArgumentValueError, CompileError, ParserTypeError
 from pypto.ir.expr import ConstInt
 from pypto.ir.types import TileType
 from pypto.passes.tile_layout import tile_bytes
@@ -322,3 +322,26 @@ def test_a_created_fp4_tensor_is_returned_in_host_storage(tmp_path):
     q = cp(x)
     assert q.dtype is torch.float4_e2m1fn_x2 and tuple(q.shape) == (16, 32)
     assert torch.equal(packed.decode(q, D.FP4), packed.quantize(x.float(), D.FP4))
+
+
+REINTERPRET = """
+import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, m: pl.Tensor[[16, 64], pl.BOOL], y: pl.Out[pl.Tensor[[16, 64], pl.UINT8]]) -> pl.Tensor[[16, 64], pl.UINT8]:
+        t = pl.load(m, [0, 0], [16, 64])
+        y = pl.store(pl.tile.reinterpret_view(t, pl.UINT8), [0, 0], y)
+        return y
+"""
+
+
+def test_a_bool_tile_reinterprets_as_its_bytes():
+    m = torch.rand(16, 64, generator=torch.Generator().manual_seed(10)) > 0.5
+    y = torch.zeros(16, 64, dtype=torch.uint8)
+    run(REINTERPRET, m, y, backend=BackendType.Ascend910B)
+    assert torch.equal(y, m.to(torch.uint8))
+    with pytest.raises(ParserTypeError, match=r"reinterpret_view needs byte-sized element types; x is "
+                                                 r"FP4 \(4 bits in memory\)"):
+        pl.parse(REINTERPRET.replace("pl.BOOL", "pl.FP4"))

@@ -265,7 +265,7 @@ def _bmm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: 
     b = b.transpose(-1, -2) if b_trans else b
     r = torch.bmm(a.to(acc), b.to(acc))
     if out_dtype is not None:
-        return r.to(out_dtype.to_torch())
+        return r.to(out_dtype.value_torch())
     return r if acc is torch.float32 else r.to(torch.int32)
 
 
