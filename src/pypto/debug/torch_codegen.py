@@ -330,14 +330,19 @@ def torch_codegen(node: Program | Function, entry: str | None = None) -> str:
 
     Raises:
         NotImplementedError: an op in `torch_ops.UNSUPPORTED` or without a PyTorch template (the
-            message names it), a dtype without a torch equivalent, or a construct the script
-            cannot express.
+            message names it), a dtype without a torch equivalent, a hand-written C++ kernel, or a
+            construct the script cannot express.
         ValueError: an unknown `entry`.
         CompileError: a Group function whose pipe configuration is invalid (`torch_plan`).
     """
     from ..runtime.compiled import select_entry
 
     program = node if isinstance(node, Program) else Program(node.name, (node,))
+    for f in program.functions:
+        if f.external is not None:  # its semantics are C++ the script cannot contain
+            raise NotImplementedError(f"'{f.name}' is a hand-written C++ kernel ({f.external.source}); a "
+                                      f"standalone PyTorch script cannot run it (run the program on the "
+                                      f"simulator, which calls the C++)")
     fnames: dict[str, str] = {}
     for f in program.functions:
         base = re.sub(r"\W", "_", f.name)

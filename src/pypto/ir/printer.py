@@ -65,6 +65,15 @@ __all__ = ["python_print", "format_value"]
 _INDENT = "    "
 
 
+def _shown_kwargs(e: Call) -> tuple[tuple[str, Any], ...]:
+    """The attributes a call prints: an op's quiet options are left out at their default."""
+    if not e.kwargs or not isinstance(e.op, str):
+        return e.kwargs
+    from ..ops import get_op, has_op
+
+    return get_op(e.op).shown_kwargs(e.kwargs) if has_op(e.op) else e.kwargs
+
+
 def format_value(v: Any) -> str:
     """An attribute value as DSL source."""
     if isinstance(v, DataType):
@@ -273,7 +282,7 @@ class _Printer:
 
     def call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
-        args += [f"{k}={format_value(v)}" for k, v in e.kwargs]
+        args += [f"{k}={format_value(v)}" for k, v in _shown_kwargs(e)]
         if e.deps:
             args.append(self.deps(e.deps))
         if isinstance(e.op, GlobalVar):
@@ -386,6 +395,8 @@ class _Printer:
             dec.append("auto_scope=False")
         if f.optimizations:
             dec.append(_optimizations_text(f.optimizations))
+        if f.external is not None:
+            dec += _external_text(f.external)
         self.emit(depth, f"@pl.function({', '.join(dec)})")
         params = ["self"] if self.in_program else []
         for v, d in zip(f.params, f.param_directions):
@@ -400,7 +411,22 @@ class _Printer:
         else:
             ret = ""
         self.emit(depth, f"def {f.name}({', '.join(params)}){ret}:")
-        self.body(f.body, depth + 1)
+        if f.external is not None:
+            self.emit(depth + 1, "...")  # a hand-written C++ kernel has no DSL body
+        else:
+            self.body(f.body, depth + 1)
+
+
+def _external_text(ext: Any) -> list[str]:
+    """The `@pl.function` arguments of a hand-written C++ kernel (SPEC §10)."""
+    out = [f"external_source={ext.source!r}"]
+    if ext.include_dirs:
+        out.append(f"include_dirs={list(ext.include_dirs)!r}")
+    if ext.cost is not None:
+        out.append(f"cost={ext.cost!r}")
+    if ext.core_num != 1:
+        out.append(f"core_num={ext.core_num}")
+    return out
 
 
 def _optimizations_text(optimizations: tuple) -> str:

@@ -102,7 +102,7 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
     """
     what = what or name
     common = dict(reads=(0, 1), traits=VEC, cost=cost, family=family, dtypes=dclass.text,
-                  attrs=dict(attrs or {}))
+                  attrs=dict(attrs or {}), quiet_attrs=frozenset(attrs or ()))
     register(OpSpec(f"tensor.{name}", ("lhs", "rhs"), binary_rule("tensor", dclass, keep_lhs=keep_lhs),
                     fn, tile_op=f"tile.{name}", **common,
                     doc=f"Elementwise {what} of two tensors, broadcasting NumPy-style"
@@ -132,10 +132,10 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
 def unary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
                  family: str = "elementwise", what: str = "", attrs: dict[str, Any] | None = None) -> None:
     """Register tensor/tile `name(x)` with torch semantics `fn(x, **attrs)`; `attrs` as in
-    `binary_family`."""
+    `binary_family` (quiet: printed only when not at their default)."""
     what = what or name
     common = dict(reads=(0,), traits=VEC, cost=cost, family=family, dtypes=dclass.text,
-                  attrs=dict(attrs or {}))
+                  attrs=dict(attrs or {}), quiet_attrs=frozenset(attrs or ()))
     register(OpSpec(f"tensor.{name}", ("x",), unary_rule("tensor", dclass), fn, tile_op=f"tile.{name}",
                     **common, doc=f"Elementwise {what} of a tensor."))
     register(OpSpec(f"tile.{name}", ("x",), unary_rule("tile", dclass), fn, pto=f"pto.{pto}", **common,

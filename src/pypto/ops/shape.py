@@ -346,7 +346,7 @@ _both("transpose_view", ("x",), _transpose_view_rule, _transpose_last,
       doc="The zero-copy transposed view of a 2-D value: shape [N, M], layout flipped ND <-> DN.")
 _both("slice", ("src", "shape", "offset", "valid_shape"), _slice_rule, _slice, tile_pto="pto.textract",
       tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,), optional=("valid_shape",),
-      attrs={"pad_value": PadValue.null},
+      attrs={"pad_value": PadValue.null}, quiet_attrs=frozenset({"pad_value"}),
       tensor_lowering="region", doc="The block of `shape` at `offset` (a view); its valid region is the source's valid part "
           "inside the block, limited further by `valid_shape`. A tensor slice with `pad_value` (zero, max, "
           "min; SPEC §13) is fully defined instead: elements outside `valid_shape` read as the pad value "

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend.soc import BackendType
+from ..core.diagnostics import Diagnostic, DiagnosticOptions, diagnostic_options
 from ..core.enums import FunctionType, ParamDirection
 from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
 from ..ir.expr import Call, GlobalVar
@@ -178,6 +179,8 @@ class CompiledProgram:
         self.tasks: list[Task] = []
         self.meta: dict[str, Any] | None = None  # compiled_meta.json of a reloaded build
         self.last_run: RunRecord | None = None   # schedule, scopes and findings of the last run
+        self.diagnostics = DiagnosticOptions()    # diagnostic_phase / disabled_diagnostics of the build
+        self.run_hints: list[Diagnostic] = []     # run-time hints (PH004-PH007) of the last run
         self._device: SimDevice | None = None
         self._warned_fields: set[str] = set()   # compile-time RunConfig fields already warned about
 
@@ -251,6 +254,7 @@ class CompiledProgram:
             self.last_run = device.last_run
             if self.last_run is not None:
                 update_dfx(self.last_run, config, self.output_dir)
+        self._update_run_hints(config)
         params = self.entry_function.params
         for i in self.output_indices:
             if not isinstance(args[i], DeviceTensor):
@@ -260,6 +264,16 @@ class CompiledProgram:
         rtypes = list(self.entry_function.return_types) + [None] * len(result)
         host = [self._to_host(v, dev_args, args, t) for v, t in zip(result, rtypes)]
         return host[0] if len(host) == 1 else tuple(host)
+
+    def _update_run_hints(self, config: RunConfig | None) -> None:
+        """Run-time hints of the last run (`pypto.tools.run_hints`), with the build's diagnostic
+        options overridden by `config`'s diagnostic_phase / disabled_diagnostics when set."""
+        from ..tools.run_hints import update_run_hints
+
+        options = self.diagnostics
+        if config is not None:
+            options = diagnostic_options(config.diagnostic_phase, config.disabled_diagnostics, base=options)
+        self.run_hints = update_run_hints(self, options)
 
     def _warn_compile_fields(self, config: RunConfig) -> None:
         for name in config.compile_time_settings():
@@ -337,6 +351,8 @@ class CompiledProgram:
         cp = cls(program, root, BackendType[meta["backend"]], platform=platform or meta["platform"],
                  entry=meta.get("entry"))
         cp.meta = meta
+        saved = meta.get("diagnostics") or {}
+        cp.diagnostics = diagnostic_options(saved.get("phase"), saved.get("disabled"))
         return cp
 
     # ---- SPEC §7 extraction surface ------------------------------------------------------------
@@ -354,6 +370,9 @@ class CompiledProgram:
 
         out = []
         for k in kernel_table(self.program):
+            if k.pto is None:  # a hand-written kernel: its source is its own .cpp
+                out.append(k)
+                continue
             cpp = k.pto[: -len(".pto")] + ".cpp"
             built = self.output_dir and os.path.isfile(os.path.join(self.output_dir, cpp))
             out.append(replace(k, source=cpp) if built else k)
@@ -371,14 +390,12 @@ class CompiledProgram:
     @property
     def runtime_config(self) -> dict[str, Any]:
         """Runtime name, platform, chip, block_dim (AIC cores), AICPU threads, entry and kernels."""
-        from dataclasses import asdict
-
         from ..codegen.kernel_config import runtime_settings
 
         cfg = runtime_settings(self.backend_type, self.platform)
         cc = self.chip_callable
         cfg.update(entry=self.entry, orchestration=cc.orchestration,
-                   kernels=[asdict(k) for k in cc.kernels])
+                   kernels=[k.as_dict() for k in cc.kernels])
         return cfg
 
     @user_facing
