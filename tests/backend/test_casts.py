@@ -3,7 +3,7 @@
 import pytest
 
 from pypto.backend import NATIVE_CASTS, BackendType, cast_chain, expanded_casts, get_soc
-from pypto.backend.casts import holds_all_values
+from pypto.backend.casts import cast_refusal, holds_all_values
 from pypto.core import dtype as D
 
 BACKENDS = [b.name for b in BackendType]
@@ -47,3 +47,36 @@ def test_every_expanded_chain_is_native_hops_through_safe_types(backend):
         assert all(h in native for h in hops), (src, dst, chain)
         for mid in chain[:-1]:  # no intermediate wraps or overflows what the direct cast keeps
             assert holds_all_values(src, mid) or holds_all_values(dst, mid), (src, dst, chain)
+
+
+# ---- what each architecture converts (the facts the tables encode) ------------------------------
+
+SUPPORTED_ON_BOTH = [(D.BOOL, D.FP32), (D.BOOL, D.FP16), (D.BOOL, D.INT32), (D.INDEX, D.FP32),
+                     (D.FP32, D.INDEX), (D.UINT8, D.FP32), (D.INT4, D.FP32), (D.FP32, D.INT4)]
+REFUSED_ON_BOTH = [(D.UINT16, D.FP32), (D.UINT32, D.FP32), (D.UINT64, D.FP32), (D.FP32, D.UINT16),
+                   (D.FP32, D.UINT32), (D.FP32, D.UINT64), (D.FP32, D.BOOL), (D.INT32, D.BOOL),
+                   (D.FP32, D.FP8E8M0), (D.FP32, D.UINT4), (D.HF4, D.FP32)]
+ONLY_ON_950 = [(D.FP8E8M0, D.FP32), (D.FP8E4M3FN, D.FP32), (D.FP8E5M2, D.FP32), (D.FP4, D.FP32),
+               (D.FP32, D.FP4), (D.FP32, D.FP8E4M3FN), (D.BF16, D.FP4), (D.FP4, D.BF16)]
+
+
+def test_the_tables_match_what_each_architecture_converts():
+    for src, dst in SUPPORTED_ON_BOTH:
+        assert all(cast_chain(b, src, dst) is not None for b in BACKENDS), (src, dst)
+    for src, dst in REFUSED_ON_BOTH:
+        assert all(cast_chain(b, src, dst) is None for b in BACKENDS), (src, dst)
+    for src, dst in ONLY_ON_950:
+        assert cast_chain("Ascend950", src, dst) is not None and cast_chain("Ascend910B", src, dst) is None
+    assert cast_chain("Ascend950", D.FP4, D.FP32) == (D.BF16, D.FP32)      # exact: BF16 holds FP4
+    assert cast_chain("Ascend910B", D.BOOL, D.FP32) == (D.UINT8, D.FP16, D.FP32)
+
+
+@pytest.mark.parametrize("backend,src,dst,reason", [
+    ("Ascend910B", D.FP32, D.BOOL, "a mask is the result of a comparison, e.g. pl.cmps(x, 0, cmp_type=\"ne\")"),
+    ("Ascend910B", D.UINT32, D.FP32, "Ascend910B has no conversion instruction from UINT32"),
+    ("Ascend910B", D.FP8E4M3FN, D.FP32, "Ascend910B has no conversion instruction from FP8E4M3FN "
+                                        "(Ascend950 has one)"),
+    ("Ascend950", D.FP32, D.FP8E8M0, "Ascend950 has no conversion instruction to FP8E8M0"),
+])
+def test_a_refused_cast_says_why(backend, src, dst, reason):
+    assert reason in cast_refusal(backend, src, dst)

@@ -136,7 +136,8 @@ def test_type_inference(body, expected):
      "e.g. pl.cast(value, pl.FP16)"),
     ("r = pl.tile.assemble(ti, ta, [0, 0])", "tile.assemble: cannot write a value of dtype FP32 into 'ti', whose "
                                              "dtype is INT32; cast it first, e.g. pl.cast(value, pl.INT32)"),
-    ("r = pl.cast(ta, pl.HF8)", "tile.cast: attribute 'target_type' HF8 has no simulated equivalent"),
+    ("r = pl.cast(ta, pl.TASK_ID)", "tile.cast: attribute 'target_type' must be any element type except "
+                                    "TASK_ID, got TASK_ID"),
     ("r = pl.tile.load(a, [0, 0], [16, 32], [8, 32], pl.Mem.Left)",
      "tile.load: attribute 'target_memory' must be one of pl.Mem.Vec, pl.Mem.Mat, got pl.Mem.Left"),
 ])

@@ -60,6 +60,7 @@ def test_tile_nbytes() -> None:
     assert tile_nbytes(dt.FP32, (16, 32)) == 2048
     assert tile_nbytes(dt.FP16, (16, 32)) == 1024
     assert tile_nbytes(dt.FP4, (16, 32)) == 256
+    assert tile_nbytes(dt.BOOL, (16, 64)) == 1024   # one byte per element, as memory planning sizes it
 
 
 def test_device_cores() -> None:

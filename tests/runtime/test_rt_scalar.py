@@ -31,3 +31,10 @@ def test_normalizers() -> None:
     assert scalar.normalizer(dt.BOOL)(3) is True
     with pytest.raises(TypeError, match="HF8"):
         scalar.normalizer(dt.HF8)
+
+
+def test_sub_byte_scalar_normalizers() -> None:
+    assert scalar.normalizer(dt.INT4)(9) == -7 and scalar.normalizer(dt.UINT4)(-1) == 15
+    assert scalar.normalizer(dt.FP4)(2.7) == 3.0 and scalar.normalizer(dt.FP4)(2.5) == 2.0
+    assert scalar.normalizer(dt.FP4)(100.0) == 6.0
+    assert scalar.normalizer(dt.FP8E8M0)(2.7) == 2.0

@@ -15,7 +15,16 @@ Native pairs (→ one way, ↔ both ways):
 | BF16 → INT32 | yes | yes |
 | INT32 ↔ INT64, INT32 → INT16 | yes | yes |
 | INT32 → FP16 | yes | no (INT32 → FP32 → FP16) |
-| FP32 ↔ FP8E4M3FN, FP32 ↔ FP8E5M2, FP32 ↔ HF8, BF16 ↔ FP4 | no | yes |
+| FP32 ↔ FP8E4M3FN, FP32 ↔ FP8E5M2, FP32 ↔ HF8, BF16 ↔ FP4, FP8E8M0 → FP32 | no | yes |
+| BOOL → UINT8, INDEX ↔ INT64 (reinterpretations: same bytes, same values) | yes | yes |
+
+Not convertible on either target, with the reason `cast_refusal` gives: anything → BOOL (a
+mask is the result of a comparison, `pl.cmps(x, 0, cmp_type="ne")`, not of a conversion);
+UINT16 / UINT32 / UINT64 and UINT4 (no conversion instruction reads or writes them); HF4 (no
+instruction converts it); FP8 / FP4 / HF8 / FP8E8M0 on Ascend910B (no low-precision float
+hardware; Ascend950 has it). FP8E8M0 (a power-of-two scale) only widens to FP32. A BOOL mask from
+the host is one byte per element holding 0 or 1 (docs/architecture.md), so BOOL → UINT8 reads
+the same bytes and every other conversion from BOOL chains through UINT8.
 
 Expanded pairs are not written by hand: `cast_chain` finds, over the native pairs, the chain that
 (1) passes only through *safe* intermediate types — ones that hold every value of the source or
@@ -37,7 +46,7 @@ from functools import cache
 from ..core import dtype as D
 from ..core.dtype import DataType
 
-__all__ = ["NATIVE_CASTS", "cast_chain", "expanded_casts", "holds_all_values"]
+__all__ = ["NATIVE_CASTS", "cast_chain", "cast_refusal", "expanded_casts", "holds_all_values"]
 
 
 def _both(*pairs: tuple[DataType, DataType]) -> set[tuple[DataType, DataType]]:
@@ -46,14 +55,14 @@ def _both(*pairs: tuple[DataType, DataType]) -> set[tuple[DataType, DataType]]:
 
 _COMMON = _both((D.FP32, D.FP16), (D.FP32, D.BF16), (D.FP32, D.INT32), (D.FP32, D.INT16),
                 (D.FP32, D.INT64), (D.FP16, D.INT16), (D.FP16, D.INT8), (D.FP16, D.UINT8),
-                (D.FP16, D.INT4), (D.INT32, D.INT64)) | {
-    (D.FP16, D.INT32), (D.BF16, D.INT32), (D.INT32, D.INT16)}
+                (D.FP16, D.INT4), (D.INT32, D.INT64), (D.INDEX, D.INT64)) | {
+    (D.FP16, D.INT32), (D.BF16, D.INT32), (D.INT32, D.INT16), (D.BOOL, D.UINT8)}
 
 #  target name  → native (src, dst) pairs; keyed by name so `pypto.backend.soc` can import this table
 NATIVE_CASTS: dict[str, frozenset[tuple[DataType, DataType]]] = {
     "Ascend910B": frozenset(_COMMON | {(D.INT32, D.FP16)}),
     "Ascend950": frozenset(_COMMON | _both((D.FP32, D.FP8E4M3FN), (D.FP32, D.FP8E5M2), (D.FP32, D.HF8),
-                                           (D.BF16, D.FP4))),
+                                           (D.BF16, D.FP4)) | {(D.FP8E8M0, D.FP32)}),
 }
 
 #  float dtype → (exponent bits, mantissa bits), to decide whether one type holds another's values
@@ -71,6 +80,8 @@ def holds_all_values(src: DataType, dst: DataType) -> bool:
     """True when every value of `src` is exactly representable in `dst` (a widening)."""
     if src is dst:
         return True
+    if src.is_bool():   # 0 and 1: every number type except FP8E8M0 (powers of two, no zero)
+        return dst.is_int() or (dst.name in _FLOAT_BITS and dst is not D.FP8E8M0)
     if src.is_int() and dst.is_int():
         (a0, a1), (b0, b1) = _int_range(src), _int_range(dst)
         return b0 <= a0 and a1 <= b1
@@ -123,3 +134,20 @@ def expanded_casts(backend: str) -> dict[tuple[DataType, DataType], tuple[DataTy
             if chain is not None and len(chain) > 1:
                 out[(a, b)] = chain
     return out
+
+
+def cast_refusal(backend: str, src: DataType, dst: DataType) -> str:
+    """Why `backend` cannot convert `src` to `dst` (for a pair `cast_chain` returns None for), as
+    a sentence a user can act on."""
+    native = NATIVE_CASTS[backend]
+    if dst.is_bool():
+        return ("no instruction converts to BOOL: a mask is the result of a comparison, e.g. "
+                "pl.cmps(x, 0, cmp_type=\"ne\") (a UINT8 mask that pl.sel takes like a BOOL one)")
+    for t, role, side in ((src, "from", 0), (dst, "to", 1)):
+        if not any(pair[side] is t for pair in native):
+            other = [b for b in NATIVE_CASTS if b != backend and any(p[side] is t for p in NATIVE_CASTS[b])]
+            where = f" ({', '.join(other)} has one)" if other else ""
+            return f"{backend} has no conversion instruction {role} {t.name}{where}"
+    reach = [t.name for t in D.ALL_DTYPES if (src, t) in native]
+    return (f"no chain of native conversions leads from {src.name} to {dst.name} on {backend} "
+            f"({src.name} converts to {', '.join(reach)})")

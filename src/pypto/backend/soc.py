@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from ..core import dtype as D
 from ..core.dtype import DataType
 from ..core.enums import MemorySpace as M
 from .casts import NATIVE_CASTS, cast_chain
@@ -44,6 +45,8 @@ class SoCModel:
         l0_fractal_rows: rows of one fractal box of an L0 (Left/Right/Acc) or Mat tile.
         fractal_bytes: bytes of one fractal box per memory space (512 in Mat/Left/Right, 1024 in Acc).
         native_casts: (src, dst) dtype pairs one conversion instruction handles (`backend.casts`).
+        cube_dtypes: operand dtypes the cube unit multiplies (matmul inputs; accumulated in FP32,
+            INT32 for INT8). Ascend950 adds FP8 (E4M3, E5M2) and FP4 (E2M1) to Ascend910B's set.
     """
 
     backend: BackendType
@@ -61,6 +64,7 @@ class SoCModel:
     fractal_bytes: dict[M, int] = field(default_factory=lambda: {M.Mat: 512, M.Left: 512, M.Right: 512,
                                                                  M.Acc: 1024})
     extra: dict[str, int] = field(default_factory=dict)
+    cube_dtypes: frozenset[DataType] = frozenset({D.FP16, D.BF16, D.FP32, D.INT8})
 
     @property
     def native_casts(self) -> frozenset[tuple[DataType, DataType]]:
@@ -107,6 +111,7 @@ _SOCS = {
         physical={M.Vec: 248 * KIB, M.Mat: 512 * KIB, M.Left: 64 * KIB, M.Right: 64 * KIB,
                   M.Acc: 256 * KIB, M.Bias: 4 * KIB},
         num_aic=36, num_aiv=72, allowed_moves=_MOVES_950, num_dies=2,
+        cube_dtypes=frozenset({D.FP16, D.BF16, D.FP32, D.INT8, D.FP8E4M3FN, D.FP8E5M2, D.FP4}),
         recommended_inner_bytes=128, ddr_access_granularity=128),
 }
 

@@ -130,7 +130,7 @@ class _Pipes(IRVisitor):
         if role.kind != "push" or not isinstance(e.args[0].type, TileType):
             return
         t = e.args[0].type
-        n = math.prod(getattr(d, "value", 0) for d in t.shape) * t.dtype.get_bit() // 8
+        n = t.dtype.storage_bytes(math.prod(getattr(d, "value", 0) for d in t.shape))
         if role.direction == TO_AIV and split is not SplitMode.NONE:
             n //= 2   # each vector core's slot holds its half
         self.slot_bytes[role.direction] = max(self.slot_bytes[role.direction], n)

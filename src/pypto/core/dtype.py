@@ -51,6 +51,55 @@ class DataType:
         """Size of one element in bytes, rounded up (sub-byte types report 1)."""
         return (self.bits + 7) // 8
 
+    # ---- storage: the one source of truth for how many bytes elements occupy in memory -------
+    @property
+    def storage_bits(self) -> int:
+        """Bits one element occupies in memory (on-chip buffers, DDR, host storage).
+
+        Equal to `get_bit()` except BOOL, stored one byte per element (0 or 1), as a mask that
+        comes from the host or is used by `sel` sits in the Unified Buffer (docs/architecture.md
+        "Sub-byte and boolean storage"). The 4-bit types (FP4, INT4, UINT4, HF4) are packed two
+        per byte.
+        """
+        return 8 if self.kind is DTypeKind.BOOL else self.bits
+
+    def is_packed(self) -> bool:
+        """True for the 4-bit types stored two elements per byte (FP4, INT4, UINT4, HF4)."""
+        return self.storage_bits < 8
+
+    def storage_bytes(self, num_elements: int) -> int:
+        """Bytes that `num_elements` densely stored elements occupy (packed types round up)."""
+        return (num_elements * self.storage_bits + 7) // 8
+
+    def host_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Shape of the host (torch) storage of a tensor of logical `shape`: the innermost
+        dimension halved for packed types (torch's `float4_e2m1fn_x2` holds two FP4 values per
+        element), else `shape`. Raises ValueError for a packed type with an odd innermost
+        dimension (a byte would hold half a row)."""
+        if not self.is_packed():
+            return tuple(shape)
+        if not shape or shape[-1] % 2:
+            raise ValueError(f"a {self.name} tensor needs an even innermost dimension (two values per "
+                             f"byte), got {list(shape)}")
+        return tuple(shape[:-1]) + (shape[-1] // 2,)
+
+    def logical_shape(self, host_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The logical shape of a host (torch) tensor of shape `host_shape` holding this type: the
+        inverse of `host_shape` (the innermost dimension doubled for packed types)."""
+        if not self.is_packed() or not host_shape:
+            return tuple(host_shape)
+        return tuple(host_shape[:-1]) + (host_shape[-1] * 2,)
+
+    def value_torch(self) -> Any:
+        """The torch dtype that holds this type's values one per element, at logical shape: what
+        the simulator and the reference scripts compute with. `to_torch()` except for the packed
+        types, whose values are held unpacked (FP4 in float32, INT4 in int8, UINT4 in uint8).
+        None when the type cannot be simulated (HF4, HF8, TASK_ID)."""
+        import torch
+
+        name = _VALUE_TORCH.get(self.name)
+        return getattr(torch, name) if name else self.to_torch(strict=False)
+
     def is_float(self) -> bool:
         return self.kind is DTypeKind.FLOAT
 
@@ -131,6 +180,9 @@ _TABLE = [
     ("HF8", 8, 0x42, DTypeKind.FLOAT, None, "hf8"),
     ("TASK_ID", 64, 0x50, DTypeKind.TASK_ID, None, "i64"),
 ]
+
+#  packed type → torch dtype holding its values unpacked (`DataType.value_torch`)
+_VALUE_TORCH = {"FP4": "float32", "INT4": "int8", "UINT4": "uint8"}
 
 _BY_NAME: dict[str, DataType] = {}
 for _row in _TABLE:

@@ -127,7 +127,7 @@ def _tpop(direction, shape, dtype=None, split="NONE", where=None):
     if tuple(x.shape) != tuple(shape):
         raise RuntimeError(f"tpop{_at(where)} expected a tile of shape {list(shape)}, the pipe delivered "
                            f"{list(x.shape)}")
-    return x if dtype is None else x.to(dtype)
+    return x if dtype is None or isinstance(dtype, str) else x.to(dtype)   # str: a packed type, unpacked
 
 
 def _tfree(direction, where=None):

@@ -79,7 +79,14 @@ _ROUND = {"round": torch.round, "floor": torch.floor, "ceil": torch.ceil, "trunc
 
 
 def _cast(x, dtype, mode="round"):
-    """Float -> integer rounds with `mode` and saturates (NaN -> 0), as pypto.ops.cast."""
+    """Float -> integer rounds with `mode` and saturates (NaN -> 0), as pypto.ops.cast. A packed
+    4-bit `dtype` comes by name ("FP4", "INT4", "UINT4"); its values are held unpacked and rounded
+    by `quantize` (pypto.core.packed, pasted after this prelude)."""
+    if isinstance(dtype, str):
+        if dtype != "FP4" and x.is_floating_point():
+            lo, hi = (-8, 7) if dtype == "INT4" else (0, 15)
+            x = _ROUND[mode](x).nan_to_num(nan=0.0).clamp(lo, hi)
+        return quantize(x, dtype)  # noqa: F821  (defined by pypto.core.packed in the script)
     if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
         info = torch.iinfo(dtype)
         r = _ROUND[mode](x).nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))

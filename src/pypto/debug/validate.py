@@ -34,6 +34,8 @@ from typing import Any
 
 import torch
 
+from ..core import packed
+from ..core.dtype import FP4
 from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
 from ..runtime.binding import check_host_args
 from ..runtime.compiled import select_entry
@@ -174,6 +176,13 @@ def _expected(compiled: Any, expected: Any, inputs: list[Any]) -> list[torch.Ten
     return expected
 
 
+def _values(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s values as float64 (a packed host tensor, FP4, unpacked first)."""
+    if t.dtype == FP4.to_torch():
+        return packed.decode(t, FP4).double()
+    return t.double()
+
+
 def _compare(got: list[Any], want: list[torch.Tensor], rtol: float | None,
              atol: float | None) -> tuple[bool, list[float | None], str]:
     ok, errs, notes = True, [], []
@@ -185,7 +194,7 @@ def _compare(got: list[Any], want: list[torch.Tensor], rtol: float | None,
             continue
         r, a = DEFAULT_TOLERANCES.get(w.dtype, (0.0, 0.0))
         r, a = rtol if rtol is not None else r, atol if atol is not None else a
-        gd, wd = g.double(), w.double()
+        gd, wd = _values(g), _values(w)
         diff = (gd - wd).abs()
         finite = torch.isfinite(gd) == torch.isfinite(wd)
         errs.append(float(diff[torch.isfinite(diff)].max()) if diff.numel() and torch.isfinite(diff).any() else 0.0)

@@ -119,7 +119,8 @@ def tensor_type_of(value: Any, param: str) -> TensorType:
     except TypeError:
         raise ArgumentTypeError(f"parameter '{param}' has dtype {t.dtype}, which PyPTO does not support; "
                                 f"convert it (e.g. to torch.float32)") from None
-    return TensorType(tuple(to_dim(int(d)) for d in t.shape), dtype)
+    shape = dtype.logical_shape(tuple(int(d) for d in t.shape))   # FP4: two values per element
+    return TensorType(tuple(to_dim(d) for d in shape), dtype)
 
 
 class _Specialisable:

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from ..core import packed
 from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
 from .cost import vector
@@ -33,8 +34,8 @@ def _rule(ns: str):
             raise OpTypeError(f"attribute 'mode' must be one of {', '.join(CAST_MODES)}, got {mode!r}")
         t = expect_same_kind(ns, args, 0, "x")
         expect_dtype(t, "x", ANY)
-        if not dt.has_torch_dtype:
-            raise OpTypeError(f"attribute 'target_type' {dt.name} has no simulated equivalent")
+        if not ANY.accepts(dt):
+            raise OpTypeError(f"attribute 'target_type' must be {ANY.text}, got {dt.name}")
         if isinstance(t, TensorType):
             return TensorType(t.shape, dt, view_for(ns, t.shape, valid_of(t)))
         assert isinstance(t, TileType)
@@ -42,22 +43,38 @@ def _rule(ns: str):
     return rule
 
 
-def saturate_to_int(r: Any, tdt: Any) -> Any:
-    """Rounded floats `r` as integer dtype `tdt`, saturating: values beyond the type's range become
-    its minimum / maximum, NaN becomes 0 (a defined result where a plain conversion is undefined)."""
-    info = torch.iinfo(tdt)
+def saturate_to_int(r: Any, tdt: Any, bounds: tuple[int, int] | None = None) -> Any:
+    """Rounded floats `r` as integer dtype `tdt`, saturating: values beyond the type's range
+    (`bounds`, default the range of `tdt`) become its minimum / maximum, NaN becomes 0 (a defined
+    result where a plain conversion is undefined)."""
+    if bounds is None:
+        info = torch.iinfo(tdt)
+        bounds = (info.min, info.max)
+    lo_v, hi_v = bounds
     r = r.nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))
-    hi, lo = r >= float(info.max), r <= float(info.min)
+    hi, lo = r >= float(hi_v), r <= float(lo_v)
     out = torch.where(hi | lo, torch.zeros_like(r), r).to(tdt)
-    return torch.where(hi, info.max, torch.where(lo, info.min, out)).to(tdt)
+    return torch.where(hi, hi_v, torch.where(lo, lo_v, out)).to(tdt)
 
 
 def cast_compute(x: Any, target_type: Any = None, mode: str = "round") -> Any:
-    """Reference semantics of cast on a torch tensor; float -> integer rounds with `mode` and
-    saturates (see `saturate_to_int`)."""
-    tdt = target_type.to_torch()
+    """Reference semantics of cast on a torch tensor of values (`DataType.value_torch()`); float ->
+    integer rounds with `mode` and saturates (see `saturate_to_int`); the result holds the target's
+    values in `target_type.value_torch()` — a packed 4-bit target rounds to its value set
+    (`pypto.core.packed`: FP4 to nearest-even, saturating). BOOL targets are 0 -> False, else True.
+
+    Raises:
+        TypeError: a target the simulator cannot hold (HF4, HF8, TASK_ID; SPEC §2.1).
+    """
+    tdt = target_type.value_torch()
+    if tdt is None:
+        target_type.to_torch()   # TypeError naming the type
     if x.is_floating_point() and not tdt.is_floating_point and tdt != torch.bool:
-        return saturate_to_int(_ROUNDERS[mode](x), tdt)
+        return saturate_to_int(_ROUNDERS[mode](x), tdt, target_type.int_range())
+    if target_type.is_packed() and tdt.is_floating_point:
+        return packed.quantize(x, target_type)
+    if target_type.is_packed():   # integer -> INT4 / UINT4 keeps the low 4 bits, as narrowing does
+        return packed.quantize(x.to(torch.int64), target_type)
     return x.to(tdt)
 
 

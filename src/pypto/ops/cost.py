@@ -101,7 +101,7 @@ def _bytes(t: Type) -> int | None:
     n = _elems(t)
     if n is None:
         return None
-    return (n * t.dtype.get_bit() + 7) // 8  # type: ignore[attr-defined]
+    return t.dtype.storage_bytes(n)  # type: ignore[attr-defined]
 
 
 def _mac(params: tuple[str, ...], args: list[Any], result: Type) -> int | None:

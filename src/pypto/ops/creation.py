@@ -80,18 +80,18 @@ def _tri_rule(ns: str) -> Callable[[list[Expr], dict[str, Any]], Type]:
 
 
 def _zeros(shape: tuple[int, ...], dtype: DataType = None, **_: Any) -> Any:
-    return torch.zeros(shape, dtype=dtype.to_torch())
+    return torch.zeros(shape, dtype=dtype.value_torch())
 
 
 def _full(shape: tuple[int, ...], value: Any, dtype: DataType = None, **_: Any) -> Any:
-    return torch.full(shape, value, dtype=dtype.to_torch())
+    return torch.full(shape, value, dtype=dtype.value_torch())
 
 
 def _ci(start: Any, shape: tuple[int, ...], dtype: DataType = None, descending: bool = False,
         **_: Any) -> Any:
     step = -1 if descending else 1
     row = start + step * torch.arange(shape[-1], dtype=torch.int64)
-    return row.expand(shape).to(dtype.to_torch()).clone()
+    return row.expand(shape).to(dtype.value_torch()).clone()
 
 
 def _tri(shape: tuple[int, ...], diagonal: int, dtype: DataType = None, upper: bool = False,
@@ -99,7 +99,7 @@ def _tri(shape: tuple[int, ...], diagonal: int, dtype: DataType = None, upper: b
     rows = torch.arange(shape[0]).unsqueeze(1)
     cols = torch.arange(shape[1]).unsqueeze(0)
     mask = cols >= rows + diagonal if upper else cols <= rows + diagonal
-    return mask.to(dtype.to_torch())
+    return mask.to(dtype.value_torch())
 
 
 _VEC_SPACE = {"target_memory": MemorySpace.Vec}

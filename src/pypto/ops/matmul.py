@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from ..core.dtype import FP32, INT8, INT32, DataType
+from ..core.dtype import FP4, FP8E4M3FN, FP8E5M2, FP32, INT8, INT32, DataType
 from ..core.enums import MemorySpace
 from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
@@ -43,7 +43,10 @@ __all__ = ["acc_dtype"]
 
 _LEFT, _RIGHT, _ACC, _BIAS = (MemorySpace.Left,), (MemorySpace.Right,), (MemorySpace.Acc,), (MemorySpace.Bias,)
 _MAT = (MemorySpace.Mat,)
-_OPERANDS = FLOAT | DTypeClass("INT8", lambda d: d is INT8)  # what the cube unit multiplies
+#  what a cube unit multiplies; which of these a target has is the SoC model's `cube_dtypes`
+#  (checked by LegalizeTileCast: the low-precision floats are Ascend950 only)
+_OPERANDS = FLOAT | DTypeClass("INT8", lambda d: d is INT8) | DTypeClass(
+    "FP8E4M3FN, FP8E5M2, FP4 (Ascend950)", lambda d: d in (FP8E4M3FN, FP8E5M2, FP4))
 
 
 def acc_dtype(dt: DataType) -> DataType:
@@ -145,7 +148,7 @@ def _mm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: b
     a, b = _restrict_k(a, b, valid, a_trans, b_trans)
     r = torch.matmul(a.to(acc), b.to(acc))
     if out_dtype is not None:
-        return r.to(out_dtype.to_torch())
+        return r.to(out_dtype.value_torch())
     return r if acc is torch.float32 else r.to(torch.int32)
 
 
@@ -262,7 +265,7 @@ def _bmm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: 
     b = b.transpose(-1, -2) if b_trans else b
     r = torch.bmm(a.to(acc), b.to(acc))
     if out_dtype is not None:
-        return r.to(out_dtype.to_torch())
+        return r.to(out_dtype.value_torch())
     return r if acc is torch.float32 else r.to(torch.int32)
 
 

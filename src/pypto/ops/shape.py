@@ -96,13 +96,13 @@ def _reinterpret_rule(ns: str):
         x = expect_same_kind(ns, args, 0, "x")
         dt = attr_dtype(attrs, "dtype")
         for d, what in ((x.dtype, "x"), (dt, "dtype")):
-            if d.get_bit() % 8:
+            if d.storage_bits % 8:   # BOOL is stored one byte per element, 4-bit types packed
                 raise OpTypeError(f"reinterpret_view needs byte-sized element types; {what} is "
-                                  f"{d.name} ({d.get_bit()} bits)")
+                                  f"{d.name} ({d.storage_bits} bits in memory)")
         require_full(x, "x", "reinterpret_view")
         *lead, last = x.shape
         n = getattr(last, "value", None)
-        old, new = x.dtype.get_byte(), dt.get_byte()
+        old, new = x.dtype.storage_bytes(1), dt.storage_bytes(1)
         if not isinstance(n, int) or (n * old) % new:
             raise OpTypeError(f"the last dimension of {shape_str(x.shape)} {x.dtype.name} "
                               f"({n if isinstance(n, int) else '?'} x {old} bytes) is not a whole number "

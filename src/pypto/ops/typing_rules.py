@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.dtype import BF16, FP16, FP32, INDEX, INT32, DataType
+from ..core.dtype import BF16, FP16, FP32, INDEX, INT32, DataType, DTypeKind
 from ..core.enums import MemorySpace
 from ..ir.expr import ConstInt, Expr, MakeTuple, Var
 from ..ir.types import ScalarType, TensorType, TileType, Type
@@ -213,7 +213,8 @@ _UINT = DTypeClass("UINT8, UINT16, UINT32, UINT64", lambda d: d.is_unsigned_int(
 INT = _SINT | _UINT
 SIGNED = FLOAT | _SINT
 NUMBER = FLOAT | INT
-ANY = DTypeClass("any type with a torch equivalent", lambda d: d.has_torch_dtype)
+#  HF4 / HF8 type-check (the hardware has them); running them is refused (SPEC §2.1, simulator)
+ANY = DTypeClass("any element type except TASK_ID", lambda d: d.kind is not DTypeKind.TASK_ID)
 INDEX_DTYPES = DTypeClass("INT32", lambda d: d is INT32)
 
 

@@ -13,14 +13,21 @@ conversion per hop of `soc.cast_chain(src, dst)`::
 The user's rounding `mode` goes to the hop that turns a float into an integer (the only kind of hop
 where it matters), or to the last hop when there is none; the other hops round to nearest-even.
 A pair that no chain connects raises CompileError naming both dtypes and the backend.
+
+The pass also checks the other dtype-dependent instruction of the target, the cube unit: a tile
+op with the "cube" trait (matmul) whose `lhs` / `rhs` dtype is not in `soc.cube_dtypes` (FP8 or
+FP4 operands on Ascend910B) raises CompileError naming the dtype, the backend and what it supports.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ..backend.casts import cast_refusal
+from ..core import dtype as D
 from ..core.dtype import DataType
 from ..core.errors import CompileError
+from ..core.span import Span
 from ..ir.expr import Call, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, SeqStmts, Stmt
@@ -61,20 +68,37 @@ class _Legalize(IRMutator):
         super().__init__()
         self.ctx = ctx
 
+    def check_cube_operands(self, call: Call, span: Span) -> None:
+        if not isinstance(call.op, str):
+            return
+        spec = get_op(call.op)
+        if spec.namespace != "tile" or not spec.has_trait("cube"):
+            return
+        soc = self.ctx.soc
+        for name, a in zip(spec.params, call.args):
+            t = a.type
+            if name in ("lhs", "rhs") and isinstance(t, TileType) and t.dtype not in soc.cube_dtypes:
+                have = ", ".join(d.name for d in D.ALL_DTYPES if d in soc.cube_dtypes)
+                raise CompileError(f"{call.op}: the cube unit of {self.ctx.backend_type.name} cannot "
+                                   f"multiply {t.dtype.name} operands ('{name}'); it multiplies {have}; "
+                                   f"cast the operands first, e.g. pl.cast(x, pl.BF16)", span)
+
     def visit_AssignStmt(self, s: AssignStmt) -> Stmt:
         s2 = super().visit_AssignStmt(s)
         if not isinstance(s2, AssignStmt) or not isinstance(s2.value, Call):
             return s2
         call = s2.value
+        self.check_cube_operands(call, s2.span)
         pair = _conversion(call)
         if pair is None:
             return s2
         src, dst = pair
         chain = self.ctx.soc.cast_chain(src, dst)
         if chain is None:
-            raise CompileError(f"{call.op}: {self.ctx.backend_type.name} cannot convert {src.name} to "
-                               f"{dst.name}: no chain of native conversions exists (see "
-                               f"pypto.backend.casts for the native pairs)", s2.span)
+            backend = self.ctx.backend_type.name
+            raise CompileError(f"{call.op}: {backend} cannot convert {src.name} to {dst.name}: "
+                               f"{cast_refusal(backend, src, dst)} (native pairs: pypto.backend.casts)",
+                               s2.span)
         if len(chain) == 1:
             return s2
         user_mode = call.attr("mode")
@@ -95,7 +119,8 @@ class _Legalize(IRMutator):
 
 
 class LegalizeTileCast(FunctionPass):
-    """Expand tile casts that are not native on the target into chains of native casts."""
+    """Expand tile casts that are not native on the target into chains of native casts; refuse
+    cube operands of a dtype the target's cube unit does not multiply."""
 
     name = "LegalizeTileCast"
 

@@ -17,8 +17,9 @@ def align_up(n: int, a: int) -> int:
 
 
 def tile_bytes(t: TileType) -> int:
-    """Bytes of a tile's elements, densely packed (sub-byte dtypes packed)."""
-    return (num_elements(t) * t.dtype.get_bit() + 7) // 8
+    """Bytes of a tile's elements, densely stored (`DataType.storage_bytes`: 4-bit types packed two
+    per byte, BOOL one byte per element)."""
+    return t.dtype.storage_bytes(num_elements(t))
 
 
 def buffer_bytes(t: TileType, soc: SoCModel) -> int:
@@ -33,12 +34,11 @@ def buffer_bytes(t: TileType, soc: SoCModel) -> int:
     shape = static_shape(t)
     rows, cols = (1, shape[0]) if len(shape) == 1 else (num_elements(t) // max(shape[-1], 1), shape[-1])
     space = t.memory_space or MemorySpace.Vec
-    bits = t.dtype.get_bit()
     fractal = soc.fractal_bytes.get(space)
     if fractal is not None:
         rows = align_up(rows, soc.l0_fractal_rows)
-        row_bytes = align_up((cols * bits + 7) // 8, fractal // soc.l0_fractal_rows)
+        row_bytes = align_up(t.dtype.storage_bytes(cols), fractal // soc.l0_fractal_rows)
         return align_up(rows * row_bytes, soc.alignment)
     if t.view is not None and t.view.layout is TensorLayout.DN and len(shape) == 2:
         rows, cols = cols, rows
-    return align_up(rows * align_up((cols * bits + 7) // 8, soc.alignment), soc.alignment)
+    return align_up(rows * align_up(t.dtype.storage_bytes(cols), soc.alignment), soc.alignment)

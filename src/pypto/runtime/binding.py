@@ -6,7 +6,10 @@ the parameter types and returns fresh, contiguous device-side copies, so a faile
 the user's tensors; `check_host_args` checks without copying:
 
 - a `TensorType` parameter takes a CPU `torch.Tensor` of the same dtype and rank; static dimensions
-  must match exactly; a dynamic dimension (a Var, `pl.dynamic("M")`) accepts any size but must have
+  must match exactly (a packed 4-bit type's host tensor holds two values per element, so its
+  innermost dimension is half the declared one: FP4 `[16, 64]` is a `float4_e2m1fn_x2` `[16, 32]`;
+  the device copy is unpacked, docs/language.md "Sub-byte and boolean data types"); a dynamic
+  dimension (a Var, `pl.dynamic("M")`) accepts any size but must have
   the same size wherever the same dimension name appears; a tensor on another device ("meta",
   "cuda", ...) is refused (the simulator's DDR is host memory);
 - a `ScalarType` parameter takes a Python number (or a 0-d tensor): ints for integer types (range
@@ -26,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ..core import packed
 from ..core.dtype import DataType
 from ..core.errors import ArgumentTypeError, ArgumentValueError
 from ..ir.expr import ConstInt, Var
@@ -34,7 +38,8 @@ from ..ir.types import ScalarType, TensorType
 from .device_tensor import DeviceTensor
 from .sim import scalar
 
-__all__ = ["bind_call_args", "bind_host_args", "check_host_args", "check_on_cpu", "to_device_tensor"]
+__all__ = ["bind_call_args", "bind_host_args", "check_host_args", "check_on_cpu", "to_device_tensor",
+           "to_host_storage"]
 
 
 def _shape_str(shape: Any) -> str:
@@ -49,11 +54,36 @@ def _names(func: Function) -> str:
     return ", ".join(p.name for p in func.params)
 
 
-def to_device_tensor(t: torch.Tensor) -> torch.Tensor:
-    """A fresh contiguous CPU copy of `t` (the simulator's DDR buffer for it)."""
+def to_device_tensor(t: torch.Tensor, dtype: DataType | None = None) -> torch.Tensor:
+    """A fresh contiguous CPU copy of `t` (the simulator's DDR buffer for it); a host tensor of a
+    packed 4-bit `dtype` is unpacked to its logical shape (`pypto.core.packed`)."""
+    if dtype is not None and dtype.is_packed():
+        return packed.decode(t.detach().contiguous(), dtype)
     out = torch.empty(tuple(t.shape), dtype=t.dtype)
     out.copy_(t.detach())
     return out
+
+
+def to_host_storage(value: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """The host form of device tensor `value` of `dtype`: packed for a packed 4-bit type (as
+    `dtype.to_torch()`), else `value` itself. Used to copy Out / InOut results back."""
+    if dtype.is_packed():
+        return packed.encode(value, dtype).view(dtype.to_torch())
+    return value
+
+
+def _host_dtype(where: str, dtype: DataType) -> torch.dtype:
+    """The torch dtype of host tensors of `dtype`, or a clear ArgumentTypeError (SPEC §2.1)."""
+    want = dtype.to_torch(strict=False)
+    if want is not None:
+        return want
+    if dtype.value_torch() is not None:   # INT4 / UINT4: torch has no usable 4-bit integer dtype
+        hint = (f"torch has no usable 4-bit integer dtype; pass INT8 (or FP16) and convert "
+                f"inside the kernel with pl.cast(t, pl.{dtype.name})")
+    else:
+        hint = "torch has no such dtype, so the simulator cannot hold or compute its values"
+    raise ArgumentTypeError(f"{where} is declared {dtype.name}, which cannot be passed from the host: "
+                            f"{hint}")
 
 
 def check_on_cpu(where: str, t: Any) -> None:
@@ -104,16 +134,20 @@ def _check_tensor(func: Function, name: str, t: TensorType, a: Any, dims: dict[s
     if not isinstance(a, torch.Tensor):
         raise ArgumentTypeError(f"{where} must be a torch.Tensor or a DeviceTensor, got {type(a).__name__}")
     check_on_cpu(where, a)
-    want = t.dtype.to_torch()   # TypeError for dtypes torch lacks (HF4, HF8)
+    want = _host_dtype(where, t.dtype)
     if a.dtype != want:
         raise ArgumentTypeError(f"{where} has dtype {a.dtype}, expected {want} ({t.dtype.name})")
     if a.dim() != len(t.shape):
         raise ArgumentValueError(f"{where} has shape {_shape_str(a.shape)} ({a.dim()}-D), expected "
                                  f"{_expected_shape(t)} ({len(t.shape)}-D)")
-    for axis, (d, n) in enumerate(zip(t.shape, a.shape)):
+    shape, note = t.dtype.logical_shape(tuple(a.shape)), ""
+    if t.dtype.is_packed() and shape:   # host storage packs two values per element
+        note = (f" (logical shape {_shape_str(shape)}: each {want} element holds two {t.dtype.name} "
+                f"values, so a tensor declared [.., n] is stored as [.., n/2])")
+    for axis, (d, n) in enumerate(zip(t.shape, shape)):
         if isinstance(d, ConstInt):
             if d.value != n:
-                raise ArgumentValueError(f"{where} has shape {_shape_str(a.shape)}, expected "
+                raise ArgumentValueError(f"{where} has shape {_shape_str(a.shape)}{note}, expected "
                                          f"{_expected_shape(t)}")
         elif isinstance(d, Var):
             seen = dims.get(d.name)
@@ -154,7 +188,7 @@ def _bind(func: Function, args: Sequence[Any], copy: bool) -> list[Any]:
             out.append(resident)
         elif isinstance(t, TensorType):
             _check_tensor(func, p.name, t, a, dims)
-            out.append(to_device_tensor(a) if copy else a)
+            out.append(to_device_tensor(a, t.dtype) if copy else a)
         elif isinstance(t, ScalarType):
             out.append(_check_scalar(func, p.name, t.dtype, a))
         else:

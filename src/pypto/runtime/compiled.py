@@ -42,7 +42,7 @@ from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
 from ..ir.expr import Call, GlobalVar
 from ..ir.function import Function, Program
 from ..ir.visitor import IRVisitor
-from .binding import _check_scalar, _check_tensor, bind_call_args, bind_host_args
+from .binding import _check_scalar, _check_tensor, bind_call_args, bind_host_args, to_host_storage
 from .config import (
     COMPILE_TIME_FIELDS,
     RunConfig,
@@ -257,12 +257,14 @@ class CompiledProgram:
             if self.last_run is not None:
                 update_dfx(self.last_run, config, self.output_dir)
         self._update_run_hints(config)
+        params = self.entry_function.params
         for i in self.output_indices:
             if not isinstance(args[i], DeviceTensor):
-                args[i].copy_(dev_args[i])
+                args[i].copy_(to_host_storage(dev_args[i], params[i].type.dtype))
         if result is None or len(result) == 0:
             return None
-        host = [self._to_host(v, dev_args, args) for v in result]
+        rtypes = list(self.entry_function.return_types) + [None] * len(result)
+        host = [self._to_host(v, dev_args, args, t) for v, t in zip(result, rtypes)]
         return host[0] if len(host) == 1 else tuple(host)
 
     def _update_run_hints(self, config: RunConfig | None) -> None:
@@ -300,12 +302,17 @@ class CompiledProgram:
         return validate_ir(self, inputs, expected, rtol=rtol, atol=atol)
 
     @staticmethod
-    def _to_host(v: Any, dev_args: list[Any], args: tuple[Any, ...]) -> Any:
+    def _to_host(v: Any, dev_args: list[Any], args: tuple[Any, ...], t: Any = None) -> Any:
+        """The host value of result `v` of type `t`: the caller's tensor for a parameter, a
+        tensor of a packed type packed (`to_host_storage`), else `v`."""
         if isinstance(v, tuple):
             return tuple(CompiledProgram._to_host(x, dev_args, args) for x in v)
         for d, a in zip(dev_args, args):
             if v is d:
                 return a
+        dtype = getattr(t, "dtype", None)
+        if hasattr(v, "shape") and dtype is not None and dtype.is_packed():
+            return to_host_storage(v, dtype)
         return v
 
     # ---- reloading a build ------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from ..core.dtype import DataType
+from ..core.dtype import FP4, DataType
 from ..core.errors import ArgumentTypeError, ArgumentValueError, DeviceStateError, user_facing
 from .binding import bind_call_args, check_on_cpu
 from .compiled import CompiledProgram
@@ -145,11 +145,16 @@ class ChipWorker:
         zero-filled, or holding `init` (a tensor of the same shape, converted to `dtype`).
 
         Raises:
-            ArgumentTypeError (a TypeError): a bad dtype or a non-tensor `init`.
+            ArgumentTypeError (a TypeError): a bad dtype (also FP4: packed types are not resident)
+                or a non-tensor `init`.
             ArgumentValueError (a ValueError): a negative dimension, an `init` of another shape or
                 not on the CPU. DeviceStateError (a RuntimeError): the worker is closed.
         """
         self.device  # noqa: B018  (opens the worker, or raises when closed)
+        if (dtype.is_packed() if isinstance(dtype, DataType) else dtype == FP4.to_torch()):
+            raise ArgumentTypeError(f"alloc_tensor: {dtype!r} tensors cannot be resident (the simulator "
+                                    f"holds packed 4-bit values unpacked); pass them as host tensors, "
+                                    f"which are copied in for each call")
         tdt = _torch_dtype(dtype)
         dims = tuple(int(d) for d in shape)
         if any(d < 0 for d in dims):

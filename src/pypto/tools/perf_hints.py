@@ -69,10 +69,10 @@ def _narrow_ddr_rows(func: Function, c: _Calls, soc: SoCModel) -> Iterator[PerfH
         shape = _static(tile) if tile is not None else None
         if not shape:
             continue
-        nbytes = (shape[-1] * tile.dtype.get_bit() + 7) // 8  # type: ignore[union-attr]
+        nbytes = tile.dtype.storage_bytes(shape[-1])  # type: ignore[union-attr]
         rec = soc.recommended_inner_bytes
         if nbytes < rec:
-            per = max(1, rec * 8 // tile.dtype.get_bit())  # type: ignore[union-attr]
+            per = max(1, rec * 8 // tile.dtype.storage_bits)  # type: ignore[union-attr]
             yield PerfHint("PH001", func.name,
                            f"'{spec.name}' moves tile rows of {nbytes} B ({shape[-1]} x "
                            f"{tile.dtype.name}), below the {rec} B innermost size {soc.backend.name} "  # type: ignore[union-attr]

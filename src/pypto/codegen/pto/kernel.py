@@ -58,7 +58,7 @@ from ..common import CodegenError, NameAllocator, dynamic_dims, kernel_core_type
 from .attrs import format_attrs
 from .control import ControlFlow
 from .scalars import Scalar, ScalarBuilder
-from .types import elem, partition_type, ptr_type, tensor_view_type, tile_buf_type
+from .types import elem, partition_type, pto_dims, ptr_type, tensor_view_type, tile_buf_type
 from .values import TensorVal, TileVal, Value, buffer_key, mlir_loc
 
 __all__ = ["emit_kernel", "mlir_loc"]
@@ -132,8 +132,9 @@ class KernelEmitter(ControlFlow):
             t = p.type
             if isinstance(t, TensorType):
                 ptr = self.env[p]
-                shape = [self.index_of(d) for d in t.shape]
-                strides = self._strides(t, shape)
+                dims = pto_dims(t.dtype, t.shape)
+                shape = [self.index_of(d) for d in dims]
+                strides = self._strides(t, dims, shape)
                 view = "%" + self.names.fresh(f"{p.name}_view")
                 self.emit(f"{view} = pto.make_tensor_view {ptr}, shape = [{', '.join(s.name for s in shape)}], "
                           f"strides = [{', '.join(s.name for s in strides)}] : {tensor_view_type(t)} "
@@ -141,14 +142,18 @@ class KernelEmitter(ControlFlow):
                 self.env[p] = TensorVal(view, t)
         return args, view_lines
 
-    def _strides(self, t: TensorType, shape: list[Scalar]) -> list[Scalar]:
-        """Explicit view strides, else row-major strides (constants folded)."""
+    def _strides(self, t: TensorType, dims: tuple[Expr, ...], shape: list[Scalar]) -> list[Scalar]:
+        """Explicit view strides, else row-major strides over `dims` (the shape in PTO elements,
+        `pto_dims`; constants folded)."""
         if t.view is not None and t.view.stride is not None:
+            if dims != tuple(t.shape):
+                raise self.fail(f"explicit strides on a {t.dtype.name} tensor view are not supported "
+                                f"(its PTO element holds two values)")
             return [self.index_of(s) for s in t.view.stride]
         out: list[Scalar] = []
         const: int | None = 1
         dyn: Scalar | None = None
-        for d, s in zip(reversed(t.shape), reversed(shape)):
+        for d, s in zip(reversed(dims), reversed(shape)):
             if dyn is None:
                 out.append(self.sc.index(const))  # type: ignore[arg-type]
             else:
@@ -210,6 +215,7 @@ class KernelEmitter(ControlFlow):
                             f"AllocateMemoryAddr) must run before codegen", span)
         tstr = tile_buf_type(t)
         dims = t.view.valid_shape if t.view is not None and t.view.valid_shape is not None else t.shape
+        dims = pto_dims(t.dtype, tuple(dims))
         static = all(isinstance(d, ConstInt) for d in dims)
         key = (*buffer_key(t), tstr, tuple(d.value for d in dims) if static else None, hint)
         if static and key in self.allocs:
@@ -382,8 +388,8 @@ class KernelEmitter(ControlFlow):
         if sizes is None:
             sizes = tuple(tile_ref.shape) if tile_ref is not None else tuple(tv.type.shape)
         sizes = (ConstInt(1, INDEX),) * max(0, rank - len(sizes)) + tuple(sizes)
-        offs = [self.index_of(o) for o in offsets]
-        szs = [self.index_of(s) for s in sizes]
+        offs = [self.index_of(o) for o in pto_dims(tv.type.dtype, tuple(offsets))]
+        szs = [self.index_of(s) for s in pto_dims(tv.type.dtype, tuple(sizes))]
         ptype = partition_type(sizes, tv.type.dtype)
         name = "%" + self.names.fresh("pv")
         self.emit(f"{name} = pto.partition_view {tv.view}, offsets = [{', '.join(o.name for o in offs)}], "

@@ -8,9 +8,9 @@ a dynamic valid region (`v_row=?, v_col=?`, given by `valid_row`/`valid_col` ope
 
 from __future__ import annotations
 
-from ...core.dtype import DataType
+from ...core.dtype import INDEX, DataType
 from ...core.enums import MemorySpace, PadValue, TensorLayout
-from ...ir.expr import ConstInt, Expr
+from ...ir.expr import BinaryExpr, ConstInt, Expr
 from ...ir.types import ScalarType, TensorType, TileType, Type
 from ..common import CodegenError
 
@@ -39,6 +39,27 @@ def elem(dtype: DataType) -> str:
     return dtype.pto_name
 
 
+def pto_dims(dtype: DataType, dims: tuple[Expr, ...]) -> tuple[Expr, ...]:
+    """Dimensions (or offsets) in PTO elements: the language counts logical elements, but the
+    PTOAS element of FP4 is a pair (`f4E2M1x2`, Language Guide "Data Types"), so the innermost
+    one is halved for it (docs/language.md "Sub-byte and boolean data types").
+
+    Raises:
+        CodegenError: an odd constant innermost dimension or offset of such a type.
+    """
+    if not dims or not dtype.pto_name.endswith("x2"):
+        return tuple(dims)
+    last = dims[-1]
+    if isinstance(last, ConstInt):
+        if last.value % 2:
+            raise CodegenError(f"a {dtype.name} innermost dimension or offset must be even (two values "
+                               f"per {dtype.pto_name} element), got {last.value}")
+        half: Expr = ConstInt(last.value // 2, last.dtype)
+    else:
+        half = BinaryExpr("floordiv", last, ConstInt(2, INDEX), INDEX, span=last.span)
+    return tuple(dims[:-1]) + (half,)
+
+
 def scalar_type(t: Type) -> str:
     if not isinstance(t, ScalarType):
         raise CodegenError(f"expected a scalar type, got {type(t).__name__}")
@@ -58,6 +79,8 @@ def _dim(d: Expr) -> str:
 
 
 def partition_type(sizes: tuple[Expr, ...], dtype: DataType) -> str:
+    """The partition view type of logical `sizes` (in PTO elements, see `pto_dims`)."""
+    sizes = pto_dims(dtype, sizes)
     return f"!pto.partition_tensor_view<{'x'.join(_dim(d) for d in sizes)}x{elem(dtype)}>"
 
 
@@ -87,7 +110,7 @@ def tile_buf_type(t: TileType) -> str:
     space = tile_space(t)
     if space is MemorySpace.DDR:
         raise CodegenError("a tile cannot live in DDR")
-    rows, cols = tile_rows_cols(t.shape)
+    rows, cols = tile_rows_cols(pto_dims(t.dtype, t.shape))
     blayout, slayout, fractal = _LAYOUT[space]
     pad = 0
     if t.view is not None:

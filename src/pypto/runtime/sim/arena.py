@@ -32,40 +32,34 @@ UNINIT_BYTE = 0xFF   # the contents of on-chip memory no task has written yet
 
 
 def _torch_dtype(dtype: DataType) -> Any:
-    tdt = dtype.to_torch(strict=False)
+    tdt = dtype.value_torch()
     if tdt is None:
         raise RuntimeSimError(f"tiles of type {dtype.name} cannot be simulated: torch has no such dtype")
     return tdt
 
 
-def _packs_two(dtype: DataType, tdt: Any) -> bool:
-    """True for 4-bit types that torch stores two to a byte (FP4 as float4_e2m1fn_x2)."""
-    return dtype.bits == 4 and tdt.itemsize == 1
-
-
 def view_shape(dtype: DataType, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Shape of the torch view holding a tile of `dtype` and logical `shape`.
-
-    Equal to `shape` except for packed 4-bit types (FP4), whose innermost dimension is halved.
+    """Shape of the torch view holding a tile of `dtype` and logical `shape`: `shape`, except for
+    the packed 4-bit types, whose view is their raw bytes (uint8) with the innermost dimension
+    halved (`DataType.host_shape`; `pypto.core.packed` decodes them).
 
     Raises:
-        RuntimeSimError: if the dtype has no torch equivalent, or a packed type has an odd
-            innermost dimension.
+        RuntimeSimError: if the dtype cannot be simulated, or a packed type has an odd innermost
+            dimension.
     """
-    tdt = _torch_dtype(dtype)
-    if not _packs_two(dtype, tdt):
-        return shape
-    if not shape or shape[-1] % 2:
-        raise RuntimeSimError(f"a {dtype.name} tile needs an even innermost dimension, got {list(shape)}")
-    return shape[:-1] + (shape[-1] // 2,)
+    _torch_dtype(dtype)
+    try:
+        return dtype.host_shape(shape)
+    except ValueError as err:
+        raise RuntimeSimError(str(err)) from None
 
 
 def tile_nbytes(dtype: DataType, shape: tuple[int, ...]) -> int:
-    """Bytes occupied by a dense tile of `dtype` and logical `shape` (4-bit types: 2 per byte)."""
+    """Bytes occupied by a dense tile of `dtype` and logical `shape` (`DataType.storage_bytes`)."""
     n = 1
     for d in shape:
         n *= d
-    return (n * dtype.bits + 7) // 8 if dtype.bits == 4 else n * dtype.get_byte()
+    return dtype.storage_bytes(n)
 
 
 class CoreArena:
@@ -104,7 +98,8 @@ class CoreArena:
 
     def view(self, memref: MemRef, dtype: DataType, shape: tuple[int, ...], what: str = "tile",
              span: Span | None = None) -> torch.Tensor:
-        """A typed view of `shape`/`dtype` at `memref.addr` inside `memref.memory_space`.
+        """A typed view of `shape`/`dtype` at `memref.addr` inside `memref.memory_space` (for a
+        packed 4-bit type, the uint8 view of its bytes, see `view_shape`).
 
         Writes through the view change the arena bytes (and every other view over them).
 
@@ -127,5 +122,6 @@ class CoreArena:
         if addr + nbytes > buf.numel():
             raise RuntimeSimError(f"{what} at [{addr}, {addr + nbytes}) exceeds the {buf.numel()} "
                                   f"bytes of {space.name} on {self.soc.backend.name}", span)
-        tdt = _torch_dtype(dtype)
-        return buf[addr:addr + nbytes].view(tdt).view(view_shape(dtype, shape))
+        vshape = view_shape(dtype, shape)
+        raw = buf[addr:addr + nbytes]
+        return (raw if dtype.is_packed() else raw.view(_torch_dtype(dtype))).view(vshape)

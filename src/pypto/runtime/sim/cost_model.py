@@ -167,7 +167,7 @@ def _nbytes(t: Any) -> int:
     shape = _shape(t)
     if shape is None:
         return 0
-    return (math.prod(shape) * t.dtype.get_bit() + 7) // 8
+    return t.dtype.storage_bytes(math.prod(shape))
 
 
 def _space(t: Any) -> MemorySpace | None:
@@ -197,7 +197,7 @@ def _ddr_rows(t: Any, granule: int) -> tuple[int, int]:
     shape = _shape(t)
     if not shape:
         return _nbytes(t), 1
-    row = (shape[-1] * t.dtype.get_bit() + 7) // 8
+    row = t.dtype.storage_bytes(shape[-1])
     rows = math.prod(shape[:-1])
     return rows * math.ceil(row / granule) * granule, rows
 
@@ -245,7 +245,7 @@ def _cube_cost(spec: OpSpec, call: Call) -> OpCost:
     if not res or len(res) < 2 or not lshape:
         return OpCost("cube", int(const("cube_issue")))
     m, n, k = res[-2], res[-1], lshape[-1]
-    k0 = max(1, 256 // lhs.dtype.get_bit())   # 32 bytes of K per block
+    k0 = max(1, 256 // lhs.dtype.storage_bits)   # 32 bytes of K per block
     blocks = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / k0)
     cycles = int(const("cube_issue")) + math.ceil(blocks / const("cube_blocks_per_cycle"))
     return OpCost("cube", cycles)
@@ -262,7 +262,7 @@ def _vector_cost(call: Call) -> OpCost:
 def _elem_bytes(call: Call) -> float:
     for t in (call.result_type, *(a.type for a in call.args)):
         if isinstance(t, (TileType, TensorType)):
-            return t.dtype.get_bit() / 8
+            return t.dtype.storage_bits / 8
     return 4.0
 
 
@@ -286,7 +286,7 @@ def _from_entry(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost | None:
         return OpCost("vector", int(const("vector_issue")) + math.ceil(nbytes / const("vector_bytes_per_cycle")))
     if unit == "cube":
         lhs = next((a.type for a in call.args if isinstance(a.type, (TileType, TensorType))), None)
-        bits = lhs.dtype.get_bit() if lhs is not None else 16
+        bits = lhs.dtype.storage_bits if lhs is not None else 16
         macs_per_cycle = 16 * 16 * max(1, 256 // bits) * const("cube_blocks_per_cycle")
         return OpCost("cube", int(const("cube_issue")) + math.ceil(amount / macs_per_cycle))
     return OpCost("scalar", math.ceil(amount * const("scalar_op")))

@@ -199,6 +199,11 @@ class ExprCompiler:
                 raise RuntimeSimError(f"scalar '{e.op}' failed: {err}", span) from err
         return run
 
+    def compile_operand(self, e: ex.Expr, spec: OpSpec) -> ExprFn:
+        """A closure computing the value argument `e` passes to `spec`'s compute; subclasses
+        unpack values whose memory form differs (packed 4-bit tiles). Default: `compile_expr`."""
+        return self.compile_expr(e)
+
     def compile_call(self, call: ex.Call) -> ExprFn:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -223,7 +228,7 @@ class ExprCompiler:
         if compute is None:
             raise RuntimeSimError(f"op '{spec.name}' has no simulator semantics (its OpSpec has no "
                                   f"compute function)", call.span)
-        arg_fns = [self.compile_expr(a) for a in call.args]
+        arg_fns = [self.compile_operand(a, spec) for a in call.args]
         if into_slot is not None:
             arg_fns.insert(0, itemgetter(into_slot))
         attrs = dict(call.kwargs)

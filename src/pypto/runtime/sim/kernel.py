@@ -7,7 +7,9 @@ hold typed views into that core's `CoreArena` at the planned addresses. Running 
 template, binds the parameters and runs the closures.
 
 Semantics of a tile assignment `t = op(args)`: `OpSpec.compute` runs on the argument values (tiles
-are their arena views) and its result is copied into `t`'s view, converted to `t`'s dtype; a `None`
+are their arena views; a packed 4-bit tile's view holds its bytes, so ops get it unpacked and its
+results are packed, see `pypto.core.packed`; DDR tensors of packed types are held unpacked, at
+logical shape) and its result is copied into `t`'s view, converted to `t`'s dtype; a `None`
 result, or an op without `compute` that has the "creation" trait (`tile.create`), writes nothing.
 An op with `OpSpec.compute_into` gets `t`'s view first and writes it itself (returning None), or
 returns a value that is copied as above.
@@ -32,6 +34,7 @@ from typing import Any, NamedTuple
 import torch
 
 from ...backend.soc import SoCModel
+from ...core import packed
 from ...core.dtype import DataType
 from ...core.enums import FunctionType, MemorySpace
 from ...core.errors import InternalError, RuntimeSimError
@@ -104,6 +107,10 @@ class _KernelCompiler(FunctionCompiler):
                                   f"and AllocateMemoryAddr give tiles buffers)", var.span)
         if mr.memory_space is MemorySpace.DDR:
             raise RuntimeSimError(f"{what} has a MemRef in DDR; tiles live in on-chip memory", var.span)
+        if t.dtype.value_torch() is None:   # HF4 / HF8 (SPEC §2.1): compiled for the chip, not simulated
+            raise RuntimeSimError(f"{what} has type {t.dtype.name}, which the simulator cannot hold "
+                                  f"(torch has no {t.dtype.name} dtype); the program compiles for the "
+                                  f"hardware but cannot run on the simulator", var.span)
         try:
             shape = static_shape(t)
         except InternalError:
@@ -113,6 +120,17 @@ class _KernelCompiler(FunctionCompiler):
 
     def buffer_of(self, var: Var) -> Extent | None:
         return self.extents.get(var)
+
+    def compile_operand(self, e: Expr, spec: OpSpec) -> ExprFn:
+        """A packed 4-bit tile (its view holds raw bytes) is passed to ops unpacked, except to the
+        system ops (cross-core pipes), which move a tile's bytes as they are."""
+        fn = self.compile_expr(e)
+        t = e.type
+        if isinstance(e, Var) and isinstance(t, TileType) and t.dtype.is_packed() \
+                and not spec.has_trait("system"):
+            dtype = t.dtype
+            return lambda env: packed.decode(fn(env), dtype)
+        return fn
 
     def check_copy(self, dst: Var, src: Expr, span: Span) -> Extent:
         ext = super().check_copy(dst, src, span)
@@ -220,7 +238,12 @@ class _KernelCompiler(FunctionCompiler):
         if spec.compute is None and spec.has_trait("creation"):
             return lambda env: None
         k = self.site(op_cost(spec, call, self.soc), call.span)
-        compute = self.op_closure(call, spec, into_slot=slot if spec.compute_into is not None else None)
+        dtype = var.type.dtype  # type: ignore[union-attr]
+        pack = dtype.is_packed()   # the view holds bytes: encode the result (pypto.core.packed)
+        into = spec.compute_into is not None and not pack
+        compute = self.op_closure(call, spec, into_slot=slot if into else None)
+        static = static_shape(var.type)
+        raw_shape = dtype.host_shape(static) if pack else None
         name, span = spec.name, call.span
         may_alias = self._may_alias(var, call)
 
@@ -229,7 +252,14 @@ class _KernelCompiler(FunctionCompiler):
             if res is None:
                 return
             dst = env[slot]
-            if not isinstance(res, torch.Tensor):
+            if pack and not (isinstance(res, torch.Tensor) and res.dtype is torch.uint8
+                             and tuple(res.shape) == raw_shape):   # else bytes (a pipe's pop)
+                res = torch.as_tensor(res)
+                if res.dim() and tuple(res.shape) != static:
+                    raise RuntimeSimError(f"{name} produced shape {_shape_str(res.shape)} for tile "
+                                          f"'{var.name}' of shape {_shape_str(static)}", span)
+                res = packed.encode(res.expand(static), dtype)
+            elif not isinstance(res, torch.Tensor):
                 dst.fill_(res)
                 return
             if res.shape != dst.shape and res.dim() != 0:
@@ -313,7 +343,7 @@ class KernelExecutor:
             t = p.type
             if isinstance(t, TensorType):
                 static = tuple(getattr(d, "value", None) for d in t.shape)  # None: dynamic dim
-                self._params.append((p.name, slot, True, static, t.dtype.to_torch(strict=False),
+                self._params.append((p.name, slot, True, static, t.dtype.value_torch(),
                                      None if None in static else torch.Size(static)))
             elif isinstance(t, ScalarType):
                 self._params.append((p.name, slot, False, None, None, None))

@@ -5,10 +5,10 @@ floating types, `bool` for BOOL). `binary_fn(op)` / `unary_fn(op)` give the Pyth
 IR operator name; `normalizer(dtype)` gives the function that brings a Python result into the value
 set of `dtype`:
 
-- signed/unsigned integers of 8..64 bits wrap around modulo 2**bits (two's complement); INDEX is a
+- signed/unsigned integers of 4..64 bits wrap around modulo 2**bits (two's complement); INDEX is a
   64-bit signed index and wraps the same way; float-to-int conversion truncates toward zero (C casts);
 - FP32 / FP16 results are rounded to the nearest representable value (round-half-even); BF16 and the
-  FP8 formats round through torch;
+  FP8 formats round through torch, FP4 through `pypto.core.packed` (nearest-even, saturating);
 - BOOL results become `bool`.
 
 Integer `floordiv` / `floormod` follow Python (floor) semantics. A float division by zero gives
@@ -148,23 +148,34 @@ def _via_torch(dtype: DataType) -> Callable[[Any], float]:
     return norm
 
 
+def _via_packed(dtype: DataType) -> Callable[[Any], float]:
+    import torch
+
+    from ...core import packed
+
+    def norm(x: Any) -> float:
+        return float(packed.quantize(torch.tensor([float(x)]), dtype)[0])
+
+    return norm
+
+
 def normalizer(dtype: DataType) -> Callable[[Any], Any]:
     """Function mapping a Python result into the value set of `dtype` (see the module doc).
 
     Raises:
-        TypeError: for a dtype without scalar semantics here (sub-byte ints, HF4/HF8).
+        TypeError: for a dtype without scalar semantics here (HF4/HF8).
     """
     kind = dtype.kind
     if kind is DTypeKind.BOOL:
         return bool
     if kind in (DTypeKind.SINT, DTypeKind.UINT, DTypeKind.INDEX, DTypeKind.TASK_ID):
-        if dtype.bits < 8:
-            raise TypeError(f"scalars of type {dtype.name} are not supported by the simulator")
         return _wrap_int(dtype.bits, kind is not DTypeKind.UINT)
     if dtype.bits == 32:
         return _fp32
     if dtype.name == "FP16":
         return _fp16
-    if not dtype.has_torch_dtype:
+    if dtype.value_torch() is None:
         raise TypeError(f"scalars of type {dtype.name} have no torch equivalent; cannot simulate")
+    if dtype.is_packed():
+        return _via_packed(dtype)
     return _via_torch(dtype)
