@@ -456,10 +456,29 @@ class ExprParser:
             raise ParserTypeError(f"function '{gv.name}' takes {len(params)} arguments, got {len(args)}",
                                   self.span(node))
         for a, d, p in zip(args, _dirs, params):
+            if _conflicting(p.type, a.type):
+                from .stmts import type_text
+
+                raise ParserTypeError(f"argument '{p.name}' of '{gv.name}' expects {type_text(p.type)}, got "
+                                      f"{type_text(a.type)}", self.span(node))
             if d is not ParamDirection.In:
                 self.check_writable(a, f"it is passed as {d.name} parameter '{p.name}' of '{gv.name}'", node)
         rt = rets[0] if len(rets) == 1 else TupleType(tuple(rets))
         return Call(gv, tuple(args), (), rt, deps, span=self.span(node))
+
+
+def _conflicting(param: Any, arg: Any) -> bool:
+    """An argument that can never bind to a program function's parameter: a tensor for a scalar (or
+    the reverse), or tensors / tiles of another dtype, rank or static size (a dynamic dimension
+    binds any size). Left unchecked, the kernel met the wrong tensor at run time."""
+    if isinstance(param, ScalarType) or isinstance(arg, ScalarType):
+        return isinstance(param, (TensorType, TileType)) or isinstance(arg, (TensorType, TileType))
+    if not (isinstance(param, TensorType) and isinstance(arg, TensorType)
+            or isinstance(param, TileType) and isinstance(arg, TileType)):
+        return False
+    return (param.dtype is not arg.dtype or len(param.shape) != len(arg.shape)
+            or any(isinstance(p, ConstInt) and isinstance(a, ConstInt) and p.value != a.value
+                   for p, a in zip(param.shape, arg.shape)))
 
 
 def _linear(e: Expr) -> tuple[dict[int, int], int, dict[int, Expr]]:
