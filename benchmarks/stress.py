@@ -1,7 +1,7 @@
 """Reliability at scale (issue 13): every property and fuzz suite of tests/properties at N× its CI size.
 
     python benchmarks/stress.py [--scale 20] [--suites parser-fuzz,tile,...] [--offset 0]
-                                [--timeout 120] [--show 3] [--report DIR]
+                                [--timeout 120] [--show 3] [--progress N] [--report DIR]
 
 Each suite's generator and its property for one program are imported from its test module (the
 same code CI runs), and called here program by program, so the counts are of generated programs:
@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offset", type=int, default=0, help="first seed (Hypothesis: its seed)")
     ap.add_argument("--timeout", type=int, default=120, help="seconds one program may take")
     ap.add_argument("--show", type=int, default=3, help="failures / internal errors printed per suite")
+    ap.add_argument("--progress", type=int, default=0, help="print a count to stderr every N programs")
     ap.add_argument("--report", type=Path, help="folder for every failure / internal error")
     args = ap.parse_args(argv)
     names = [s.strip() for s in args.suites.split(",") if s.strip()]
@@ -249,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
                 run_case(tally, label, source, check, args.timeout)
                 if tally.programs % 50 == 0:
                     shutil.rmtree(build, ignore_errors=True)   # keep the build folder small
+                if args.progress and tally.programs % args.progress == 0:
+                    print(f"  {name}: {tally.programs} programs ({tally.failures} failures, {tally.internal} "
+                          f"internal errors)", file=sys.stderr, flush=True)
             tally.seconds = time.perf_counter() - start
             tallies.append(tally)
             print(f"{name}: {tally.programs} programs, {tally.failures} failures, {tally.internal} internal "

@@ -184,7 +184,7 @@ class ExprParser:
         if op is None:
             raise ParserSyntaxError(f"unsupported operator {type(node.op).__name__}", self.span(node))
         lhs, rhs = self.parse_value(node.left), self.parse_value(node.right)
-        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr) and not _run_time_only(op, lhs, rhs):
             return _fold(op, lhs, rhs, self.span(node))  # compile-time arithmetic on constants
         lhs, rhs = self.to_expr(lhs, node.left), self.to_expr(rhs, node.right)
         if isinstance(lhs.type, (TensorType, TileType)):
@@ -531,6 +531,18 @@ def _dynamic_slice_message(base: Expr, shape: tuple[Expr, ...], axis: int) -> st
             f"`for i in pl.range(0, {dim}, 16):` with `blk = pl.slice(src, [{block}], [{offs}], "
             f"valid_shape=[{valid}])` and `{name}[{region}] = <result computed from blk>` "
             f"(docs/language.md, \"Dynamic dimensions\")")
+
+
+def _run_time_only(op: str, a: Any, b: Any) -> bool:
+    """Arithmetic on constants that passes/simplify.py never folds either: a division / modulo by
+    zero, a shift by a negative count or by 64 or more. It stays an expression that fails (or wraps)
+    at run time, located here, if it runs — e.g. `2 // i` in the copy of a `pl.unroll` loop with
+    i = 0, which must print and re-parse like any other IR."""
+    if not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
+        return False
+    if op in ("truediv", "floordiv", "floormod"):
+        return b == 0
+    return op in ("shl", "shr") and isinstance(a, int) and isinstance(b, int) and not 0 <= b < 64
 
 
 def _fold(op: str, a: Any, b: Any, span: Span) -> Any:
