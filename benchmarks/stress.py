@@ -80,8 +80,9 @@ def located(e: BaseException) -> bool:
 
 
 def run_case(tally: Tally, label: str, source: Callable[[], str | None], check: Callable[[], str],
-             timeout: int) -> None:
-    """Run one program's check and count its outcome (module docstring)."""
+             timeout: int, report: Path | None = None) -> None:
+    """Run one program's check and count its outcome (module docstring); a failure or internal
+    error is kept in `tally.details` and written to `report` at once."""
     tally.programs += 1
     signal.alarm(timeout)
     try:
@@ -111,6 +112,9 @@ def run_case(tally: Tally, label: str, source: Callable[[], str | None], check: 
         except Exception as e:  # noqa: BLE001 - the generator itself failed
             src = f"<source unavailable: {e!r}>"
         tally.details.append((kind, label, f"{text}\n--- program ---\n{src}"))
+        if report is not None:
+            report.mkdir(parents=True, exist_ok=True)
+            (report / f"{tally.name}-{label}.txt").write_text(f"{kind}\n{tally.details[-1][2]}\n")
 
 
 # ---- the suites: each yields its cases, calling the test modules' own generators and checks ----
@@ -247,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             tally = Tally(name)
             start = time.perf_counter()
             for label, source, check in SUITES[name](args.scale, args.offset):
-                run_case(tally, label, source, check, args.timeout)
+                run_case(tally, label, source, check, args.timeout, args.report)
                 if tally.programs % 50 == 0:
                     shutil.rmtree(build, ignore_errors=True)   # keep the build folder small
                 if args.progress and tally.programs % args.progress == 0:
@@ -259,10 +263,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"errors ({tally.seconds:.0f} s)", flush=True)
             for kind, label, text in tally.details[:args.show]:
                 print(f"--- {name} {label}: {kind}\n{text}", flush=True)
-            if args.report:
-                args.report.mkdir(parents=True, exist_ok=True)
-                for kind, label, text in tally.details:
-                    (args.report / f"{name}-{label}.txt").write_text(f"{kind}\n{text}\n")
     finally:
         shutil.rmtree(build, ignore_errors=True)
     print()
