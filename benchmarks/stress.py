@@ -22,8 +22,9 @@ the Hypothesis suites draw N × their CI examples from Hypothesis seed `offset`.
 Per suite it prints: programs tried, `ok` (the property held), `rejected` (a located PyPTOError
 the property allows, e.g. a mutant the parser refuses), failures (wrong numbers, a failed
 property, or a located PyPTOError where the property expects none) and internal errors (anything
-else raised: not a PyPTOError, or a PyPTOError without a source location; a program running over
-`--timeout` seconds counts here too). The first `--show` failures / internal errors per suite are
+else raised: not a PyPTOError, or a PyPTOError without a source location). A program running over
+`--timeout` seconds (e.g. a mutant whose loop bound became 100000) is stopped and counted under
+timeouts, neither a failure nor an internal error, and reported like them. The first `--show` failures / internal errors per suite are
 printed with their program; `--report DIR` writes every one to DIR/<suite>-<label>.txt. Exit
 status 1 when any suite has a failure or an internal error.
 """
@@ -62,6 +63,7 @@ class Tally:
     rejected: int = 0
     failures: int = 0
     internal: int = 0
+    timeouts: int = 0
     seconds: float = 0.0
     details: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, label, text)
 
@@ -88,7 +90,7 @@ def run_case(tally: Tally, label: str, source: Callable[[], str | None], check: 
     try:
         outcome = check()
     except _Timeout:
-        kind, text = "internal", f"timeout: over {timeout} s"
+        kind, text = "timeout", f"timeout: over {timeout} s"
     except AssertionError as e:
         kind, text = "failure", f"AssertionError: {e}"
     except Exception as e:  # noqa: BLE001 - classifying every exception is the point
@@ -105,8 +107,10 @@ def run_case(tally: Tally, label: str, source: Callable[[], str | None], check: 
     else:
         if kind == "failure":
             tally.failures += 1
-        else:
+        elif kind == "internal":
             tally.internal += 1
+        else:
+            tally.timeouts += 1
         try:
             src = source() or ""
         except Exception as e:  # noqa: BLE001 - the generator itself failed
@@ -214,17 +218,20 @@ SUITES: dict[str, Callable[[int, int], Iterator[Case]]] = {
 }
 
 
+_COLUMNS = ("programs", "ok", "rejected", "failures", "internal", "timeouts")
+
+
 def table(tallies: list[Tally]) -> str:
-    head = f"{'suite':<16}{'programs':>10}{'ok':>9}{'rejected':>10}{'failures':>10}{'internal':>10}{'seconds':>9}"
-    rows = [head, "-" * len(head)]
+    """The per-suite counts and their total, as a text table."""
+    def row(name: str, values: list[float]) -> str:
+        return f"{name:<16}" + "".join(f"{v:>10}" for v in values[:-1]) + f"{values[-1]:>9.0f}"
+
+    head = f"{'suite':<16}" + "".join(f"{c:>10}" for c in _COLUMNS) + f"{'seconds':>9}"
+    lines = [head, "-" * len(head)]
     for t in tallies:
-        rows.append(f"{t.name:<16}{t.programs:>10}{t.ok:>9}{t.rejected:>10}{t.failures:>10}{t.internal:>10}"
-                    f"{t.seconds:>9.0f}")
-    total = Tally("total", *(sum(getattr(t, f) for t in tallies)
-                             for f in ("programs", "ok", "rejected", "failures", "internal", "seconds")))
-    rows += ["-" * len(head), f"{total.name:<16}{total.programs:>10}{total.ok:>9}{total.rejected:>10}"
-             f"{total.failures:>10}{total.internal:>10}{total.seconds:>9.0f}"]
-    return "\n".join(rows)
+        lines.append(row(t.name, [getattr(t, c) for c in _COLUMNS] + [t.seconds]))
+    totals = [sum(getattr(t, c) for t in tallies) for c in (*_COLUMNS, "seconds")]
+    return "\n".join(lines + ["-" * len(head), row("total", totals)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             tally.seconds = time.perf_counter() - start
             tallies.append(tally)
             print(f"{name}: {tally.programs} programs, {tally.failures} failures, {tally.internal} internal "
-                  f"errors ({tally.seconds:.0f} s)", flush=True)
+                  f"errors, {tally.timeouts} timeouts ({tally.seconds:.0f} s)", flush=True)
             for kind, label, text in tally.details[:args.show]:
                 print(f"--- {name} {label}: {kind}\n{text}", flush=True)
     finally:
