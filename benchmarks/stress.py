@@ -24,9 +24,10 @@ the property allows, e.g. a mutant the parser refuses), failures (wrong numbers,
 property, or a located PyPTOError where the property expects none) and internal errors (anything
 else raised: not a PyPTOError, or a PyPTOError without a source location). A program running over
 `--timeout` seconds (e.g. a mutant whose loop bound became 100000) is stopped and counted under
-timeouts, neither a failure nor an internal error, and reported like them. The first `--show` failures / internal errors per suite are
-printed with their program; `--report DIR` writes every one to DIR/<suite>-<label>.txt. Exit
-status 1 when any suite has a failure or an internal error.
+timeouts, neither a failure nor an internal error, and reported like them. The first `--show`
+failures / internal errors / timeouts per suite are printed with their program; `--report DIR`
+writes each to DIR/<suite>-<label>.txt as it happens. Exit status 1 when any suite has a failure
+or an internal error.
 """
 
 from __future__ import annotations
