@@ -23,7 +23,8 @@ Each runs on a2a3sim and a5sim and must
 Only correctly rounded ops are used, so the comparison is exact.
 
 Seeded and deterministic. `PYPTO_ACCESS_PROGRAMS` (default 40) sets how many programs run, in
-chunks of 10 (one test each, so xdist spreads them).
+chunks of 10 (one test each, so xdist spreads them). `check_access_program(seed, recorder)` is the
+property for one program; `benchmarks/stress.py` runs it at scale.
 """
 
 from __future__ import annotations
@@ -392,36 +393,46 @@ def _concurrent(tasks: list) -> bool:
                for p, q in itertools.combinations(tasks, 2))
 
 
+def check_access_program(seed: int, rec: Recorder) -> dict[str, int]:
+    """The property for the program of `seed` on both platforms (module docstring), with `rec`
+    already wrapping the ops: raises AssertionError on a violation, returns counts of tasks,
+    narrowed tasks and programs with concurrent tasks. `benchmarks/stress.py` runs it at scale."""
+    stats = {"tasks": 0, "narrowed": 0, "concurrent": 0}
+    gen = Gen(random.Random(seed))
+    src = gen.program()
+    prog = pl.parse(src)
+    torch.manual_seed(seed)
+    x, a, b = (torch.randn(R, C) for _ in range(3))
+    ra, rb = a.clone(), b.clone()
+    ns: dict = {}
+    exec(compile(torch_codegen(prog), "<reference>", "exec"), ns)  # noqa: S102
+    ns["run"](x.clone(), ra, rb, gen.n)
+    for backend, platform in PLATFORMS:
+        compiled = ir.compile(prog, dump_passes=False, skip_ptoas=True, backend_type=backend,
+                              platform=platform)
+        rec.actual, rec.violations = {}, []
+        sa, sb = a.clone(), b.clone()
+        compiled(x.clone(), sa, sb, gen.n)
+        where = f"seed {seed} on {platform}:\n{src}"
+        assert not rec.violations, f"{where}\n" + "\n".join(rec.violations)
+        tasks = compiled.last_run.tasks
+        assert not rec.unordered(tasks), where
+        torch.testing.assert_close(sa, ra, rtol=0, atol=0, equal_nan=True, msg=lambda m, w=where: f"a: {m}\n{w}")
+        torch.testing.assert_close(sb, rb, rtol=0, atol=0, equal_nan=True, msg=lambda m, w=where: f"b: {m}\n{w}")
+        stats["tasks"] += len(tasks)
+        stats["narrowed"] += sum(_narrowed(t) for t in tasks)
+        stats["concurrent"] += _concurrent(tasks)
+    return stats
+
+
 @pytest.mark.parametrize("first", range(0, PROGRAMS, CHUNK))
 def test_narrowed_regions_keep_every_dependency(first: int, monkeypatch: pytest.MonkeyPatch) -> None:
     rec = Recorder()
     rec.wrap(monkeypatch)
     stats = {"tasks": 0, "narrowed": 0, "concurrent": 0}
     for seed in range(first, min(first + CHUNK, PROGRAMS)):
-        gen = Gen(random.Random(seed))
-        src = gen.program()
-        prog = pl.parse(src)
-        torch.manual_seed(seed)
-        x, a, b = (torch.randn(R, C) for _ in range(3))
-        ra, rb = a.clone(), b.clone()
-        ns: dict = {}
-        exec(compile(torch_codegen(prog), "<reference>", "exec"), ns)  # noqa: S102
-        ns["run"](x.clone(), ra, rb, gen.n)
-        for backend, platform in PLATFORMS:
-            compiled = ir.compile(prog, dump_passes=False, skip_ptoas=True, backend_type=backend,
-                                  platform=platform)
-            rec.actual, rec.violations = {}, []
-            sa, sb = a.clone(), b.clone()
-            compiled(x.clone(), sa, sb, gen.n)
-            where = f"seed {seed} on {platform}:\n{src}"
-            assert not rec.violations, f"{where}\n" + "\n".join(rec.violations)
-            tasks = compiled.last_run.tasks
-            assert not rec.unordered(tasks), where
-            torch.testing.assert_close(sa, ra, rtol=0, atol=0, equal_nan=True, msg=lambda m, w=where: f"a: {m}\n{w}")
-            torch.testing.assert_close(sb, rb, rtol=0, atol=0, equal_nan=True, msg=lambda m, w=where: f"b: {m}\n{w}")
-            stats["tasks"] += len(tasks)
-            stats["narrowed"] += sum(_narrowed(t) for t in tasks)
-            stats["concurrent"] += _concurrent(tasks)
+        for k, v in check_access_program(seed, rec).items():
+            stats[k] += v
     # the property is not vacuous: most tasks have a narrowed region, several programs overlap tasks
     assert stats["narrowed"] >= stats["tasks"] // 2, stats
     assert stats["concurrent"] >= 4, stats

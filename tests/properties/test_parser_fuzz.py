@@ -3,7 +3,8 @@ a source location — never an internal exception. When a mutant still parses, i
 
 The corpus is the printed IR of the examples and a few guide programs; the mutations are seeded
 so every CI run checks the same 2,000+ cases; `PYPTO_FUZZ_SEEDS` (default 21) sets how many seeds
-of 100 cases run.
+of 100 cases run. `mutants(seed)` and `check_mutant` are callable on their own:
+`benchmarks/stress.py` runs them at scale.
 """
 
 import os
@@ -131,22 +132,35 @@ CASES_PER_SEED = 100  # × 21 seeds = 2,100 cases
 SEEDS = int(os.environ.get("PYPTO_FUZZ_SEEDS", "21"))
 
 
+def mutants(seed: int) -> list[str]:
+    """The CASES_PER_SEED mutated sources of `seed` (deterministic)."""
+    rng = random.Random(seed)
+    return [mutate(rng.choice(CORPUS), rng) for _ in range(CASES_PER_SEED)]
+
+
+def check_mutant(src: str) -> str:
+    """The property for one mutant: "rejected" when it fails with a located ParserError (an
+    unlocated one, or any other exception, propagates), else "parsed" after checking it round-trips
+    (AssertionError if not). `benchmarks/stress.py` runs it at scale."""
+    try:
+        prog = pl.parse(src)
+    except ParserError as e:
+        if e.span is None or not e.span.is_known():
+            raise
+        return "rejected"
+    text = prog.as_python()
+    ir.assert_structural_equal(pl.parse(text), prog)
+    return "parsed"
+
+
 @pytest.mark.parametrize("seed", range(SEEDS))
 def test_mutated_programs_fail_only_with_located_parser_errors(seed):
-    rng = random.Random(seed)
     parsed = 0
-    for n in range(CASES_PER_SEED):
-        src = mutate(rng.choice(CORPUS), rng)
+    for n, src in enumerate(mutants(seed)):
         try:
-            prog = pl.parse(src)
-        except ParserError as e:
-            assert e.span is not None and e.span.begin_line > 0, f"case {seed}/{n}: no location: {e!r}\n{src}"
-            continue
+            parsed += check_mutant(src) == "parsed"
         except Exception as e:  # pragma: no cover - a failure of the property
-            raise AssertionError(f"case {seed}/{n}: internal {type(e).__name__}: {e}\n--- source ---\n{src}") from e
-        parsed += 1
-        text = prog.as_python()
-        ir.assert_structural_equal(pl.parse(text), prog)
+            raise AssertionError(f"case {seed}/{n}: {type(e).__name__}: {e}\n--- source ---\n{src}") from e
     assert parsed < CASES_PER_SEED  # the mutations do break programs
 
 

@@ -1,6 +1,6 @@
 """Hypothesis property: generated programs over the language's constructs print → parse →
 structurally equal (and print identically a second time). `PYPTO_ROUNDTRIP_EXAMPLES` (default
-150) sets how many programs Hypothesis draws."""
+150) sets how many programs Hypothesis draws; `check_round_trip` is the property for one program."""
 
 import os
 
@@ -133,9 +133,13 @@ def programs(draw) -> str:  # type: ignore[no-untyped-def]
     return Gen(draw).program()
 
 
-@settings(max_examples=int(os.environ.get("PYPTO_ROUNDTRIP_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs())
-def test_generated_programs_round_trip(src):
+EXAMPLES = int(os.environ.get("PYPTO_ROUNDTRIP_EXAMPLES", "150"))
+
+
+def check_round_trip(src: str) -> str:
+    """The property for one generated program: parse → print → parse is structurally equal, prints
+    identically and hashes alike (also through the concise form). Returns "ran"; raises
+    AssertionError (or the parser's error) otherwise. `benchmarks/stress.py` runs it at scale."""
     prog = pl.parse(src)
     text = prog.as_python()
     again = pl.parse(text)
@@ -143,3 +147,10 @@ def test_generated_programs_round_trip(src):
     assert again.as_python() == text
     assert ir.structural_hash(again) == ir.structural_hash(prog)
     ir.assert_structural_equal(pl.parse(prog.as_python(concise=True)), prog)
+    return "ran"
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_generated_programs_round_trip(src):
+    check_round_trip(src)

@@ -189,7 +189,7 @@ class ExprParser:
         if op is None:
             raise ParserSyntaxError(f"unsupported operator {type(node.op).__name__}", self.span(node))
         lhs, rhs = self.parse_value(node.left), self.parse_value(node.right)
-        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr) and not _run_time_only(op, lhs, rhs):
             return _fold(op, lhs, rhs, self.span(node))  # compile-time arithmetic on constants
         lhs, rhs = self.to_expr(lhs, node.left), self.to_expr(rhs, node.right)
         if isinstance(lhs.type, (TensorType, TileType)):
@@ -465,10 +465,29 @@ class ExprParser:
                                   self.span(node))
         reject_task_id(self, args, node, f"an argument of '{gv.name}'")
         for a, d, p in zip(args, _dirs, params):
+            if _conflicting(p.type, a.type):
+                from .stmts import type_text
+
+                raise ParserTypeError(f"argument '{p.name}' of '{gv.name}' expects {type_text(p.type)}, got "
+                                      f"{type_text(a.type)}", self.span(node))
             if d is not ParamDirection.In:
                 self.check_writable(a, f"it is passed as {d.name} parameter '{p.name}' of '{gv.name}'", node)
         rt = rets[0] if len(rets) == 1 else TupleType(tuple(rets))
         return Call(gv, tuple(args), (), rt, deps, span=self.span(node))
+
+
+def _conflicting(param: Any, arg: Any) -> bool:
+    """An argument that can never bind to a program function's parameter: a tensor for a scalar (or
+    the reverse), or tensors / tiles of another dtype, rank or static size (a dynamic dimension
+    binds any size). Left unchecked, the kernel met the wrong tensor at run time."""
+    if isinstance(param, ScalarType) or isinstance(arg, ScalarType):
+        return isinstance(param, (TensorType, TileType)) or isinstance(arg, (TensorType, TileType))
+    if not (isinstance(param, TensorType) and isinstance(arg, TensorType)
+            or isinstance(param, TileType) and isinstance(arg, TileType)):
+        return False
+    return (param.dtype is not arg.dtype or len(param.shape) != len(arg.shape)
+            or any(isinstance(p, ConstInt) and isinstance(a, ConstInt) and p.value != a.value
+                   for p, a in zip(param.shape, arg.shape)))
 
 
 def _linear(e: Expr) -> tuple[dict[int, int], int, dict[int, Expr]]:
@@ -521,6 +540,18 @@ def _dynamic_slice_message(base: Expr, shape: tuple[Expr, ...], axis: int) -> st
             f"`for i in pl.range(0, {dim}, 16):` with `blk = pl.slice(src, [{block}], [{offs}], "
             f"valid_shape=[{valid}])` and `{name}[{region}] = <result computed from blk>` "
             f"(docs/language.md, \"Dynamic dimensions\")")
+
+
+def _run_time_only(op: str, a: Any, b: Any) -> bool:
+    """Arithmetic on constants that passes/simplify.py never folds either: a division / modulo by
+    zero, a shift by a negative count or by 64 or more. It stays an expression that fails (or wraps)
+    at run time, located here, if it runs — e.g. `2 // i` in the copy of a `pl.unroll` loop with
+    i = 0, which must print and re-parse like any other IR."""
+    if not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
+        return False
+    if op in ("truediv", "floordiv", "floormod"):
+        return b == 0
+    return op in ("shl", "shr") and isinstance(a, int) and isinstance(b, int) and not 0 <= b < 64
 
 
 def _fold(op: str, a: Any, b: Any, span: Span) -> Any:
