@@ -67,15 +67,23 @@ def render_location(span: Span | None, message: str, kind: str = "error") -> str
 
 
 class PyPTOError(Exception):
-    """Base class of every user-facing PyPTO error. `span` locates it; `message` is the bare text."""
+    """Base class of every user-facing PyPTO error. `span` locates it; `message` is the bare text.
 
-    def __init__(self, message: str, span: Span | None = None) -> None:
+    `notes` are further (span, text) places that explain it (e.g. where a value was defined),
+    rendered after the error as `file:line:col: note: text` with their own source line and caret.
+    """
+
+    def __init__(self, message: str, span: Span | None = None,
+                 notes: tuple[tuple[Span | None, str], ...] = ()) -> None:
         self.message = message
         self.span = span
+        self.notes = tuple(notes)
         super().__init__(message)
 
     def __str__(self) -> str:
-        return render_location(self.span, self.message)
+        parts = [render_location(self.span, self.message)]
+        parts += [render_location(span, text, "note") for span, text in self.notes]
+        return "\n".join(parts)
 
 
 class ParserError(PyPTOError):

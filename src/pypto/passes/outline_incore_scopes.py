@@ -35,7 +35,7 @@ from ..ir.stmt import (
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
-from .analysis import defined_vars, used_vars
+from .analysis import defined_vars, first_reader, used_vars
 from .base import Pass, PassContext
 from .rewrite import FreshBindings, is_dynamic_dim, rebuild_children, uses_outside
 
@@ -178,8 +178,12 @@ class _Outliner:
         outputs = [v for v in inner_defs if v in used_after]
         for o in outputs:
             if not isinstance(o.type, TensorType):
-                raise CompileError(f"value '{o.name}' computed inside pl.at is used after it, but only "
-                                   f"tensors can leave an InCore scope", o.span)
+                use = first_reader(self.func.body, o, skip=scope)
+                raise CompileError(
+                    f"value '{o.name}' computed inside pl.at is used after it, but only tensors can leave "
+                    f"an InCore scope: compute '{o.name}' before the pl.at, or write it into a tensor",
+                    use.span if use is not None else o.span,
+                    notes=((o.span, f"'{o.name}' is assigned here, inside the pl.at"),))
         pre: list[Stmt] = []
         params: list[Var] = []
         dirs: list[ParamDirection] = []
