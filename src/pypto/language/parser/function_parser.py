@@ -19,6 +19,7 @@ from ...ir.expr import Expr, Var
 from ...ir.function import Function
 from ...ir.types import TupleType, Type
 from ..typing import AnnotationError, DirectionAnnotation, to_ir_type
+from .conditions import ConditionParser
 from .exprs import ExprParser
 from .source import Namespace, SourceInfo
 from .stmts import PendingYield, StmtParser
@@ -156,7 +157,7 @@ def _is_bare(a: Any) -> bool:
     return a is Tensor
 
 
-class FunctionParser(ExprParser, StmtParser):
+class FunctionParser(ConditionParser, ExprParser, StmtParser):
     """Parses the body of one function. Create one per function; call `parse()` once."""
 
     def __init__(self, fdef: ast.FunctionDef, header: FunctionHeader, info: SourceInfo, ns: Namespace, *,
