@@ -38,7 +38,7 @@ from ..ir.function import Program
 from ..ir.printer import python_print
 from .base import PassContext
 from .manager import PassManager, VerificationLevel
-from .pipeline import OptimizationStrategy, passes_for
+from .pipeline import OptimizationStrategy, check_strategy, passes_for
 
 __all__ = ["compile", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
 
@@ -203,6 +203,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
 
     Raises:
         ValueError: unknown `strategy` or `$PYPTO_VERIFY_LEVEL`, or a platform for another chip.
+        CompileError: a tensor-level program (a `pl.at` region, a tensor op in a kernel) with
+            `strategy=DebugTileOptimization`, which skips the tensor-level passes (checked first).
         FileExistsError: `output_dir` holds files named like build artifacts that are not from a
             complete PyPTO build (they are never deleted).
         CompileError (MemoryCapacityError, VerificationError, CodegenError, ...): the program cannot
@@ -217,6 +219,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
                     f"or get its Program with {program.__name__}.specialize(*sample_args)")
         raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}{hint}")
     passes = passes_for(strategy)
+    check_strategy(program, strategy)
     level = verification_level if verification_level is not None else VerificationLevel.from_env()
     platform = platform or ("a2a3sim" if backend_type is BackendType.Ascend910B else "a5sim")
     out = Path(output_dir) if output_dir is not None else default_output_dir(program.name)
