@@ -38,6 +38,7 @@ from ...ir.structural import structural_equal
 from ...ir.types import ScalarType, TensorType, TileType, TupleType, Type
 from .. import dsl
 from .conditions import const_condition
+from .core_side import CORE_SIDE, check_core_side
 from .deps import parse_deps
 from .exprs import make_op_call
 from .loop_names import branch_type_error, note_loop_rebinds
@@ -623,6 +624,9 @@ class StmtParser:
             self.core_region = saved_region
         if py is not None:  # a yield inside a scope belongs to the enclosing construct
             self.pending_yield = py
+        if kind is ScopeKind.InCore and level in CORE_SIDE:
+            check_core_side(body, level, f"this code is in the 'with pl.at(level={level!r})' region at "  # type: ignore[arg-type]
+                                         f"line {self.span(node).begin_line}")
         self.emit(ScopeStmt(kind, body, level, opts, deps, span=self.span(node)))
 
     # ---- simple statements ---------------------------------------------------------------
