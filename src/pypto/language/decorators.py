@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.enums import FunctionType, Level, Role
-from ..core.errors import user_facing
+from ..core.errors import ParserTypeError, user_call_span, user_facing
 from ..ir.function import Function, Program
 from .parser.entry import FunctionOptions, inline_call, parse_function, parse_program
 
@@ -38,6 +38,7 @@ def _is_method(fn: Callable) -> bool:
 
 
 @user_facing
+@user_facing
 def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Opaque,
              level: Level | None = None, role: Role | None = None, strict_ssa: bool = False,
              auto_scope: bool = True, optimizations: list | tuple = ()) -> Any:
@@ -46,9 +47,13 @@ def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Op
     `optimizations=[pl.split(...), pl.cross_core_slot(...)]` records the cross-core options of a
     kernel or Group function (Language Guide "InCore Scopes").
 
-    Raises the ParserError subclasses of SPEC §2.4 at the user's file and line.
+    Raises the ParserError subclasses of SPEC §2.4 at the user's file and line (a wrong `type=`
+    or `optimizations=` value: ParserTypeError at the decorator, as inside a `@pl.program`).
     """
-    opts = FunctionOptions(type, level, role, strict_ssa, auto_scope, optimizations)
+    try:
+        opts = FunctionOptions(type, level, role, strict_ssa, auto_scope, optimizations)
+    except TypeError as e:
+        raise ParserTypeError(str(e), user_call_span()) from None
 
     @user_facing
     def wrap(f: Callable) -> Function | MethodDef:
