@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from marker_lines import assert_at
 
 from pypto.core.errors import ParserTypeError
 
@@ -40,6 +41,10 @@ CASES = [
     ("out_dtype", 'def k(self, x: pl.Out[pl.Tensor[[16, 64], "bf16"]]) -> pl.Tensor[[16, 64], pl.FP32]:',
      'pl.Out[pl.Tensor[[16, 64], "bf16"]]',
      "pl.Tensor expects a data type such as pl.FP32, got 'bf16': write pl.BF16 instead of the string 'bf16'"),
+    ("torch_dtype", "def k(self, x: pl.Tensor[[16, 64], torch.float32]) -> pl.Tensor[[16, 64], pl.FP32]:",
+     "pl.Tensor[[16, 64], torch.float32]",
+     "pl.Tensor expects a data type such as pl.FP32, got torch.float32: write pl.FP32 (a PyPTO data type) "
+     "instead of torch.float32"),
     ("python_type", "def k(self, x: int) -> pl.Tensor[[16, 64], pl.FP32]:", "int",
      "unsupported type annotation <class 'int'>"),
     ("out_return", "def k(self, x: pl.Tensor[[16, 64], pl.FP32]) -> pl.Out[pl.Tensor[[16, 64], pl.FP32]]:",
@@ -62,7 +67,7 @@ CASES = [
 
 def _module(tmp_path: Path, name: str, future: bool, header: str) -> Path:
     lines = ["from __future__ import annotations"] if future else []
-    lines += ["import pypto.language as pl", "", "", "@pl.program", "class P:",
+    lines += ["import torch", "", "import pypto.language as pl", "", "", "@pl.program", "class P:",
               "    @pl.function(type=pl.FunctionType.InCore)", f"    {header}", "        return x", ""]
     path = tmp_path / f"{name}_{'future' if future else 'eval'}.py"
     path.write_text("\n".join(lines))
@@ -115,3 +120,22 @@ def test_a_jit_parameter_with_a_string_dtype_is_located_when_the_kernel_is_speci
                                 "instead of the string 'fp32'")
     assert (Path(ei.value.span.filename), ei.value.span.begin_line, ei.value.span.begin_col) == (path, 5, 12)
     assert torch.equal(c, torch.zeros(8, 16))
+
+
+def test_a_dtype_spelt_the_torch_way_gets_the_pl_name():
+    """`pl.float32` fails in Python itself while `def` runs (before PyPTO sees the function); its
+    AttributeError names the PyPTO spelling. In a kernel body it is a located error with the same hint."""
+    import pypto.language as pl
+    from pypto.core.errors import UndefinedVariableError
+
+    with pytest.raises(AttributeError) as ei:
+        pl.float32  # noqa: B018
+    assert str(ei.value) == ("module 'pypto.language' has no attribute 'float32'; did you mean pl.FP32? "
+                             "(PyPTO data types are pl.FP32, pl.BF16, pl.INT32, ...)")
+    with pytest.raises(UndefinedVariableError) as ei:
+        @pl.function
+        def f(x: pl.Tensor[[16], pl.FP32]) -> pl.Tensor[[16], pl.FP32]:
+            y = pl.cast(x, pl.fp16)  # MARK-fp16
+            return y
+    assert ei.value.message == "Undefined name 'pl.fp16'; did you mean pl.FP16?"
+    assert_at(ei.value, __file__, "MARK-fp16")

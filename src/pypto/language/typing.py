@@ -238,13 +238,18 @@ def _dtype_problem(x: Any, where: str) -> str | None:
     """Why `x` is not a data type (None if it is one); a dtype written as text gets its pl. name."""
     if isinstance(x, DataType):
         return None
+    from ..core.dtype import dtype_from_name, dtype_from_torch
+
     hint = ""
     if isinstance(x, str):
-        from ..core.dtype import dtype_from_name
-
         try:
             hint = f": write pl.{dtype_from_name(x).name} instead of the string {x!r}"
         except KeyError:
+            pass
+    elif type(x).__name__ == "dtype" and type(x).__module__ == "torch":
+        try:
+            hint = f": write pl.{dtype_from_torch(x).name} (a PyPTO data type) instead of {x}"
+        except TypeError:
             pass
     return f"{where} expects a data type such as pl.FP32, got {x!r}{hint}"
 
