@@ -2,13 +2,12 @@
 annotation when `def` ran or left it a string (`from __future__ import annotations`). A user trial
 found `pl.Tensor[[16, 64], "fp32"]` raising a bare AnnotationError with no file or line."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from marker_lines import assert_at
+from module_files import import_file
 
 from pypto.core.errors import ParserTypeError
 
@@ -74,24 +73,13 @@ def _module(tmp_path: Path, name: str, future: bool, header: str) -> Path:
     return path
 
 
-def _import(path: Path) -> None:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        del sys.modules[path.stem]
-
-
 @pytest.mark.parametrize("future", [False, True], ids=["evaluated", "future"])
 @pytest.mark.parametrize(("name", "header", "annotation", "message"), CASES, ids=[c[0] for c in CASES])
 def test_an_annotation_mistake_is_located_at_the_annotation(tmp_path, future, name, header, annotation,
                                                             message):
     path = _module(tmp_path, name, future, header)
     with pytest.raises(ParserTypeError) as ei:
-        _import(path)
+        import_file(path)
     err = ei.value
     assert err.message == message
     lines = path.read_text().splitlines()
@@ -109,10 +97,7 @@ def test_a_jit_parameter_with_a_string_dtype_is_located_when_the_kernel_is_speci
                     "    with pl.at(level=pl.Level.CORE_GROUP):\n"
                     "        c[:] = pl.add(a, a)\n"
                     "    return c\n")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # defining the kernel succeeds; its parse reports the mistake
+    mod = import_file(path)  # defining the kernel succeeds; its parse reports the mistake
     c = torch.zeros(8, 16)
     with pytest.raises(ParserTypeError) as ei:
         mod.add(torch.ones(8, 16), c)

@@ -3,13 +3,12 @@
 `a if c else b`; only the taken branch is parsed. A user trial found `if value is None:` on a
 closure constant refused ("unsupported comparison Is"). Run-time comparisons become IR."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from marker_lines import assert_at
+from module_files import import_file
 
 import pypto.language as pl
 from pypto import ir
@@ -42,28 +41,16 @@ def _module(tmp_path: Path, cond: str) -> Path:
     return path
 
 
-def _load(path: Path):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = mod
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        del sys.modules[path.stem]
-    return mod
-
-
 @pytest.mark.parametrize(("cond", "truth"), CONDITIONS, ids=[c for c, _ in CONDITIONS])
 def test_a_condition_on_constants_keeps_only_the_taken_branch(tmp_path, cond, truth):
     path = _module(tmp_path, cond)
     if not truth:  # the else branch is parsed: its mistake is reported, located
         with pytest.raises(UndefinedVariableError) as ei:
-            _load(path)
+            import_file(path)
         assert ei.value.message == "Undefined name 'A.missing'"
         assert (Path(ei.value.span.filename), ei.value.span.begin_line) == (path, 15)
         return
-    printed = _load(path).f.as_python()
+    printed = import_file(path).f.as_python()
     assert "if " not in printed and "pl.tensor.adds(x, 1.0)" in printed, printed
 
 
