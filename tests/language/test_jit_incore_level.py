@@ -184,28 +184,3 @@ def test_pl_at_regions_pinned_to_their_core_run():
     compiled(a, b, c, d)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
     torch.testing.assert_close(d, c + 1.0)
-
-
-def test_aic_and_aiv_kernel_types_do_only_their_core_s_work():
-    with pytest.raises(InvalidOperationError) as e:
-        @pl.function(type=pl.FunctionType.AIV)
-        def k(a: pl.Tensor[[32, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.FP16],
-              c: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
-            a0 = pl.move(pl.load(a, [0, 0], [32, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
-            b0 = pl.move(pl.load(b, [0, 0], [32, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
-            c = pl.store(pl.matmul(a0, b0), [0, 0], c)  # MARK-matmul-in-aiv-type
-            return c
-    assert_at(e.value, __file__, "MARK-matmul-in-aiv-type")
-    assert e.value.message == (
-        "'tile.matmul' runs on the cube core (AIC), but kernel 'k' is @pl.function(type=pl.FunctionType.AIV), "
-        "which runs only on a vector core (AIV); use type=pl.FunctionType.AIC, or type=pl.FunctionType.InCore "
-        f"{_PLACE}")
-    with pytest.raises(InvalidOperationError) as e:
-        @pl.function(type=pl.FunctionType.AIC)
-        def k2(x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
-            t = pl.load(x, [0, 0], [16, 64])  # MARK-vec-load-in-aic-type
-            y = pl.store(t, [0, 0], y)
-            return y
-    assert_at(e.value, __file__, "MARK-vec-load-in-aic-type")
-    assert e.value.message.startswith("'tile.load' (into a Vec tile) runs on a vector core (AIV), but kernel 'k2' "
-                                      "is @pl.function(type=pl.FunctionType.AIC)")

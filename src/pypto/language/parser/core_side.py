@@ -19,7 +19,7 @@ from ...core.errors import InvalidOperationError, ParserTypeError
 from ...core.span import Span
 from ...ir.stmt import Stmt
 
-__all__ = ["CORE_SIDE", "check_core_level", "check_core_side", "level_spelling", "type_spelling"]
+__all__ = ["CORE_SIDE", "check_core_level", "check_core_side"]
 
 CORE_SIDE = {Level.AIC: "C", Level.AIV: "V"}
 _CORE_LEVEL_TEXT = ("pl.Level.CORE_GROUP (the default: the compiler runs cube ops on the cube core and "
@@ -43,33 +43,21 @@ def check_core_level(level: Any, decorator: str, span: Span | None) -> None:
         f"that level in the entry under 'with pl.at(level={level!r}):'", span)
 
 
-def level_spelling(level: Level) -> str:
-    """How a `level=` argument selects `level` (CORE_GROUP: the default)."""
-    return f"level={level!r}" + (" (the default)" if level is Level.CORE_GROUP else "")
-
-
-def type_spelling(level: Level) -> str:
-    """How `@pl.function(type=...)` selects the cores of `level` (AIC / AIV kernels, InCore)."""
-    return {Level.AIC: "type=pl.FunctionType.AIC", Level.AIV: "type=pl.FunctionType.AIV"}.get(
-        level, "type=pl.FunctionType.InCore")
-
-
-def check_core_side(body: Stmt, level: Level, pinned_by: str, spell: Any = level_spelling) -> None:
+def check_core_side(body: Stmt, level: Level, pinned_by: str) -> None:
     """Raise InvalidOperationError at the first op of `body` that needs the other core than
     `level` (AIC or AIV), or that moves data between the two. `pinned_by` completes "but ..."
-    naming the construct that pinned the code, e.g. "kernel 'k' is @pl.jit.incore(level=pl.Level.AIC)";
-    `spell` writes the fix for a level (`level=...` by default, `type_spelling` for AIC / AIV
-    function types)."""
+    naming the construct that pinned the code, e.g. "kernel 'k' is @pl.jit.incore(level=pl.Level.AIC)"."""
     from ...passes.kernel_sides import C, V, X, sided_ops
 
     want = CORE_SIDE[level]
-    other = {C: ("the cube core (AIC)", Level.AIC), V: ("a vector core (AIV)", Level.AIV)}
+    other = {C: ("the cube core (AIC)", "pl.Level.AIC"), V: ("a vector core (AIV)", "pl.Level.AIV")}
     for side, what, span, _ in sided_ops(body):
         if side not in (C, V, X) or side == want:
             continue
         where = ("moves data between the cube core and a vector core" if side == X
                  else f"runs on {other[side][0]}")
-        fix = (f"{spell(Level.CORE_GROUP)}, which splits a kernel using both cores" if side == X
-               else f"{spell(other[side][1])}, or {spell(Level.CORE_GROUP)} to let the compiler place each op")
+        fix = ("level=pl.Level.CORE_GROUP (the default), which splits a kernel using both cores" if side == X
+               else f"level={other[side][1]}, or level=pl.Level.CORE_GROUP (the default) to let the "
+                    f"compiler place each op")
         raise InvalidOperationError(f"{what} {where}, but {pinned_by}, which runs only on "
                                     f"{other[want][0]}; use {fix}", span)

@@ -20,14 +20,12 @@ from ...ir.function import Function
 from ...ir.types import TupleType, Type
 from ..typing import AnnotationError, DirectionAnnotation, to_ir_type
 from .conditions import ConditionParser
-from .core_side import CORE_SIDE, check_core_level, check_core_side, type_spelling
+from .core_side import CORE_SIDE, check_core_level, check_core_side
 from .exprs import ExprParser
 from .source import Namespace, SourceInfo
 from .stmts import PendingYield, StmtParser
 
 __all__ = ["FunctionParser", "ProgramContext", "FunctionHeader", "parse_header"]
-
-_KERNEL_LEVEL = {FunctionType.AIC: Level.AIC, FunctionType.AIV: Level.AIV}  # the core a kernel type runs on
 
 
 @dataclass
@@ -252,11 +250,8 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
             if len(vals) != len(rets):
                 raise ParserTypeError(f"function '{self.fdef.name}' declares {len(rets)} return values "
                                       f"but returns {len(vals)}", self.span(self.fdef))
-        pinned = f"kernel '{self.fdef.name}' is {self.decorator}"
         if self.func_type is FunctionType.InCore and self.level in CORE_SIDE:
-            check_core_side(body, self.level, pinned)  # type: ignore[arg-type]
-        elif self.func_type in _KERNEL_LEVEL:
-            check_core_side(body, _KERNEL_LEVEL[self.func_type], pinned, type_spelling)
+            check_core_side(body, self.level, f"kernel '{self.fdef.name}' is {self.decorator}")  # type: ignore[arg-type]
         return Function(self.fdef.name, self.func_type, tuple(self.header.params),
                         tuple(self.header.directions), tuple(rets), body, self.level, self.role,
                         self.strict_ssa, self.auto_scope, self.optimizations, span=self.span(self.fdef))
