@@ -37,6 +37,7 @@ Tensor tensor_slice(const Tensor& src, std::initializer_list<int64_t> shape, std
                     std::initializer_list<int64_t> valid_shape);
 Tensor tensor_reshape(const Tensor& x, std::initializer_list<int64_t> shape);
 Tensor tensor_view(const Tensor& x, std::initializer_list<int64_t> shape);
+Tensor tensor_reinterpret_view(const Tensor& x, DataType dt);
 Tensor tensor_transpose_view(const Tensor& x);
 Tensor tensor_set_validshape(const Tensor& x, std::initializer_list<int64_t> valid_shape);
 double tensor_read(const Tensor& x, std::initializer_list<int64_t> indices);  // waits for the writers

@@ -97,7 +97,7 @@ def test_inout_scalar_aic_queue_loop_and_views(tmp_path):
                                                          ("add_inout", "ys")]
     assert "submit_aiv_task(rt, FUNC_SCALE, task0);" in loop
     assert "submit_aic_task(rt, FUNC_MM, task1);" in text
-    assert "FUNC_MM = 1,  // kernels/aic/mm.pto" in text
+    assert "FUNC_MM = 0,  // kernels/aic/mm.pto" in text  # kernel ids follow the sorted function order
     assert (tmp_path / "b" / "kernels" / "aic" / "mm.pto").is_file()
     compiles_as_cpp(text, tmp_path)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
+import pypto.language as pl
+from pypto import ir
 from pypto.core.dtype import BF16, BOOL, FP16, FP32, INDEX, INT32
 from pypto.core.enums import ForKind, FunctionType, MemorySpace, ParamDirection, ScopeKind
 from pypto.core.span import Span
@@ -119,7 +122,7 @@ def test_hash_is_an_int_and_deterministic():
     (dict(mode="floor"), "Program.functions[0].body.stmts[1].value.kwargs[0][1]"),
     (dict(addr=4096), "Program.functions[0].body.stmts[0].value.result_type.memref.addr"),
     (dict(kind=ForKind.Parallel), "Program.functions[0].body.stmts[2].kind"),
-    (dict(callee="other"), "Program.functions[1].body.stmts[0].body.stmts[0].value.op.name"),
+    (dict(callee="other"), "Program.functions[1].body.stmts[0].body.stmts[0].value.op"),
     (dict(init_from_t1=False), "Program.functions[0].body.stmts[2].iter_args[0].init"),
 ])
 def test_single_change_is_detected_with_path(change, path):
@@ -139,15 +142,12 @@ def test_message_shows_both_values():
         assert_structural_equal(build(), build(const=2.0))
 
 
-def test_function_names_are_not_ignored():
+def test_function_names_are_ignored():
+    """SPEC §13 (upstream's convention): a function's name is not part of its structure."""
     p = build()
     f = p.functions[0]
     g = Function("kernel2", f.func_type, f.params, f.param_directions, f.return_types, f.body)
-    assert structural_equal(f, Function(f.name, f.func_type, f.params, f.param_directions,
-                                        f.return_types, f.body))
-    assert not structural_equal(f, g)
-    with pytest.raises(AssertionError, match=r"^Function\.name: 'kernel' vs 'kernel2'"):
-        assert_structural_equal(f, g)
+    assert structural_equal(f, g) and structural_hash(f) == structural_hash(g)
 
 
 def _fn(body_of, nparams=2, same_param=False, name="f"):
@@ -294,3 +294,49 @@ def test_node_class_mismatch_and_eval():
     assert not structural_equal(c(1), ConstFloat(1.0))
     assert not structural_equal(c(1), ConstInt(1, INT32))
     assert structural_equal(c(1), ConstInt(1, span=Span("x.py", 3, 4)))
+
+
+# ---- SPEC §13 conventions: programs keep functions sorted by name; equality ignores function names
+
+def _two_kernel_program(kname: str, mname: str):
+    return pl.parse(f'''import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def {kname}(self, a: pl.Tensor[[16, 16], pl.FP32], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        t: pl.Tile[[16, 16], pl.FP32] = pl.tile.load(a, [0, 0], [16, 16])
+        c: pl.Tensor[[16, 16], pl.FP32] = pl.tile.store(t, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def {mname}(self, a: pl.Tensor[[16, 16], pl.FP32], c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        c: pl.Tensor[[16, 16], pl.FP32] = self.{kname}(a, c)
+        return c
+''')
+
+
+def test_program_functions_sorted_by_name():
+    p = _two_kernel_program("zeta", "main")
+    assert p.function_names == ("main", "zeta")
+    again = ir.Program("Q", tuple(reversed(p.functions)))
+    assert again.function_names == ("main", "zeta")
+    assert pl.parse(p.as_python()).function_names == ("main", "zeta")
+
+
+def test_structural_equality_ignores_function_names():
+    a = _two_kernel_program("kernel", "main")
+    b = _two_kernel_program("add_kernel", "main")
+    ir.assert_structural_equal(a, b)
+    assert ir.structural_hash(a) == ir.structural_hash(b)
+    ir.assert_structural_equal(a.functions[0], b.functions[0])  # functions compared on their own
+    # a callee must name the paired function: swap the kernel's call for a call of main itself
+    bad = _two_kernel_program("kernel", "main")
+    call = bad.get_function("main").body.stmts[0].value
+    wrong = dataclasses.replace(call, op=ir.GlobalVar("main"))
+    main = bad.get_function("main")
+    main2 = dataclasses.replace(main, body=dataclasses.replace(
+        main.body, stmts=(dataclasses.replace(main.body.stmts[0], value=wrong),) + main.body.stmts[1:]))
+    bad2 = ir.Program("P", (bad.get_function("kernel"), main2))
+    with pytest.raises(AssertionError, match="function 'kernel' is paired with 'kernel', 'main' with 'main'"):
+        ir.assert_structural_equal(a, bad2)

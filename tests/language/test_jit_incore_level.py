@@ -94,8 +94,9 @@ def test_levels_that_match_the_kernel_run_and_are_recorded():
     torch.testing.assert_close(y, x + 1.0)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
     prog = entry.specialize(x, y, a, b, c)
-    assert [(f.name, f.func_type, f.level) for f in prog.functions[1:]] == [
-        ("add1", pl.FunctionType.InCore, pl.Level.AIV), ("mm", pl.FunctionType.InCore, pl.Level.AIC)]
+    assert [(f.name, f.func_type, f.level) for f in prog.functions] == [  # sorted by name
+        ("add1", pl.FunctionType.InCore, pl.Level.AIV), ("entry", pl.FunctionType.Orchestration, None),
+        ("mm", pl.FunctionType.InCore, pl.Level.AIC)]
     assert "@pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)" in prog.as_python()
 
 

@@ -86,6 +86,7 @@ _both("write", "pl.tensor.write(o, [1, 2], s)", "pl.tile.write(ti, [0, 0], n)")
 CASES["tensor.dim"] = "pl.tensor.dim(a, axis=1)"
 _both("reshape", "pl.tensor.reshape(a, [32, 16])", "pl.tile.reshape(ta, [8, 64])")
 _both("view", "pl.tensor.view(a, [512])", "pl.tile.view(ta, [32, 16])")
+_both("reinterpret_view", "pl.tensor.reinterpret_view(a, pl.INT32)", "pl.tile.reinterpret_view(ta, pl.FP16)")
 _both("transpose", "pl.tensor.transpose(a, axis1=0, axis2=1)", "pl.tile.transpose(ta, axis1=1, axis2=0)")
 _both("transpose_view", "pl.tensor.transpose_view(a)", "pl.tile.transpose_view(ta)")
 _both("slice", "pl.tensor.slice(a, [8, 32], [8, 0])", "pl.tile.slice(ta, [8, 16], [8, 16], valid_shape=[4, 16])")
@@ -100,6 +101,12 @@ _both("matmul", "pl.tensor.matmul(h, h, out_dtype=pl.FP16, a_trans=False, b_tran
 CASES["tile.matmul_acc"] = "pl.tile.matmul_acc(acc, hl, hr)"
 _both("matmul_bias", "pl.tensor.matmul_bias(h, h, bias)", "pl.tile.matmul_bias(hl, hr, bb)")
 _both("gemv", "pl.tensor.gemv(hrow, h)", "pl.tile.gemv(hrl, hr)")
+_bl, _br = "pl.tile.reshape(hl, [2, 16, 32])", "pl.tile.reshape(hr, [2, 16, 32])"
+CASES["tile.batch_matmul"] = f"pl.tile.batch_matmul({_bl}, {_br}, b_trans=True)"
+CASES["tile.batch_matmul_acc"] = f"pl.tile.batch_matmul_acc(pl.tile.batch_matmul({_bl}, {_br}, b_trans=True), {_bl}, {_br}, b_trans=True)"
+CASES["tensor.batch_matmul"] = "pl.tensor.batch_matmul(pl.tensor.reshape(h, [2, 16, 32]), pl.tensor.reshape(h, [2, 32, 16]))"
+CASES["tile.gemv_acc"] = "pl.tile.gemv_acc(pl.tile.gemv(hrl, hr), hrl, hr)"
+_both("gemv_bias", "pl.tensor.gemv_bias(hrow, h, bias)", "pl.tile.gemv_bias(hrl, hr, bb)")
 _both("gather", "pl.tensor.gather(a, ai)", "pl.tile.gather(ta, ti)")
 _both("gather_row", "pl.tensor.gather_row(a, ridx)", "pl.tile.gather_row(ta, tridx)")
 _both("scatter", "pl.tensor.scatter(o, ai, b)", "pl.tile.scatter(ta, ti, tb)")

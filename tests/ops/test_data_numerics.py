@@ -163,6 +163,26 @@ def test_matmul_bias_and_gemv():
     close(y2, a[3:4].float() @ b.float(), "FP16")
 
 
+def test_gemv_acc_and_gemv_bias():
+    """SPEC §13: the accumulating and bias forms of gemv, on the cube unit."""
+    K = 32
+    body = f"""
+    b1 = pl.load(b, [0, 0], [{K}, {N}], target_memory=pl.Mem.Mat)
+    c1 = pl.load(c, [0, 0], [1, {N}], target_memory=pl.Mem.Mat)
+    r1 = pl.load(a, [3, 0], [1, {K}], target_memory=pl.Mem.Mat)
+    r2 = pl.load(a, [5, 0], [1, {K}], target_memory=pl.Mem.Mat)
+    br = pl.move(b1, target_memory=pl.Mem.Right)
+    g = pl.gemv(pl.move(r1, target_memory=pl.Mem.Left), br)
+    y1_t = pl.gemv_acc(g, pl.move(r2, target_memory=pl.Mem.Left), br)
+    y2_t = pl.gemv_bias(pl.move(r1, target_memory=pl.Mem.Left), br, pl.move(c1, target_memory=pl.Mem.Bias))
+    """
+    a, b, c = rand("FP16", (M, K)), rand("FP16", (K, N)), rand("FP32", (1, N))
+    outs = [("y1", "FP32", (1, N)), ("y2", "FP32", (1, N))]
+    y1, y2 = run_kernel(body, [("a", "FP16", (M, K)), ("b", "FP16", (K, N)), ("c", "FP32", (1, N))], outs, a, b, c)
+    close(y1, (a[3:4].float() + a[5:6].float()) @ b.float(), "FP16")
+    close(y2, a[3:4].float() @ b.float() + c, "FP16")
+
+
 def test_tensor_matmul_with_b_trans_and_bias_lower_correctly():
     @pl.jit
     def f(a: pl.Tensor, b: pl.Tensor, c: pl.Tensor, y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):

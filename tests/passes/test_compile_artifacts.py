@@ -78,7 +78,8 @@ def test_build_folder_layout(tmp_path):
     files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert [f for f in files if not f.startswith("passes_dump/")] == [
         "compiled_meta.json", "kernel_config.py", "kernels/aiv/add_tiles.pto", "orchestration/main.cpp",
-        "program.msgpack", "report/compile_time.json", "report/memory_usage.json", "report/pass_timings.json",
+        "program.msgpack", "report/compile_time.json", "report/diagnostics.log", "report/memory_usage.json",
+        "report/pass_timings.json",
         "report/perf_hints.log", "report/task_dependencies.json"]
     assert "passes_dump/00_frontend.py" in files
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging folder left

@@ -40,8 +40,12 @@ def _hints(out: Path) -> list[str]:
             if not line.startswith("#")]
 
 
-def test_ph001_narrow_rows_depend_on_the_backend(tmp_path):
-    ir.compile(Narrow, output_dir=tmp_path / "a2", backend_type=BackendType.Ascend910B)
+def test_ph001_narrow_rows_depend_on_the_backend(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="pypto.diagnostics"):
+        ir.compile(Narrow, output_dir=tmp_path / "a2", backend_type=BackendType.Ascend910B)
+    # one summary line on stderr (SPEC §12), the hints are in the log
+    assert [r.getMessage() for r in caplog.records if r.name == "pypto.diagnostics"] == [
+        f"2 performance hint(s) for program 'Narrow': see {tmp_path / 'a2' / 'report' / 'perf_hints.log'}"]
     hints = _hints(tmp_path / "a2")
     assert len(hints) == 2 and all(h.startswith("PH001 ") for h in hints)
     load_line = _line_of("t = pl.load(x, [0, j], [64, 32])")
@@ -50,8 +54,10 @@ def test_ph001_narrow_rows_depend_on_the_backend(tmp_path):
                     r"accessed in 512 B units\); make the innermost tile dimension at least 128 elements", hints[0])
     assert "'tile.store'" in hints[1]
     # Ascend950 accesses DDR in 128 B units: 128 B rows are fine there
+    caplog.clear()
     ir.compile(Narrow, output_dir=tmp_path / "a5", backend_type=BackendType.Ascend950)
     assert _hints(tmp_path / "a5") == ["no performance hints"]
+    assert not [r for r in caplog.records if r.name == "pypto.diagnostics"]
 
 
 @pl.program
@@ -115,8 +121,9 @@ def test_ph003_out_parameter_never_written(tmp_path):
 
 
 def test_log_header_and_cli(tmp_path, capsys):
-    ir.compile(Narrow, output_dir=tmp_path / "b")
+    ir.compile(Narrow, output_dir=tmp_path / "b", disabled_diagnostics={"PH002"})
     log = (tmp_path / "b" / "report" / "perf_hints.log").read_text()
+    assert log.splitlines()[2] == "# diagnostic_phase='all', disabled_diagnostics=['PH002']"
     assert log.splitlines()[0] == "# Performance hints for program 'Narrow' on Ascend910B"
     assert all(code in log.splitlines()[1] for code in ("PH001", "PH002", "PH003"))
     assert ph.main([str(tmp_path / "b")]) == 0

@@ -11,7 +11,7 @@ import pypto.language as pl
 from pypto import ir
 from pypto.backend import BackendType
 from pypto.passes.base import PassContext
-from pypto.passes.liveness import buffer_intervals
+from pypto.passes.liveness import buffer_intervals, numbered_statements, value_intervals
 from pypto.passes.memory_reuse import MemoryReuse
 from pypto.runtime import RunConfig
 
@@ -84,6 +84,25 @@ def test_intervals_of_carried_buffer_cover_the_whole_loop_and_later_uses():
     assert carried.start < blk.start and carried.end >= f.start  # read by `f` after the loop
     assert keep.overlaps(blk)  # defined before the loop, read after it: live through the loop
     assert not blk.overlaps(f)
+
+
+def test_value_intervals_regroup_the_same_live_ranges_and_number_the_statements():
+    """Per Var (the memory map's grouping), each buffer's interval is the hull of its Vars' ones;
+    the numbers are those of `numbered_statements`, loops numbered at header and end."""
+    func = Before.get_function("k")
+    per_buffer = buffer_intervals(func)
+    per_var = value_intervals(func, lambda v: v)
+    assert sorted(n for iv in per_var.values() for n in iv.names) == sorted(n for iv in per_buffer.values()
+                                                                            for n in iv.names)
+    for key, iv in per_buffer.items():
+        mine = [v for v in per_var if (v.type.memref.memory_space, v.type.memref.id) == key]
+        assert (iv.start, iv.end) == (min(per_var[v].start for v in mine), max(per_var[v].end for v in mine))
+    numbered = numbered_statements(func)
+    assert [n.number for n in numbered] == list(range(1, len(numbered) + 1))
+    loop = [n for n in numbered if isinstance(n.stmt, ir.ForStmt)]
+    assert [n.is_end for n in loop] == [False, True] and loop[0].stmt is loop[1].stmt
+    (acc,) = [v for v in per_var if v.name == "acc"]
+    assert (per_var[acc].start, per_var[acc].end) == (loop[0].number, loop[1].number)  # the whole loop
 
 
 @pl.program

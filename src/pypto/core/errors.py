@@ -20,6 +20,7 @@ __all__ = [
     "PyPTOError",
     "ParserError",
     "ParserSyntaxError",
+    "UnsupportedFeatureError",
     "ParserTypeError",
     "UndefinedVariableError",
     "SSAViolationError",
@@ -94,6 +95,12 @@ class ParserError(PyPTOError):
 
 class ParserSyntaxError(ParserError):
     """A Python construct the DSL does not accept (e.g. `lambda`, a missing annotation)."""
+
+
+class UnsupportedFeatureError(ParserSyntaxError):
+    """A Python construct or DSL feature that this implementation does not support in a kernel body
+    (an unsupported statement or expression kind). A ParserSyntaxError, so existing handlers keep
+    catching it (upstream's name, SPEC §13)."""
 
 
 class ParserTypeError(ParserError):

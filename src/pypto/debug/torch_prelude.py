@@ -58,6 +58,15 @@ def _div(a, b):
     return torch.div(a, b)
 
 
+def _precise(fn, *args, high_precision=False):
+    """`fn(*args)`; with high_precision, float operands computed in float64 and rounded once."""
+    ts = [a for a in args if isinstance(a, torch.Tensor)]
+    if not high_precision or not any(t.is_floating_point() for t in ts):
+        return fn(*args)
+    out = torch.result_type(*args) if len(args) > 1 else ts[0].dtype
+    return fn(*[a.double() if isinstance(a, torch.Tensor) else a for a in args]).to(out)
+
+
 def _maximum(a, b):
     return torch.maximum(a, b) if isinstance(b, torch.Tensor) else torch.clamp(a, min=b)
 
@@ -122,6 +131,16 @@ def _reduce(kind, x, axis, valid=None):
     return out
 
 
+def _bmm(a, b, out_dtype=None, a_trans=False, b_trans=False):
+    acc = torch.float32 if a.is_floating_point() else torch.int64
+    a = a.transpose(-1, -2) if a_trans else a
+    b = b.transpose(-1, -2) if b_trans else b
+    r = torch.bmm(a.to(acc), b.to(acc))
+    if out_dtype is not None:
+        return r.to(out_dtype)
+    return r if acc is torch.float32 else r.to(torch.int32)
+
+
 def _mm(a, b, out_dtype=None, a_trans=False, b_trans=False, valid=None):
     acc = torch.float32 if a.is_floating_point() else torch.int64
     a = a.T if a_trans else a
@@ -161,8 +180,11 @@ def _store(tile, offsets, out, valid=None):
     return out
 
 
-def _slice(x, shape, offset):
-    return x[_region(offset, shape)]
+def _slice(x, shape, offset, valid_shape=None, pad="null"):
+    view = x[_region(offset, shape)]
+    if pad == "null":
+        return view
+    return _fillpad(view, pad, (tuple(valid_shape) if valid_shape is not None else tuple(view.shape),))
 
 
 def _assemble(target, src, offset, valid=None):

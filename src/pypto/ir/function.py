@@ -43,11 +43,18 @@ class Function:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Program:
-    """A named set of functions, kept in definition order."""
+    """A named set of functions, kept sorted by name (SPEC §13: upstream's convention, so the order
+    a program prints, serializes and compiles in does not depend on definition order)."""
 
     name: str
     functions: tuple[Function, ...]
     span: Span = field(default=_NO_SPAN, kw_only=True, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        funcs = tuple(self.functions)
+        if any(a.name > b.name for a, b in zip(funcs, funcs[1:])):
+            funcs = tuple(sorted(funcs, key=lambda f: f.name))
+        object.__setattr__(self, "functions", funcs)
 
     def get_function(self, name: str) -> Function | None:
         for f in self.functions:

@@ -65,6 +65,15 @@ __all__ = ["python_print", "format_value"]
 _INDENT = "    "
 
 
+def _shown_kwargs(e: Call) -> tuple[tuple[str, Any], ...]:
+    """The attributes a call prints: an op's quiet options are left out at their default."""
+    if not e.kwargs or not isinstance(e.op, str):
+        return e.kwargs
+    from ..ops import get_op, has_op
+
+    return get_op(e.op).shown_kwargs(e.kwargs) if has_op(e.op) else e.kwargs
+
+
 def format_value(v: Any) -> str:
     """An attribute value as DSL source."""
     if isinstance(v, DataType):
@@ -273,7 +282,7 @@ class _Printer:
 
     def call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
-        args += [f"{k}={format_value(v)}" for k, v in e.kwargs]
+        args += [f"{k}={format_value(v)}" for k, v in _shown_kwargs(e)]
         if e.deps:
             args.append(self.deps(e.deps))
         if isinstance(e.op, GlobalVar):
@@ -330,6 +339,9 @@ class _Printer:
                 self.body(s.else_body, depth + 1, s.return_vars)
         elif isinstance(s, ForStmt):
             self.for_(s, depth)
+        elif isinstance(s, WhileStmt) and not s.iter_args:  # pre-SSA form: a plain Python while
+            self.emit(depth, f"while {self.expr(s.cond)}:")
+            self.body(s.body, depth + 1, s.return_vars)
         elif isinstance(s, WhileStmt):
             names = _tuple_text([self.namer.name(ia) for ia in s.iter_args])
             inits = _tuple_text([self.expr(ia.init) for ia in s.iter_args])  # type: ignore[arg-type]

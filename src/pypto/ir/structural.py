@@ -4,6 +4,10 @@ Two nodes are structurally equal when they have the same classes and equal field
 with these exceptions:
 
 - spans (fields declared `compare=False`), Var name hints and Program names are ignored;
+- function names are ignored too (SPEC §13, upstream's convention): two Programs pair their
+  functions by name when both have the same set of names, else by position (programs keep their
+  functions sorted by name); a call's callee (`GlobalVar`) must then name the paired function, and
+  two Functions compared on their own map callee names on first sight, like free Vars;
 - a binding site (AssignStmt.var, For loop_var/iter_args/return_vars, While iter_args/return_vars,
   If return_vars, Function params) maps a Var of `a` to a Var of `b`; the mapping is a bijection and
   every later use must agree with it. In non-SSA IR a Var may be bound again: it must then be bound
@@ -25,7 +29,7 @@ import math
 from typing import Any
 
 from ..core.dtype import DataType
-from .expr import Var
+from .expr import GlobalVar, Var
 from .function import Function, Program
 from .stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, WhileStmt
 from .types import Type
@@ -47,7 +51,8 @@ _ORDER: dict[type, tuple[str, ...]] = {
     WhileStmt: ("iter_args", "cond", "body", "return_vars"),
     ScopeStmt: ("kind", "deps", "body"),  # deps are evaluated before the region runs
 }
-_IGNORED: dict[type, frozenset[str]] = {Program: frozenset({"name"})}
+_IGNORED: dict[type, frozenset[str]] = {Program: frozenset({"name", "functions"}),
+                                        Function: frozenset({"name"}), GlobalVar: frozenset({"name"})}
 _VAR_SKIP = frozenset({"name", "var_type"})  # Var fields handled by hand (others, e.g. init, are uses)
 _FIELDS_CACHE: dict[type, tuple[tuple[str, bool], ...]] = {}
 
@@ -103,6 +108,8 @@ class _Equal:
         self.b2a: dict[Var, Var] = {}
         self.path: list[str] = []
         self.in_type = 0
+        self.fa2b: dict[str, str] = {}  # function (callee) names of a -> b
+        self.fb2a: dict[str, str] = {}
 
     def fail(self, a: Any, b: Any, why: str = "") -> None:
         raise _Mismatch("".join(self.path), a, b, why)
@@ -123,12 +130,34 @@ class _Equal:
         elif _is_node(a) or _is_node(b):
             if type(a) is not type(b):
                 self.fail(a, b)
+            if isinstance(a, Program):
+                self.program(a, b)
+            elif isinstance(a, GlobalVar):
+                self.callee(a.name, b.name)
             self.in_type += isinstance(a, Type)
             for name, bind in _fields(type(a)):
                 self.at("." + name, getattr(a, name), getattr(b, name), bind)
             self.in_type -= isinstance(a, Type)
         elif not _leaf_equal(a, b):
             self.fail(a, b)
+
+    def program(self, a: Program, b: Program) -> None:
+        fa, fb = a.functions, b.functions
+        if len(fa) != len(fb):
+            self.fail(fa, fb, "different numbers of functions")
+        if {f.name for f in fa} == {f.name for f in fb}:
+            by_name = {f.name: f for f in fb}
+            fb = tuple(by_name[f.name] for f in fa)
+        for x, y in zip(fa, fb):
+            self.callee(x.name, y.name)
+        self.path.append(".functions")
+        self.seq(fa, fb, False)
+        self.path.pop()
+
+    def callee(self, a: str, b: str) -> None:
+        ma, mb = self.fa2b.setdefault(a, b), self.fb2a.setdefault(b, a)
+        if ma != b or mb != a:
+            self.fail(a, b, f"function {a!r} is paired with {ma!r}, {b!r} with {mb!r}")
 
     def seq(self, a: Any, b: Any, bind: bool) -> None:
         if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
@@ -181,8 +210,9 @@ def _check(a: Any, b: Any, map_free_vars: bool) -> None:
 def structural_equal(a: Any, b: Any, map_free_vars: bool = False) -> bool:
     """Whether two IR nodes (Program, Function, Stmt, Expr, Type, ...) are structurally equal.
 
-    Compares classes and all compared dataclass fields recursively; ignores spans, Var name hints
-    and Program names; maps Vars at binding sites (SPEC §4). Free Vars match only themselves unless
+    Compares classes and all compared dataclass fields recursively; ignores spans, Var name hints,
+    function names (SPEC §13: callees must name paired functions) and Program names; maps Vars at
+    binding sites (SPEC §4). Free Vars match only themselves unless
     `map_free_vars` is true, except dynamic-dimension Vars inside types, which match by name.
     Never raises for well-formed nodes.
     """
@@ -210,6 +240,7 @@ class _Hasher:
     def __init__(self, map_free_vars: bool) -> None:
         self.map_free = map_free_vars
         self.index: dict[Var, int] = {}
+        self.callees: dict[str, int] = {}  # function name -> position (Program) or first sight
         self.out: list[Any] = []
 
     def var(self, v: Var, bind: bool) -> None:
@@ -234,6 +265,12 @@ class _Hasher:
                 self.visit(y, bind)
         elif _is_node(x):
             out.append(type(x).__name__)
+            if isinstance(x, Program):  # functions in their (sorted) order, names left out
+                for f in x.functions:
+                    self.callees.setdefault(f.name, len(self.callees))
+                self.visit(x.functions, False)
+            elif isinstance(x, GlobalVar):
+                out.append(("callee", self.callees.setdefault(x.name, len(self.callees))))
             for name, b in _fields(type(x)):
                 self.visit(getattr(x, name), b)
         elif isinstance(x, DataType):
@@ -249,7 +286,7 @@ class _Hasher:
 def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     """A hash consistent with `structural_equal` (SPEC §4): equal nodes hash equal.
 
-    Ignores spans, Var names and Program names; bound Vars hash by binding order, free Vars by
+    Ignores spans, Var names, function names and Program names; bound Vars hash by binding order, free Vars by
     name (by first-sight order when `map_free_vars`). Deterministic across processes (the token
     stream is digested with BLAKE2b). Returns a signed 64-bit int.
     """

@@ -49,7 +49,7 @@ from .dsl import max as max  # noqa: A004, PLC0414
 from .dsl import min as min  # noqa: A004, PLC0414
 from .jit import JITFunction, jit
 from .op_wrappers import system, tensor, tile, unified_ops
-from .typing import InOut, Out, Scalar, Tensor, Tile, dynamic
+from .typing import RUNTIME, InOut, Out, Scalar, Tensor, Tile, Tuple, dynamic
 from .typing import MemRefSpec as MemRef
 from .typing import TensorViewSpec as TensorView
 from .typing import TileViewSpec as TileView
@@ -95,7 +95,8 @@ def loads(path: str) -> Any:
 __all__ = [
     "DataType", "ForKind", "FunctionType", "Level", "MemorySpace", "Mem", "PadValue", "ScopeKind",
     "SplitMode", "TensorLayout", "Direction", "Role", "ND", "DN", "NZ", "function", "program", "inline",
-    "InlineFunction", "jit", "JITFunction", "Tensor", "Tile", "Scalar", "Out", "InOut", "dynamic",
+    "InlineFunction", "jit", "JITFunction", "Tensor", "Tile", "Scalar", "Out", "InOut", "dynamic", "RUNTIME",
+    "Tuple",
     "MemRef", "TensorView", "TileView", "tensor", "tile", "system", "range", "parallel", "unroll", "pipeline",
     "while_", "cond", "yield_", "at", "scope", "split", "cross_core_slot", "static_print",
     "static_assert", "const", "min", "max", "parse", "loads",

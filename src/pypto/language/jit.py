@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..core.dtype import dtype_from_torch
+from ..core.dtype import BOOL, FP32, INT64, DataType, dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
 from ..core.errors import (
     ArgumentTypeError,
@@ -29,12 +29,12 @@ from ..core.errors import (
 from ..core.span import Span
 from ..ir.expr import ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Program
-from ..ir.types import TensorType, Type
+from ..ir.types import ScalarType, TensorType, Type
 from .decorators import InlineFunction
 from .parser.core_side import check_core_level
 from .parser.entry import FunctionOptions, parse_function
 from .parser.function_parser import ProgramContext
-from .typing import DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
+from .typing import RUNTIME, DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
 
 __all__ = ["JITFunction", "JITSubFunction", "jit"]
 
@@ -63,6 +63,24 @@ def _param_annotations(fn: Callable) -> dict[str, Any]:
 def _bare_params(fn: Callable) -> list[str]:
     """Names of parameters annotated with bare `pl.Tensor` (possibly inside pl.Out / pl.InOut)."""
     return [name for name, ann in _param_annotations(fn).items() if ann is Tensor]
+
+
+def _runtime_params(fn: Callable) -> list[str]:
+    """Names of parameters annotated with a bare `pl.RUNTIME` (dtype from the call's value)."""
+    return [name for name, ann in _param_annotations(fn).items() if ann is RUNTIME]
+
+
+def runtime_scalar_dtype(value: Any, param: str) -> DataType:
+    """The dtype a bare `pl.RUNTIME` parameter takes from a call's Python value (SPEC §13):
+    bool → BOOL, int → INT64, float → FP32. Raises ArgumentTypeError for anything else."""
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT64
+    if isinstance(value, float):
+        return FP32
+    raise ArgumentTypeError(f"parameter '{param}' is pl.RUNTIME: it expects a Python bool, int or "
+                            f"float, got {type(value).__name__}")
 
 
 def _dims_key(ann: Any, shape: tuple[int, ...]) -> tuple:
@@ -183,7 +201,11 @@ class JITFunction(_Specialisable):
             raise ArgumentTypeError(f"{self.__name__}() takes {len(params)} arguments "
                                     f"({', '.join(params)}), got {len(args)}")
         bare = set(_bare_params(self.__pypto_pyfunc__))
-        return {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
+        out: dict[str, Type] = {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
+        for n, a in zip(params, args):
+            if n in _runtime_params(self.__pypto_pyfunc__):
+                out[n] = ScalarType(runtime_scalar_dtype(a, n))
+        return out
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """Positional argument tuple for a call with `args` / `kwargs` (Python binding rules).
@@ -214,7 +236,8 @@ class JITFunction(_Specialisable):
         serves every size; the run checks sizes agree across parameters), and every other
         dimension by its size; a scalar argument only as "a scalar" — a `pl.Scalar` parameter is a
         run-time value the program reads, never a constant it is specialised to; then the
-        platform, strategy, backend and `dump_passes`, so a cached build has what was asked for.
+        platform, strategy, backend, `dump_passes` and the diagnostic options, so a cached build
+        has what was asked for.
         """
         anns = list(_param_annotations(self.__pypto_pyfunc__).values())
         parts: list[Any] = [self._src_hash]
@@ -223,10 +246,27 @@ class JITFunction(_Specialisable):
             if hasattr(t, "shape") and hasattr(t, "dtype"):
                 ann = anns[i] if i < len(anns) else None
                 parts.append(("T", _dims_key(ann, tuple(t.shape)), str(t.dtype)))
+            elif i < len(anns) and anns[i] is RUNTIME:  # the dtype comes from the value
+                parts.append(("S", runtime_scalar_dtype(a, f"#{i}").name))
             else:
                 parts.append("S")  # the value is read at run time (checked there against the dtype)
-        parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes)]
+        parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes),
+                  _diagnostics_key(config)]
         return tuple(parts)
+
+    @user_facing
+    def lower(self, *args: Any, config: Any = None, **kwargs: Any) -> Program:
+        """The lowered `ir.Program` for arguments like `args` (SPEC §13): `specialize` then the pass
+        pipeline of `config`'s strategy and backend, without codegen, files or the JIT cache."""
+        args = self.bind(args, kwargs)
+        from ..passes.compile import lower
+        from ..runtime.config import RunConfig, check_run_config
+
+        config = check_run_config(config) or RunConfig()
+        opts: dict[str, Any] = {"backend_type": config.backend_type}
+        if config.strategy is not None:
+            opts["strategy"] = config.strategy
+        return lower(self.specialize(*args), **opts)
 
     @user_facing
     def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
@@ -245,6 +285,7 @@ class JITFunction(_Specialisable):
                                     backend_type=config.backend_type, platform=config.platform)
         if config.strategy is not None:
             opts["strategy"] = config.strategy
+        opts.update(diagnostic_phase=config.diagnostic_phase, disabled_diagnostics=config.disabled_diagnostics)
         compiled = ir_compile(program, **opts)
         self._cache[key] = compiled
         return compiled
@@ -283,6 +324,14 @@ class JITFunction(_Specialisable):
         compiled = self.compile(*args, config=config)
         # compile() applied config's compile-time fields, so running must not warn about them
         return compiled.run_on(None, args, config, warn_compile_fields=False)
+
+
+def _diagnostics_key(config: Any) -> tuple:
+    """The diagnostic options of `config` as a hashable part of the cache key."""
+    from ..core.diagnostics import diagnostic_options
+
+    d = diagnostic_options(config.diagnostic_phase, config.disabled_diagnostics)
+    return d.phase, tuple(sorted(d.disabled))
 
 
 class _JitDecorator:

@@ -78,3 +78,13 @@ tensor = _namespace("tensor")
 tile = _namespace("tile")
 system = _namespace("system")
 unified_ops: dict[str, UnifiedOp] = {name: UnifiedOp(name) for name in _ops.UNIFIED}
+
+
+def export_namespace(module_globals: dict[str, Any], ns: str) -> list[str]:
+    """Put the OpRefs of `pl.<ns>` into a module's globals; returns their names for `__all__`.
+
+    Used by the upstream-path modules `pypto.language.op.<ns>_ops` (SPEC §13).
+    """
+    entries = vars({"tensor": tensor, "tile": tile, "system": system}[ns])
+    module_globals.update(entries)
+    return sorted(entries)

@@ -25,7 +25,7 @@ from ..ir.types import MemRef, ScalarType, TensorType, TensorView, TileType, Til
 __all__ = [
     "Tensor", "Tile", "Scalar", "Out", "InOut", "DynVar", "dynamic", "TensorAnnotation",
     "TileAnnotation", "ScalarAnnotation", "DirectionAnnotation", "TensorViewSpec", "TileViewSpec",
-    "MemRefSpec", "AnnotationError", "InvalidAnnotation", "to_ir_type", "to_dim",
+    "MemRefSpec", "AnnotationError", "InvalidAnnotation", "to_ir_type", "to_dim", "RUNTIME", "Tuple",
 ]
 
 
@@ -254,11 +254,14 @@ def _dtype_problem(x: Any, where: str) -> str | None:
     return f"{where} expects a data type such as pl.FP32, got {x!r}{hint}"
 
 
+_SCALARS = ("pl.Scalar", "pl.RUNTIME")  # annotations whose item is just a dtype
+
+
 def _subscript(what: str, usage: str, item: Any, make: Any) -> Annotation:
     """`what[item]` as an annotation, or an InvalidAnnotation saying what is wrong with it."""
-    if what != "pl.Scalar" and (not isinstance(item, tuple) or len(item) < 2):
+    if what not in _SCALARS and (not isinstance(item, tuple) or len(item) < 2):
         return InvalidAnnotation(f"{what} takes {usage}, got {what}[{_text(item)}]")
-    dtype = item if what == "pl.Scalar" else item[1]
+    dtype = item if what in _SCALARS else item[1]
     problem = _dtype_problem(dtype, what)
     return InvalidAnnotation(problem) if problem else make(item)
 
@@ -291,9 +294,38 @@ class _ScalarMeta(type):
     def __getitem__(cls, item: Any) -> Annotation:
         return _subscript("pl.Scalar", "one dtype", item, ScalarAnnotation)
 
+    def __call__(cls, dtype: Any) -> Annotation:  # type: ignore[override]
+        return _subscript("pl.Scalar", "one dtype", dtype, ScalarAnnotation)
+
 
 class Scalar(metaclass=_ScalarMeta):
-    """`pl.Scalar[dtype]`: one value."""
+    """`pl.Scalar[dtype]`: one value. `pl.Scalar(dtype)` is upstream's older spelling (SPEC §13)."""
+
+
+class _RuntimeMeta(type):
+    def __getitem__(cls, item: Any) -> Annotation:
+        return _subscript("pl.RUNTIME", "one dtype", item, ScalarAnnotation)
+
+    def __repr__(cls) -> str:
+        return "pl.RUNTIME"
+
+
+class RUNTIME(metaclass=_RuntimeMeta):
+    """`pl.RUNTIME` (SPEC §13): a scalar parameter whose value is supplied at dispatch and never
+    specialised into the program. As a bare annotation of a `@pl.jit` parameter its dtype comes from
+    the call's Python value (bool → BOOL, int → INT64, float → FP32) and belongs to the cache key;
+    `pl.RUNTIME[dtype]` fixes the dtype (the same as `pl.Scalar[dtype]`: every scalar parameter here
+    is a run-time value). Outside `@pl.jit` a bare `pl.RUNTIME` needs a dtype."""
+
+
+class _TupleMeta(type):
+    def __getitem__(cls, item: Any) -> tuple:
+        return tuple(item) if isinstance(item, tuple) else (item,)
+
+
+class Tuple(metaclass=_TupleMeta):
+    """`pl.Tuple[T1, T2, ...]` (SPEC §13): a return annotation of several values, the same as the
+    Python tuple `tuple[T1, T2, ...]`."""
 
 
 class _DirMeta(type):
@@ -327,4 +359,7 @@ def to_ir_type(ann: Any) -> Type:
         return TupleType(tuple(to_ir_type(a) for a in ann))
     if isinstance(ann, DirectionAnnotation):
         raise AnnotationError("pl.Out / pl.InOut may only annotate function parameters")
+    if ann is RUNTIME:
+        raise AnnotationError("a bare pl.RUNTIME takes its dtype from a @pl.jit call's value; "
+                              "elsewhere write pl.RUNTIME[dtype] (e.g. pl.RUNTIME[pl.INT64])")
     raise AnnotationError(f"unsupported type annotation {ann!r}")

@@ -82,10 +82,35 @@ _UNARY = [
     ("relu", torch.relu, "trelu", SIGNED, 1.0, "max(x, 0)"),
 ]
 
+# Ops with the `high_precision=` option (SPEC §13). On the chip it selects the slower, exactly
+# rounded instruction sequence instead of the fast approximation; the simulator computes float
+# operands in float64 and rounds once to the result dtype (torch's own kernels already round
+# correctly for 16-bit floats, so for them both paths give the same numbers).
+_HIGH_PRECISION = frozenset({"div", "divs", "log", "rsqrt", "recip"})
+
+
+def _with_precision(fn: Any) -> Any:
+    """`fn(*args, high_precision=False)`: True computes float operands in float64, rounded once."""
+    def run(*args: Any, high_precision: bool = False) -> Any:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if not high_precision or not any(t.is_floating_point() for t in tensors):
+            return fn(*args)
+        out = torch.result_type(*args) if len(args) > 1 else tensors[0].dtype
+        wide = [a.to(torch.float64) if isinstance(a, torch.Tensor) else a for a in args]
+        return fn(*wide).to(out)
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
+_PRECISION_ATTR = {"high_precision": False}
 for _name, (_sname, _pto, _spto), _fn, _dc, _f, _what in _BINARY:
-    binary_family(_name, _fn, _pto, _dc, vector(_f), scalar=(_sname, _spto), what=_what)
+    _hp = _name in _HIGH_PRECISION
+    binary_family(_name, _with_precision(_fn) if _hp else _fn, _pto, _dc, vector(_f), scalar=(_sname, _spto),
+                  what=_what, attrs=_PRECISION_ATTR if _hp else None)
 for _name, _fn, _pto, _dc, _f, _what in _UNARY:
-    unary_family(_name, _fn, _pto, _dc, vector(_f), what=_what)
+    _hp = _name in _HIGH_PRECISION
+    unary_family(_name, _with_precision(_fn) if _hp else _fn, _pto, _dc, vector(_f), what=_what,
+                 attrs=_PRECISION_ATTR if _hp else None)
 
 
 # ---- activations with a parameter --------------------------------------------------------------

@@ -91,15 +91,18 @@ def unary_rule(ns: str, dclass: DTypeClass, name: str = "x") -> Callable[[list[E
 
 def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
                   scalar: tuple[str, str] | None = None, family: str = "elementwise",
-                  keep_lhs: bool = False, int_scalar: bool = False, what: str = "") -> None:
+                  keep_lhs: bool = False, int_scalar: bool = False, what: str = "",
+                  attrs: dict[str, Any] | None = None) -> None:
     """Register tensor/tile `name` (IR names; Python spelling via `python_name`), the scalar forms
     `scalar = (scalar name, scalar pto)` if given, and the unified dispatch entries.
 
-    `fn(a, b)` is the torch semantics (b may be a Python number for the scalar forms); `what`
-    describes the operation for the reference page ("a + b").
+    `fn(a, b, **attrs)` is the torch semantics (b may be a Python number for the scalar forms);
+    `what` describes the operation for the reference page ("a + b"); `attrs` are keyword
+    attributes of every form with their defaults (`high_precision=False`).
     """
     what = what or name
-    common = dict(reads=(0, 1), traits=VEC, cost=cost, family=family, dtypes=dclass.text)
+    common = dict(reads=(0, 1), traits=VEC, cost=cost, family=family, dtypes=dclass.text,
+                  attrs=dict(attrs or {}), quiet_attrs=frozenset(attrs or ()))
     register(OpSpec(f"tensor.{name}", ("lhs", "rhs"), binary_rule("tensor", dclass, keep_lhs=keep_lhs),
                     fn, tile_op=f"tile.{name}", **common,
                     doc=f"Elementwise {what} of two tensors, broadcasting NumPy-style"
@@ -127,10 +130,12 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
 
 
 def unary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
-                 family: str = "elementwise", what: str = "") -> None:
-    """Register tensor/tile `name(x)` with torch semantics `fn(x)`."""
+                 family: str = "elementwise", what: str = "", attrs: dict[str, Any] | None = None) -> None:
+    """Register tensor/tile `name(x)` with torch semantics `fn(x, **attrs)`; `attrs` as in
+    `binary_family` (quiet: printed only when not at their default)."""
     what = what or name
-    common = dict(reads=(0,), traits=VEC, cost=cost, family=family, dtypes=dclass.text)
+    common = dict(reads=(0,), traits=VEC, cost=cost, family=family, dtypes=dclass.text,
+                  attrs=dict(attrs or {}), quiet_attrs=frozenset(attrs or ()))
     register(OpSpec(f"tensor.{name}", ("x",), unary_rule("tensor", dclass), fn, tile_op=f"tile.{name}",
                     **common, doc=f"Elementwise {what} of a tensor."))
     register(OpSpec(f"tile.{name}", ("x",), unary_rule("tile", dclass), fn, pto=f"pto.{pto}", **common,

@@ -8,9 +8,10 @@ place, so the rules also accept Mat.
 - `tile.matmul_acc(acc, lhs, rhs)`: acc + lhs @ rhs;
 - `tile.matmul_bias(lhs, rhs, bias)`: lhs @ rhs + bias, `bias` a [1, N] row in Bias memory with
   the accumulator dtype;
-- `tile.gemv(lhs, rhs)`: a [1, K] row times [K, N].
+- `tile.gemv(lhs, rhs)`: a [1, K] row times [K, N]; `tile.gemv_acc(acc, lhs, rhs)` and
+  `tile.gemv_bias(lhs, rhs, bias)` are its accumulating and bias forms (SPEC §13).
 Tensor level: `tensor.matmul(lhs, rhs, out_dtype=None, a_trans=False, b_trans=False)`,
-`tensor.matmul_bias`, `tensor.gemv`.
+`tensor.matmul_bias`, `tensor.gemv`, `tensor.gemv_bias`.
 Partial operands: only the common valid part of K is multiplied; the result is valid over the
 lhs's valid rows and the rhs's valid columns.
 """
@@ -97,9 +98,9 @@ def _mm_rule(ns: str, gemv: bool = False):
     return rule
 
 
-def _acc_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+def _acc_rule(args: list[Expr], attrs: dict[str, Any], gemv: bool = False) -> Type:
     acc = expect_tile(args, 0, "acc", _ACC)
-    t = _mm_rule("tile")(args[1:], attrs)
+    t = _mm_rule("tile", gemv)(args[1:], attrs)
     assert isinstance(t, TileType)
     if not all(dims_equal(x, y) for x, y in zip(acc.shape, t.shape)) or acc.dtype is not t.dtype:
         raise OpTypeError(f"accumulator {shape_str(acc.shape)} {acc.dtype.name} does not match the "
@@ -108,9 +109,9 @@ def _acc_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
     return TileType(acc.shape, acc.dtype, MemorySpace.Acc, view=view_for("tile", acc.shape, valid))
 
 
-def _bias_rule(ns: str):
+def _bias_rule(ns: str, gemv: bool = False):
     def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
-        t = _mm_rule(ns)(args[:2], attrs)
+        t = _mm_rule(ns, gemv)(args[:2], attrs)
         bias = expect_tile(args, 2, "bias", _BIAS + _MAT) if ns == "tile" else expect_same_kind(ns, args, 2, "bias")
         want = (1, getattr(t.shape[1], "value", None))  # type: ignore[attr-defined]
         got = tuple(getattr(d, "value", None) for d in bias.shape)
@@ -227,6 +228,83 @@ register(OpSpec("tile.gemv", ("lhs", "rhs"), _mm_rule("tile", gemv=True), _mm, r
                 operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tgemv", cost=cube(),
                 family="matmul", dtypes=_DT, doc="A row vector [1, K] (Left) times rhs [K, N] (Right) -> "
                                                 "[1, N] in Acc."))
+def _bmm_rule(ns: str, acc: bool = False):
+    """[B, M, K] @ [B, K, N] -> [B, M, N] (SPEC §13 `batch_matmul`): one product per leading index."""
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        k = 1 if acc else 0
+        a, b = _operands(ns, args, k)
+        if len(a.shape) != 3 or len(b.shape) != 3:
+            raise OpTypeError(f"batch_matmul operands must be 3-D [B, M, K] and [B, K, N], got "
+                              f"{shape_str(a.shape)} and {shape_str(b.shape)}")
+        if not dims_equal(a.shape[0], b.shape[0]):
+            raise OpTypeError(f"batch sizes differ: lhs {shape_str(a.shape)} and rhs {shape_str(b.shape)}")
+        if a.view is not None and getattr(a.view, "valid_shape", None) is not None or \
+                b.view is not None and getattr(b.view, "valid_shape", None) is not None:
+            raise OpTypeError("batch_matmul operands must be fully valid")
+        m, n = _mm_shape(a.shape[1:], b.shape[1:], bool(attrs.get("a_trans")), bool(attrs.get("b_trans")))
+        shape = (a.shape[0], m, n)
+        if ns == "tensor":
+            return TensorType(shape, attrs.get("out_dtype") or acc_dtype(a.dtype))
+        out = TileType(shape, acc_dtype(a.dtype), MemorySpace.Acc)
+        if acc:
+            c = expect_tile(args, 0, "acc", _ACC)
+            if not all(dims_equal(x, y) for x, y in zip(c.shape, shape)) or len(c.shape) != 3 or \
+                    c.dtype is not out.dtype:
+                raise OpTypeError(f"accumulator {shape_str(c.shape)} {c.dtype.name} does not match the "
+                                  f"product {shape_str(shape)} {out.dtype.name}")
+        return out
+    return rule
+
+
+def _bmm(a: Any, b: Any, out_dtype: Any = None, a_trans: bool = False, b_trans: bool = False) -> Any:
+    acc = torch.float32 if a.is_floating_point() else torch.int64
+    a = a.transpose(-1, -2) if a_trans else a
+    b = b.transpose(-1, -2) if b_trans else b
+    r = torch.bmm(a.to(acc), b.to(acc))
+    if out_dtype is not None:
+        return r.to(out_dtype.to_torch())
+    return r if acc is torch.float32 else r.to(torch.int32)
+
+
+def _bmm_acc(acc: Any, a: Any, b: Any, a_trans: bool = False, b_trans: bool = False) -> Any:
+    return acc + _bmm(a, b, a_trans=a_trans, b_trans=b_trans).to(acc.dtype)
+
+
+register(OpSpec("tile.batch_matmul", ("lhs", "rhs"), _bmm_rule("tile"), _bmm, attrs=dict(_TRANS), reads=(0, 1),
+                traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT}, pto="pto.tbatchmatmul", cost=cube(),
+                family="matmul", dtypes=_DT,
+                doc="lhs [B, M, K] (Left) @ rhs [B, K, N] (Right) -> [B, M, N] in Acc: B independent "
+                    "products (SPEC §13); `a_trans`/`b_trans` transpose each operand's last two axes."))
+register(OpSpec("tile.batch_matmul_acc", ("acc", "lhs", "rhs"), _bmm_rule("tile", acc=True), _bmm_acc,
+                attrs=dict(_TRANS), inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
+                operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, pto="pto.tbatchmatmul.acc", cost=cube(),
+                family="matmul", dtypes=_DT, doc="acc + batch_matmul(lhs, rhs), in Acc (SPEC §13)."))
+register(OpSpec("tensor.batch_matmul", ("lhs", "rhs"), _bmm_rule("tensor"), _bmm,
+                attrs={"out_dtype": None, **_TRANS}, reads=(0, 1), traits=_CUBE, tile_op="tile.batch_matmul",
+                cost=cube(), family="matmul", dtypes=_DT,
+                doc="B independent matrix products of 3-D tensors [B, M, K] @ [B, K, N] -> [B, M, N] "
+                    "(SPEC §13); the result dtype is `out_dtype` or the accumulator dtype."))
+register_unified("batch_matmul", "tensor", None, "tensor.batch_matmul")
+register_unified("batch_matmul", "tile", None, "tile.batch_matmul")
+register_unified("batch_matmul_acc", "tile", None, "tile.batch_matmul_acc")
+
+
+register(OpSpec("tile.gemv_acc", ("acc", "lhs", "rhs"), lambda a, k: _acc_rule(a, k, gemv=True), _mm_acc,
+                compute_into=_mm_acc_into, inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
+                operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tgemv.acc",
+                cost=cube(), family="matmul", dtypes=_DT,
+                doc="acc + lhs @ rhs for a row vector lhs [1, K] (Left), rhs [K, N] (Right), acc [1, N] "
+                    "in Acc (SPEC §13)."))
+register(OpSpec("tile.gemv_bias", ("lhs", "rhs", "bias"), _bias_rule("tile", gemv=True), _mm_bias,
+                reads=(0, 1, 2), traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT, 2: _BIAS},
+                valid_args=(0, 1), pto="pto.tgemv.bias", cost=cube(), family="matmul", dtypes=_DT,
+                doc="lhs @ rhs + bias for a row vector lhs [1, K]; `bias` is a [1, N] row in Bias memory "
+                    "with the accumulator dtype (SPEC §13)."))
+register(OpSpec("tensor.gemv_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor", gemv=True), _mm_bias,
+                reads=(0, 1, 2), traits=_CUBE, tile_op="tile.gemv_bias", valid_args=(0, 1), cost=cube(),
+                family="matmul", dtypes=_DT,
+                doc="A row vector [1, K] times a [K, N] tensor plus a [1, N] `bias` row in the "
+                    "accumulator dtype (SPEC §13)."))
 register(OpSpec("tensor.matmul", ("lhs", "rhs"), _mm_rule("tensor"), _mm,
                 attrs={"out_dtype": None, **_TRANS}, reads=(0, 1), traits=_CUBE, tile_op="tile.matmul",
                 valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
@@ -239,7 +317,8 @@ register(OpSpec("tensor.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor
 register(OpSpec("tensor.gemv", ("lhs", "rhs"), _mm_rule("tensor", gemv=True), _mm, reads=(0, 1), traits=_CUBE,
                 tile_op="tile.gemv", valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
                 doc="A row vector [1, K] times a [K, N] tensor -> [1, N] in the accumulator dtype."))
-for _name in ("matmul", "matmul_bias", "gemv"):
+for _name in ("matmul", "matmul_bias", "gemv", "gemv_bias"):
     for _ns in ("tensor", "tile"):
         register_unified(_name, _ns, None, f"{_ns}.{_name}")
 register_unified("matmul_acc", "tile", None, "tile.matmul_acc")
+register_unified("gemv_acc", "tile", None, "tile.gemv_acc")

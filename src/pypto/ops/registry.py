@@ -103,6 +103,9 @@ class OpSpec:
         family: catalog section the op belongs to (the reference page groups by it).
         dtypes: human-readable accepted element types (the rules enforce them).
         doc: one-paragraph reference text (the operator reference page is generated from it).
+        quiet_attrs: options printed (in DSL text and host code) only when they differ from their
+            default, so adding one (`high_precision=`, `pad_value=`; SPEC §13) leaves existing
+            programs' text unchanged; parsing fills the default back in.
     """
 
     name: str
@@ -129,6 +132,7 @@ class OpSpec:
     family: str = ""
     dtypes: str = ""
     doc: str = ""
+    quiet_attrs: frozenset[str] = frozenset()
 
     @property
     def namespace(self) -> str:
@@ -152,6 +156,12 @@ class OpSpec:
 
     def has_trait(self, trait: str) -> bool:
         return trait in self.traits
+
+    def shown_kwargs(self, kwargs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+        """A call's attributes as printed: `quiet_attrs` left out while at their default."""
+        if not self.quiet_attrs:
+            return kwargs
+        return tuple((k, v) for k, v in kwargs if k not in self.quiet_attrs or v != self.attrs.get(k))
 
     @property
     def inplace_args(self) -> tuple[int, ...]:

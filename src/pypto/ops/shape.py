@@ -4,7 +4,8 @@
   of equal element count (`view` is the zero-copy form: the data must be contiguous).
 - `transpose(x, axis1, axis2)`: swap two axes (tiles are 2-D); `transpose_view(x)`: the zero-copy
   transposed view of a 2-D tile/tensor (its layout flips between ND and DN).
-- `slice(src, shape, offset, valid_shape=None)`: the block of `shape` at `offset` (a view);
+- `slice(src, shape, offset, valid_shape=None, pad_value=null)`: the block of `shape` at `offset` (a view);
+  a tensor slice with a `pad_value` reads as the pad value outside `valid_shape` (SPEC §13);
   `assemble(target, src, offset)`: `src` written into `target` at `offset` — in place for a DDR
   tensor (returns `target`), a new value for a tile.
 - `concat(lhs, rhs, axis=-1)`: join along `axis`; `extract(src, offset, shape, target_memory=None)`:
@@ -22,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ..core.dtype import DataType
+from ..core.dtype import INDEX, DataType
 from ..core.enums import PadValue, TensorLayout
 from ..ir.expr import ConstInt, Expr
 from ..ir.types import TensorType, TensorView, TileType, TileView, Type
@@ -32,6 +33,7 @@ from .registry import OpSpec, OpTypeError, register, register_unified
 from .typing_rules import (
     ANY,
     ON_CHIP,
+    attr_dtype,
     attr_int,
     attr_space,
     const_dims,
@@ -89,6 +91,30 @@ def _reshape(x: Any, shape: tuple) -> Any:
     return x.reshape(shape)
 
 
+def _reinterpret_rule(ns: str):
+    def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+        x = expect_same_kind(ns, args, 0, "x")
+        dt = attr_dtype(attrs, "dtype")
+        for d, what in ((x.dtype, "x"), (dt, "dtype")):
+            if d.get_bit() % 8:
+                raise OpTypeError(f"reinterpret_view needs byte-sized element types; {what} is "
+                                  f"{d.name} ({d.get_bit()} bits)")
+        require_full(x, "x", "reinterpret_view")
+        *lead, last = x.shape
+        n = getattr(last, "value", None)
+        old, new = x.dtype.get_byte(), dt.get_byte()
+        if not isinstance(n, int) or (n * old) % new:
+            raise OpTypeError(f"the last dimension of {shape_str(x.shape)} {x.dtype.name} "
+                              f"({n if isinstance(n, int) else '?'} x {old} bytes) is not a whole number "
+                              f"of {dt.name} elements ({new} bytes)")
+        return shaped_like(ns, (*lead, ConstInt(n * old // new, INDEX)), dt, x)
+    return rule
+
+
+def _reinterpret(x: Any, dtype: DataType = None) -> Any:
+    return x.view(dtype.to_torch())
+
+
 def _axes(n: int, attrs: dict[str, Any]) -> tuple[int, int]:
     a1 = attr_int(attrs, "axis1", -n, n - 1) % n
     a2 = attr_int(attrs, "axis2", -n, n - 1) % n
@@ -134,14 +160,27 @@ def _slice_rule(ns: str):
         if given is not None:
             check_valid_shape(given, shape, "valid_shape")
         check_in_bounds(x.shape, offs, given if given is not None else shape, ns)
+        pad = attrs.get("pad_value", PadValue.null)
+        if not isinstance(pad, PadValue):
+            raise OpTypeError(f"attribute 'pad_value' must be a pl.PadValue, got {pad!r}")
+        if pad is not PadValue.null:
+            if ns == "tile":
+                raise OpTypeError("pad_value applies to tensor-level slices (a DDR region loaded with "
+                                  "padding); for a tile slice, use pl.tile.fillpad on it")
+            return TensorType(shape, x.dtype)  # the padding makes every element defined
         valid = slice_valid(x, shape, offs, given)
         return shaped_like(ns, shape, x.dtype, x, view_for(ns, shape, valid, x.view if ns == "tile" else None))
     return rule
 
 
-def _slice(x: Any, shape: tuple, offset: tuple, valid_shape: tuple | None = None) -> Any:
+def _slice(x: Any, shape: tuple, offset: tuple, valid_shape: tuple | None = None,
+           pad_value: PadValue = PadValue.null) -> Any:
     check_region("slice", tuple(x.shape), offset, valid_shape if valid_shape is not None else shape)
-    return x[region(offset, shape)]
+    view = x[region(offset, shape)]
+    if pad_value is PadValue.null:
+        return view
+    vs = tuple(valid_shape) if valid_shape is not None else tuple(view.shape)
+    return _fillpad(view, pad_value, (vs,))
 
 
 def _assemble_rule(ns: str):
@@ -295,6 +334,10 @@ _both("reshape", ("x", "shape"), lambda ns: _reshape_rule(ns, "reshape"), _resha
 _both("view", ("x", "shape"), lambda ns: _reshape_rule(ns, "view"), _reshape, tile_pto="pto.treshape",
       tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,),
       doc="A zero-copy reinterpretation of contiguous `x` under a new `shape` of equal size.")
+_both("reinterpret_view", ("x",), _reinterpret_rule, _reinterpret, tile_pto="pto.treshape",
+      tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,), attrs={"dtype": None},
+      doc="The same bytes viewed as elements of `dtype` (SPEC §13): a fully valid `x` of byte-sized "
+          "elements; the last dimension scales by the ratio of element sizes (a bit cast, no conversion).")
 _both("transpose", ("x",), _transpose_rule, _transpose, tile_pto="pto.ttrans", tile_traits=_VEC,
       tensor_traits=_VEC, cost=vector(1.0), reads=(0,), attrs={"axis1": 0, "axis2": 1},
       doc="Swap axes `axis1` and `axis2` (a tile is 2-D); the valid region is transposed too.")
@@ -303,8 +346,11 @@ _both("transpose_view", ("x",), _transpose_view_rule, _transpose_last,
       doc="The zero-copy transposed view of a 2-D value: shape [N, M], layout flipped ND <-> DN.")
 _both("slice", ("src", "shape", "offset", "valid_shape"), _slice_rule, _slice, tile_pto="pto.textract",
       tile_traits=_VIEW, tensor_traits=_HOST_VIEW, cost=free(), reads=(0,), optional=("valid_shape",),
+      attrs={"pad_value": PadValue.null}, quiet_attrs=frozenset({"pad_value"}),
       tensor_lowering="region", doc="The block of `shape` at `offset` (a view); its valid region is the source's valid part "
-          "inside the block, limited further by `valid_shape`.")
+          "inside the block, limited further by `valid_shape`. A tensor slice with `pad_value` (zero, max, "
+          "min; SPEC §13) is fully defined instead: elements outside `valid_shape` read as the pad value "
+          "(a DDR region loaded, then padded with `fillpad`).")
 register(OpSpec("tensor.assemble", ("target", "src", "offset"), _assemble_rule("tensor"), _assemble,
                 reads=(1,), writes=(0,), traits=frozenset({"memory"}), valid_args=(1,), tile_op="tile.assemble",
                 lowering="store",

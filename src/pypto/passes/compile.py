@@ -9,7 +9,9 @@ kernel_config.py                                      (runtime, orchestration an
 program.msgpack                                       (the lowered program, for CompiledProgram.from_dir)
 report/memory_usage.json                              (peak bytes per memory space per kernel)
 report/task_dependencies.json                         (RAW/WAR/WAW/explicit edges between task submissions)
+report/diagnostics.log                                (compile-time warnings W001-W004)
 report/perf_hints.log                                 (performance hints, PH001...)
+report/perf_hints_run.log                             (run-time hints PH004-PH007 of the last run)
 report/pass_timings.json, report/compile_time.json    (ms per pass; ms per stage and pass)
 report/error.log                                      (only when compilation failed)
 compiled_meta.json                                    (written last: marks a complete build)
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -40,11 +43,13 @@ from .base import PassContext
 from .manager import PassManager, VerificationLevel
 from .pipeline import OptimizationStrategy, check_strategy, passes_for
 
-__all__ = ["compile", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
+__all__ = ["compile", "lower", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
+
+_log = logging.getLogger("pypto.diagnostics")
 
 # What a build writes outside report/ and passes_dump/ (removed before a new build in the folder).
 _ARTIFACTS = ("kernels", "orchestration", "kernel_config.py", "program.msgpack")
-_REPORTS = ("error.log", "perf_hints.log", "memory_usage.json", "pass_timings.json", "compile_time.json",
+_REPORTS = ("error.log", "diagnostics.log", "perf_hints.log", "perf_hints_run.log", "memory_usage.json", "pass_timings.json", "compile_time.json",
             "task_dependencies.json")
 
 
@@ -108,16 +113,43 @@ def _meta(program: Program, compiled: Any, strategy: OptimizationStrategy, kerne
             "functions": funcs}
 
 
-def _warn_unwritten_outputs(program: Program) -> None:
-    import warnings
-
+def _never_written(program: Program) -> list[Any]:
+    """W004 per Out parameter that no path writes."""
+    from ..core.diagnostics import Diagnostic
     from .analysis import unwritten_outputs
 
-    for func, param in unwritten_outputs(program):
-        msg = (f"Out parameter '{param.name}' of '{func.name}' is never written: the caller's tensor "
-               f"keeps its old contents. Write it with {param.name}[...] = value, pl.assemble or "
-               f"pl.store; '{param.name} = value' only rebinds the name")
-        warnings.warn_explicit(msg, UserWarning, param.span.filename, param.span.begin_line)
+    return [Diagnostic("W004", func.name,  # type: ignore[attr-defined]
+                       f"Out parameter '{param.name}' of '{func.name}' is never written: the caller's "  # type: ignore[attr-defined]
+                       f"tensor keeps its old contents. Write it with {param.name}[...] = value, "
+                       f"pl.assemble or pl.store; '{param.name} = value' only rebinds the name", param.span)
+            for func, param in unwritten_outputs(program)]
+
+
+def _check_level(level: Any) -> VerificationLevel:
+    """`level` as a VerificationLevel (a member, or its name in any case); None reads the environment.
+    Raises ValueError naming the value and the allowed ones."""
+    if level is None:
+        return VerificationLevel.from_env()
+    if isinstance(level, VerificationLevel):
+        return level
+    if isinstance(level, str) and level.strip().upper() in VerificationLevel.__members__:
+        return VerificationLevel[level.strip().upper()]
+    raise ValueError(f"unknown verification_level {level!r}; allowed: "
+                     f"{', '.join('ir.VerificationLevel.' + m for m in VerificationLevel.__members__)} "
+                     f"(or their names as strings)")
+
+
+WARNING_CODES = ("W001", "W002", "W003", "W004")
+
+
+def _compile_warnings(ssa: list[Program], lowered: Program, diag: Any) -> list[Any]:
+    """The enabled compile-time warnings: W001-W003 on the SSA program, W004 on the lowered one."""
+    from .value_warnings import value_warnings
+
+    if not diag.runs("compile"):
+        return []
+    found = value_warnings(ssa[0]) if ssa else []
+    return diag.keep(found + _never_written(lowered))
 
 
 def _clear_previous_build(out: Path) -> None:
@@ -187,10 +219,27 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 @user_facing
+def lower(program: Program, strategy: OptimizationStrategy = OptimizationStrategy.Default,
+          backend_type: BackendType = BackendType.Ascend910B,
+          verification_level: VerificationLevel | None = None) -> Program:
+    """The pass pipeline of `strategy` run on `program` for `backend_type`, with no build folder,
+    codegen or files: the lowered `ir.Program` (what `ir.compile` generates code from). Used by
+    `JITFunction.lower` (SPEC §13).
+
+    Raises:
+        ValueError: unknown `strategy` or `$PYPTO_VERIFY_LEVEL`.
+        CompileError: a pass rejects the program.
+    """
+    level = verification_level if verification_level is not None else VerificationLevel.from_env()
+    return PassManager(passes_for(strategy), level, None).run(program, PassContext(backend_type))
+
+
+@user_facing
 def compile(program: Program, output_dir: str | os.PathLike | None = None,
             strategy: OptimizationStrategy = OptimizationStrategy.Default, dump_passes: bool = True,
             backend_type: BackendType = BackendType.Ascend910B, skip_ptoas: bool = False,
-            verification_level: VerificationLevel | None = None, platform: str | None = None) -> Any:
+            verification_level: VerificationLevel | None = None, platform: str | None = None,
+            diagnostic_phase: str | None = None, disabled_diagnostics: Any = None) -> Any:
     """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder.
 
     Args:
@@ -198,11 +247,19 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         strategy: `OptimizationStrategy.Default` or `DebugTileOptimization`.
         dump_passes: write `passes_dump/00_frontend.py` and `NN_after_<Pass>.py`.
         skip_ptoas: do not run ptoas even when it is found (kernels stay `.pto`).
-        verification_level: NONE, BASIC or ROUNDTRIP; None reads `$PYPTO_VERIFY_LEVEL` (else BASIC).
+        verification_level: NONE, BASIC or ROUNDTRIP (or their names as strings); None reads
+            `$PYPTO_VERIFY_LEVEL` (else BASIC).
         platform: run platform of the result (default `a2a3sim` / `a5sim` for the backend).
+        diagnostic_phase: which diagnostics run (`pypto.core.diagnostics`): "none", "compile"
+            (warnings W001-W004 as `DiagnosticWarning`s and in `report/diagnostics.log`; hints
+            PH001-PH003 in `report/perf_hints.log`), "run" (hints PH004-PH007 after each simulator
+            run, in `report/perf_hints_run.log`) or "all" (None: the default, "all").
+        disabled_diagnostics: codes or names (e.g. {"W001", "TaskTooSmall"}) to leave out.
 
     Raises:
-        ValueError: unknown `strategy` or `$PYPTO_VERIFY_LEVEL`, or a platform for another chip.
+        ValueError: unknown `strategy`, `verification_level`, `$PYPTO_VERIFY_LEVEL`,
+            `diagnostic_phase` or `disabled_diagnostics` entry (the message lists the allowed
+            values), or a platform for another chip.
         CompileError: a tensor-level program (a `pl.at` region, a tensor op in a kernel) with
             `strategy=DebugTileOptimization`, which skips the tensor-level passes (checked first).
         FileExistsError: `output_dir` holds files named like build artifacts that are not from a
@@ -210,6 +267,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         CompileError (MemoryCapacityError, VerificationError, CodegenError, ...): the program cannot
             be compiled; the message is also written to `report/error.log`.
     """
+    from ..core.diagnostics import emit_warnings, render_diagnostics
     from ..runtime.compiled import CompiledProgram
 
     if not isinstance(program, Program):
@@ -218,16 +276,21 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             hint = (f"; a @pl.jit kernel compiles with {program.__name__}.compile(*sample_args), "
                     f"or get its Program with {program.__name__}.specialize(*sample_args)")
         raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}{hint}")
+    from ..core.diagnostics import diagnostic_options
+
     passes = passes_for(strategy)
     check_strategy(program, strategy)
-    level = verification_level if verification_level is not None else VerificationLevel.from_env()
+    level = _check_level(verification_level)
+    diag = diagnostic_options(diagnostic_phase, disabled_diagnostics)
     platform = platform or ("a2a3sim" if backend_type is BackendType.Ascend910B else "a5sim")
     out = Path(output_dir) if output_dir is not None else default_output_dir(program.name)
     out.mkdir(parents=True, exist_ok=True)
     _clear_previous_build(out)
     report = out / "report"
     ctx = PassContext(backend_type)
-    pm = PassManager(passes, level, out / "passes_dump" if dump_passes else None)
+    ssa: list[Program] = []
+    pm = PassManager(passes, level, out / "passes_dump" if dump_passes else None,
+                     observers={"ConvertToSSA": ssa.append} if diag.runs("compile") else None)
     stage: Path | None = None
     stages: dict[str, float] = {}
     try:
@@ -240,7 +303,9 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         t2 = time.perf_counter()
         from ..tools.perf_hints import perf_hints, render_perf_hints
 
-        hints = render_perf_hints(perf_hints(lowered, backend_type), lowered, backend_type)
+        hint_list = diag.keep(perf_hints(lowered, backend_type)) if diag.runs("compile") else []
+        hints = render_perf_hints(hint_list, lowered, backend_type, diag)
+        warned = _compile_warnings(ssa, lowered, diag)
         stages = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3}
     except Exception as e:
         report.mkdir(parents=True, exist_ok=True)
@@ -250,8 +315,14 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             shutil.rmtree(stage, ignore_errors=True)
         raise
     report.mkdir(parents=True, exist_ok=True)
-    _warn_unwritten_outputs(lowered)
+    emit_warnings(warned)
+    (report / "diagnostics.log").write_text(
+        render_diagnostics(f"Compile-time warnings for program '{lowered.name}'", warned, diag, "compile",
+                           WARNING_CODES, "no warnings"), encoding="utf-8")
     (report / "perf_hints.log").write_text(hints, encoding="utf-8")
+    if hint_list:   # one summary line on stderr (SPEC §12), the hints themselves are in the log
+        _log.warning("%d performance hint(s) for program '%s': see %s", len(hint_list), lowered.name,
+                     os.fspath(report / "perf_hints.log"))
     _write_json(report / "memory_usage.json", ctx.records.get("memory", {}))
     _write_json(report / "task_dependencies.json", ctx.records.get("task_dependencies", {}))
     _write_json(report / "pass_timings.json", dict(pm.timings))
@@ -260,5 +331,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     stage.rmdir()
     stages["total_ms"] = (time.perf_counter() - t0) * 1e3
     _write_json(report / "compile_time.json", {**stages, "per_pass_ms": pm.timings})
-    _write_json(out / "compiled_meta.json", _meta(lowered, compiled, strategy, kernels, ptoas))
+    compiled.diagnostics = diag
+    meta = _meta(lowered, compiled, strategy, kernels, ptoas)
+    meta["diagnostics"] = diag.to_json()
+    _write_json(out / "compiled_meta.json", meta)
     return compiled

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.dtype import DataType
-from ..core.enums import FunctionType, MemorySpace
+from ..core.enums import FunctionType, MemorySpace, PadValue
 from ..core.errors import CompileError
 from ..core.span import Span
 from ..ir.expr import Call, ConstFloat, ConstInt, Expr, IterArg, MakeTuple, Var
@@ -73,6 +73,7 @@ class _Region:
     offsets: tuple[Expr, ...]
     shape: tuple[Expr, ...]
     valid_shape: Expr | None = None  # a MakeTuple: only this leading part holds data
+    pad: PadValue = PadValue.null  # `pad_value=` of the slice: fill the rest after loading
 
 
 _VEC, _MAT = MemorySpace.Vec, MemorySpace.Mat
@@ -185,6 +186,9 @@ class _Converter:
         call = build_call("tile.load", load_args, {"target_memory": space}, span)
         name = f"{e.name}_tile" if isinstance(e, Var) else "t"
         t = self.emit_assign(name, call, span)
+        if region.pad is not PadValue.null:
+            t = self.emit_assign(f"{name}_padded", build_call("tile.fillpad", [t], {"pad_value": region.pad}, span),
+                                 span)
         if isinstance(e, Var):
             self.loaded[(e, space)] = t  # type: ignore[index]
         return t
@@ -412,7 +416,8 @@ class _Converter:
         valid = args[3] if len(args) > 3 and isinstance(args[3], MakeTuple) else None
         self.regions[var] = _Region(self.sub(src), tuple(self.sub(o) for o in args[2].elements),  # type: ignore[attr-defined]
                                     tuple(self.sub(d) for d in args[1].elements),  # type: ignore[attr-defined]
-                                    self.sub(valid) if valid is not None else None)
+                                    self.sub(valid) if valid is not None else None,
+                                    dict(call.kwargs).get("pad_value", PadValue.null))
 
     def _lower_store(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
         """An in-place write of a DDR tensor (`tensor.assemble`): `tile.store` of the value."""

@@ -20,10 +20,13 @@ use, with these rules, which keep every value alive for as long as the hardware 
   never writes its result over an operand it is still reading.
 
 Intervals are convex hulls over all Vars of a buffer, which is conservative (never too short).
+`value_intervals` applies the same rules with another grouping of the Vars (the memory map, SPEC
+§11, draws one box per tile value), and `numbered_statements` gives the numbering itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from ..core.enums import MemorySpace
@@ -33,7 +36,8 @@ from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TileType
 from ..ir.visitor import IRVisitor
 
-__all__ = ["BufferKey", "Interval", "buffer_intervals", "in_place_operands"]
+__all__ = ["BufferKey", "Interval", "NumberedStmt", "buffer_intervals", "value_intervals",
+           "numbered_statements", "in_place_operands"]
 
 BufferKey = tuple[MemorySpace, int]
 
@@ -54,6 +58,16 @@ class Interval:
         return self.start <= other.end and other.start <= self.end
 
 
+@dataclass(frozen=True)
+class NumberedStmt:
+    """Statement number `number` (see the module docstring) of `stmt`; `is_end` marks the second
+    number of a loop or an if (its end), the first being its header."""
+
+    number: int
+    stmt: Stmt
+    is_end: bool = False
+
+
 def _is_buffer(v: Var) -> bool:
     return isinstance(v.type, TileType) and v.type.memref is not None
 
@@ -66,9 +80,11 @@ class _Walk(IRVisitor):
         self.def_at: dict[Var, tuple[int, tuple[int, ...]]] = {}
         self.uses: list[tuple[Var, int, tuple[int, ...]]] = []
         self.assigns: list[tuple[int, AssignStmt]] = []   # (number, statement)
+        self.numbered: list[NumberedStmt] = []
 
-    def tick(self) -> int:
+    def tick(self, s: Stmt, is_end: bool = False) -> int:
         self.pos += 1
+        self.numbered.append(NumberedStmt(self.pos, s, is_end))
         return self.pos
 
     def define(self, v: Var, pos: int, loops: tuple[int, ...] | None = None) -> None:
@@ -83,7 +99,7 @@ class _Walk(IRVisitor):
 
     def visit_stmt(self, s: Stmt) -> None:
         if not isinstance(s, (ForStmt, WhileStmt)):  # loops number their header themselves
-            self.tick()
+            self.tick(s)
         super().visit_stmt(s)
 
     def visit_AssignStmt(self, s: AssignStmt) -> None:
@@ -96,7 +112,7 @@ class _Walk(IRVisitor):
             self.visit_expr(v)
 
     def _loop(self, s: ForStmt | WhileStmt) -> None:
-        header = self.tick()
+        header = self.tick(s)
         for ia in s.iter_args:
             if ia.init is not None:
                 self.visit_expr(ia.init)
@@ -111,7 +127,7 @@ class _Walk(IRVisitor):
             self.visit_Var(ia)
         self.visit_stmt(s.body)
         self.loops.pop()
-        end = self.tick()
+        end = self.tick(s, True)
         self.loop_end[lid] = end
         for ia in s.iter_args:
             if _is_buffer(ia):
@@ -126,23 +142,37 @@ class _Walk(IRVisitor):
         self.visit_stmt(s.then_body)
         if s.else_body is not None:
             self.visit_stmt(s.else_body)
-        end = self.tick()
+        end = self.tick(s, True)
         for rv in s.return_vars:
             self.define(rv, end)
 
 
-def buffer_intervals(func: Function) -> dict[BufferKey, Interval]:
-    """Live interval of every buffer (MemRef space and id) of `func`, see the module docstring."""
+def numbered_statements(func: Function) -> list[NumberedStmt]:
+    """Every statement of `func` with its number, in program order (loops and ifs twice: header
+    and end); `SeqStmts` blocks get numbers too. The numbers of all intervals come from here."""
     w = _Walk()
     w.visit_stmt(func.body)
-    out: dict[BufferKey, Interval] = {}
+    return w.numbered
+
+
+def buffer_intervals(func: Function) -> dict[BufferKey, Interval]:
+    """Live interval of every buffer (MemRef space and id) of `func`, see the module docstring."""
+    return value_intervals(func, _key)
+
+
+def value_intervals(func: Function, key: Callable[[Var], Hashable]) -> dict[Hashable, Interval]:
+    """Live interval of every group of tile Vars (those with a MemRef) of `func`, grouped by `key`,
+    with the rules of the module docstring (`buffer_intervals` groups by MemRef space and id)."""
+    w = _Walk()
+    w.visit_stmt(func.body)
+    out: dict[Hashable, Interval] = {}
 
     def touch(v: Var, pos: int) -> None:
         m = v.type.memref  # type: ignore[attr-defined]
-        key = (m.memory_space, m.id)
-        iv = out.get(key)
+        k = key(v)
+        iv = out.get(k)
         if iv is None:
-            out[key] = Interval(pos, pos, m.size, [v.name])
+            out[k] = Interval(pos, pos, m.size, [v.name])
             return
         iv.start, iv.end, iv.size = min(iv.start, pos), max(iv.end, pos), max(iv.size, m.size)
         if v.name not in iv.names:

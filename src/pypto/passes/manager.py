@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..ir.function import Program
@@ -39,13 +40,19 @@ class VerificationLevel(enum.Enum):
 
 
 class PassManager:
-    """Runs `passes` in order. `timings` holds (pass name, milliseconds) of the last run."""
+    """Runs `passes` in order. `timings` holds (pass name, milliseconds) of the last run.
+
+    `observers` maps a pass name to callbacks that receive the program right after that pass (an
+    analysis that needs a particular stage, e.g. the compile-time warnings after ConvertToSSA).
+    """
 
     def __init__(self, passes: list[Pass], verification: VerificationLevel = VerificationLevel.BASIC,
-                 dump_dir: str | Path | None = None) -> None:
+                 dump_dir: str | Path | None = None,
+                 observers: dict[str, Callable[[Program], None]] | None = None) -> None:
         self.passes = passes
         self.verification = verification
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
+        self.observers = dict(observers or {})
         self.timings: list[tuple[str, float]] = []
 
     def _dump(self, name: str, program: Program) -> None:
@@ -66,4 +73,6 @@ class PassManager:
             if self.verification is VerificationLevel.ROUNDTRIP:
                 verify_roundtrip(program, p.name)
             self._dump(f"{i:02d}_after_{p.name}.py", program)
+            if p.name in self.observers:
+                self.observers[p.name](program)
         return program

@@ -126,6 +126,8 @@ def verify_roundtrip(program: Program, pass_name: str) -> None:
     try:
         again = parse_text(text, filename=f"<roundtrip after {pass_name}>")
         assert_structural_equal(program, again)
+        if again.function_names != program.function_names:  # equality ignores function names
+            raise AssertionError(f"function names {program.function_names} became {again.function_names}")
     except AssertionError as e:
         raise VerificationError(f"after pass {pass_name}: printed IR does not re-parse to the same "
                                 f"program: {e}") from None

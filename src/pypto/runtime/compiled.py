@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend.soc import BackendType
+from ..core.diagnostics import Diagnostic, DiagnosticOptions, diagnostic_options
 from ..core.enums import FunctionType, ParamDirection
 from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
 from ..ir.expr import Call, GlobalVar
@@ -178,6 +179,8 @@ class CompiledProgram:
         self.tasks: list[Task] = []
         self.meta: dict[str, Any] | None = None  # compiled_meta.json of a reloaded build
         self.last_run: RunRecord | None = None   # schedule, scopes and findings of the last run
+        self.diagnostics = DiagnosticOptions()    # diagnostic_phase / disabled_diagnostics of the build
+        self.run_hints: list[Diagnostic] = []     # run-time hints (PH004-PH007) of the last run
         self._device: SimDevice | None = None
         self._warned_fields: set[str] = set()   # compile-time RunConfig fields already warned about
 
@@ -251,6 +254,7 @@ class CompiledProgram:
             self.last_run = device.last_run
             if self.last_run is not None:
                 update_dfx(self.last_run, config, self.output_dir)
+        self._update_run_hints(config)
         for i in self.output_indices:
             if not isinstance(args[i], DeviceTensor):
                 args[i].copy_(dev_args[i])
@@ -258,6 +262,16 @@ class CompiledProgram:
             return None
         host = [self._to_host(v, dev_args, args) for v in result]
         return host[0] if len(host) == 1 else tuple(host)
+
+    def _update_run_hints(self, config: RunConfig | None) -> None:
+        """Run-time hints of the last run (`pypto.tools.run_hints`), with the build's diagnostic
+        options overridden by `config`'s diagnostic_phase / disabled_diagnostics when set."""
+        from ..tools.run_hints import update_run_hints
+
+        options = self.diagnostics
+        if config is not None:
+            options = diagnostic_options(config.diagnostic_phase, config.disabled_diagnostics, base=options)
+        self.run_hints = update_run_hints(self, options)
 
     def _warn_compile_fields(self, config: RunConfig) -> None:
         for name in config.compile_time_settings():
@@ -330,6 +344,8 @@ class CompiledProgram:
         cp = cls(program, root, BackendType[meta["backend"]], platform=platform or meta["platform"],
                  entry=meta.get("entry"))
         cp.meta = meta
+        saved = meta.get("diagnostics") or {}
+        cp.diagnostics = diagnostic_options(saved.get("phase"), saved.get("disabled"))
         return cp
 
     # ---- SPEC §7 extraction surface ------------------------------------------------------------

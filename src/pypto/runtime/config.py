@@ -98,6 +98,10 @@ class RunConfig:
             runtime's tensor map does). With False only explicit dependencies order tasks (as
             when the compiler supplies them); the sanitizer then checks that every conflicting
             pair of tasks is ordered.
+        diagnostic_phase / disabled_diagnostics: which diagnostics run (`pypto.core.diagnostics`;
+            None keeps the build's): forwarded to `ir.compile` by a `@pl.jit` call and
+            `JITFunction.compile`; when running, they choose the run-time hints
+            (`report/perf_hints_run.log`). Unknown values raise ValueError.
 
     Raises:
         ValueError: unknown platform, platform/backend mismatch, negative device_id or tolerance, a
@@ -120,8 +124,13 @@ class RunConfig:
     enable_pmu: int = 0
     sanitize: bool = False
     auto_deps: bool = True
+    diagnostic_phase: str | None = None     # diagnostics (core.diagnostics): None keeps the build's
+    disabled_diagnostics: Any = None
 
     def __post_init__(self) -> None:
+        from ..core.diagnostics import diagnostic_options
+
+        diagnostic_options(self.diagnostic_phase, self.disabled_diagnostics)   # ValueError if unknown
         derived = backend_for_platform(self.platform)
         if self.backend_type is None:
             self.backend_type = derived

@@ -18,11 +18,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from ..backend import BackendType, SoCModel, get_soc
+from ..core.diagnostics import CATALOGUE, Diagnostic, DiagnosticOptions, render_diagnostics
 from ..core.enums import MemorySpace
-from ..core.span import Span
 from ..ir.expr import Call, ConstInt, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt
@@ -35,17 +34,7 @@ __all__ = ["PerfHint", "perf_hints", "render_perf_hints", "HINT_CODES", "main"]
 _L0 = {MemorySpace.Left: "Left (L0A)", MemorySpace.Right: "Right (L0B)", MemorySpace.Acc: "Acc (L0C)"}
 
 
-@dataclass(frozen=True)
-class PerfHint:
-    """One hint: `code` (PH001...), `function` name, `message`, and the user's `span`."""
-
-    code: str
-    function: str
-    message: str
-    span: Span
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.span}: in '{self.function}': {self.message}"
+PerfHint = Diagnostic   # one hint: `code` (PH001...), `function` name, `message`, the user's `span`
 
 
 class _Calls(IRVisitor):
@@ -121,9 +110,7 @@ _PER_FUNCTION: list[tuple[str, Callable[[Function, _Calls, SoCModel], Iterator[P
     ("PH001", _narrow_ddr_rows),
     ("PH002", _unaligned_l0),
 ]
-HINT_CODES = {"PH001": "innermost tile dimension below the recommended DDR transfer size",
-              "PH002": "L0 tile not aligned to the fractal size",
-              "PH003": "Out parameter never written"}
+HINT_CODES = {c: CATALOGUE[c].summary for c in ("PH001", "PH002", "PH003")}
 
 
 def perf_hints(program: Program, backend: BackendType) -> list[PerfHint]:
@@ -143,16 +130,16 @@ def perf_hints(program: Program, backend: BackendType) -> list[PerfHint]:
     return out
 
 
-def render_perf_hints(hints: list[PerfHint], program: Program, backend: BackendType) -> str:
-    """The text of `report/perf_hints.log`."""
-    head = [f"# Performance hints for program '{program.name}' on {backend.name}",
-            "# " + "; ".join(f"{k}: {v}" for k, v in HINT_CODES.items())]
-    body = [str(h) for h in hints] or ["no performance hints"]
-    return "\n".join(head + body) + "\n"
+def render_perf_hints(hints: list[PerfHint], program: Program, backend: BackendType,
+                      options: DiagnosticOptions | None = None) -> str:
+    """The text of `report/perf_hints.log` (`options`: the build's diagnostic options)."""
+    return render_diagnostics(f"Performance hints for program '{program.name}' on {backend.name}", hints,
+                              options or DiagnosticOptions(), "compile", HINT_CODES, "no performance hints")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pypto.tools.perf_hints BUILD_DIR`: print the hints of a finished build."""
+    """`python -m pypto.tools.perf_hints BUILD_DIR`: print the hints of a finished build (with the
+    diagnostic options it was compiled with)."""
     from ..runtime.compiled import CompiledProgram
 
     ap = argparse.ArgumentParser(prog="python -m pypto.tools.perf_hints", description=__doc__.splitlines()[0])
@@ -163,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(render_perf_hints(perf_hints(cp.program, cp.backend_type), cp.program, cp.backend_type))
+    opts = cp.diagnostics   # the build's diagnostic_phase / disabled_diagnostics
+    hints = opts.keep(perf_hints(cp.program, cp.backend_type)) if opts.runs("compile") else []
+    sys.stdout.write(render_perf_hints(hints, cp.program, cp.backend_type, opts))
     return 0
 
 

@@ -252,7 +252,7 @@ class _FunctionEmitter:
             fields = {k: c_literal(v) for k, v in {**spec.attrs, **dict(e.kwargs)}.items()}
             fields.update(zip(spec.params, args))
             return spec.host.format(**fields)
-        args += [c_literal(v) for _, v in e.kwargs]
+        args += [c_literal(v) for _, v in spec.shown_kwargs(e.kwargs)]
         return f"{spec.namespace}_{spec.short_name}({', '.join(args)})"
 
     def _is_kernel_call(self, e: Expr) -> bool:

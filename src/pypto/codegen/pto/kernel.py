@@ -352,7 +352,7 @@ class KernelEmitter(ControlFlow):
             text += f" ins({', '.join(n for n, _ in ins)} : {', '.join(t for _, t in ins)})"
         if outs:
             text += f" outs({', '.join(n for n, _ in outs)} : {', '.join(t for _, t in outs)})"
-        text += format_attrs(call.kwargs)
+        text += format_attrs(spec.shown_kwargs(call.kwargs))
         if isinstance(result, Scalar):
             text = f"{result.name} = {text} -> {elem(result.dtype)}"
         self.emit(f"{text} {loc}")

@@ -459,6 +459,21 @@ class StmtParser:
         self.emit(WhileStmt(cond, tuple(iter_args), body, rvs, span=self.span(node)))
         self.bind_results(rvs)
 
+    def stmt_While(self, node: ast.While) -> None:
+        """A plain Python `while cond:` loop (SPEC §13): a WhileStmt with no loop-carried values in
+        the parsed (non-SSA) IR; ConvertToSSA carries every variable the body re-assigns and the
+        condition or a later iteration reads, exactly as for `pl.while_(init_values=...)`."""
+        if node.orelse:
+            raise ParserSyntaxError("while ... else is not supported", self.span(node))
+        cond = self.parse_expr(node.test)
+        self.check_bool(cond, node.test, "while condition")
+        fake = ast.For(target=ast.Tuple(elts=[], ctx=ast.Store()), iter=node.test, body=node.body,
+                       orelse=[])
+        ast.copy_location(fake, node)
+        body, py = self.loop_body(fake, [], ForKind.Sequential)
+        self.check_loop_yield(py, [], node)
+        self.emit(WhileStmt(cond, (), body, (), span=self.span(node)))
+
     def stmt_Break(self, node: ast.Break) -> None:
         self.loop_control(node, BreakStmt, "break")
 
@@ -659,11 +674,34 @@ class StmtParser:
             raise ParserSyntaxError("expression statement has no effect", self.span(node))
         self.emit(EvalStmt(e, span=self.span(node)))
 
+    def static_fstring(self, node: ast.JoinedStr) -> str:
+        """The text of an f-string in `pl.static_print` (SPEC §13): each `{expr}` shows an IR
+        value's type (`pl.Tile[[16, 64], pl.FP32, ...]`) or a compile-time value's Python text,
+        with the field's conversion (`!r`) and format spec applied to the latter."""
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(str(part.value))
+                continue
+            assert isinstance(part, ast.FormattedValue)
+            val = self.parse_value(part.value)
+            if isinstance(val, Expr):
+                out.append(type_text(val.type))
+                continue
+            val = repr(val) if part.conversion == ord("r") else str(val) if part.conversion == ord("s") \
+                else ascii(val) if part.conversion == ord("a") else val
+            spec = self.static_fstring(part.format_spec) if part.format_spec is not None else ""
+            out.append(format(val, spec))
+        return "".join(out)
+
     def builtin_stmt(self, f: dsl.DSLBuiltin, call: ast.Call, node: ast.stmt) -> None:
         if f.name == "yield_":
             self.yield_stmt(call, None, None, node)
         elif f.name == "static_print":
             for a in call.args:
+                if isinstance(a, ast.JoinedStr):  # f-string: IR values show their types
+                    print(f"{self.span(a)}: static_print: {self.static_fstring(a)}")
+                    continue
                 val = self.parse_value(a)
                 desc = type_text(val.type) if isinstance(val, Expr) else repr(val)
                 print(f"{self.span(a)}: static_print: {ast.unparse(a)}: {desc}")

@@ -111,23 +111,28 @@ def cycles_to_us(cycles: float) -> float:
 
 class OpCost(NamedTuple):
     """Cost of one execution of one op: `cycles` on `pipe`; memory ops also move `nbytes` bytes
-    along `path` = (source space, destination space)."""
+    along `path` = (source space, destination space). A DDR transfer also records the bytes it is
+    charged in whole access granules (`ddr_bytes`) and its number of contiguous `rows`."""
 
     pipe: str
     cycles: int
     path: tuple[MemorySpace, MemorySpace] | None = None
     nbytes: int = 0
+    ddr_bytes: int = 0
+    rows: int = 0
 
 
 FREE = OpCost("scalar", 0)
 
 
 class TaskCost(NamedTuple):
-    """Totals of one task: cycles (launch included), cycles per pipe, bytes per memory path."""
+    """Totals of one task: cycles (launch included), cycles per pipe, bytes per memory path, and
+    the executions of each cost site of the kernel (`counts`; None: every site ran once)."""
 
     cycles: int
     pipe_cycles: dict[str, int]
     path_bytes: dict[tuple[MemorySpace, MemorySpace], int]
+    counts: tuple[int, ...] | None = None
 
 
 def task_cost(costs: list[OpCost] | tuple[OpCost, ...], counts: list[int] | None = None) -> TaskCost:
@@ -143,7 +148,7 @@ def task_cost(costs: list[OpCost] | tuple[OpCost, ...], counts: list[int] | None
         pipes[c.pipe] = pipes.get(c.pipe, 0) + n * c.cycles
         if c.path is not None:
             paths[c.path] = paths.get(c.path, 0) + n * c.nbytes
-    return TaskCost(total, pipes, paths)
+    return TaskCost(total, pipes, paths, tuple(counts) if counts is not None else None)
 
 
 # ---- op costs ------------------------------------------------------------------------------------
@@ -187,23 +192,23 @@ def _pipe_of(path: tuple[MemorySpace, MemorySpace]) -> tuple[str, str]:
     return "vector", "onchip_bytes_per_cycle"
 
 
-def _ddr_bytes(t: Any, granule: int) -> int:
-    """Bytes of DDR traffic to move tile type `t`: whole access granules per contiguous row."""
+def _ddr_rows(t: Any, granule: int) -> tuple[int, int]:
+    """(bytes of DDR traffic, contiguous rows) to move tile type `t`: whole access granules per row."""
     shape = _shape(t)
     if not shape:
-        return _nbytes(t)
+        return _nbytes(t), 1
     row = (shape[-1] * t.dtype.get_bit() + 7) // 8
     rows = math.prod(shape[:-1])
-    return rows * math.ceil(row / granule) * granule
+    return rows * math.ceil(row / granule) * granule, rows
 
 
 def transfer_cost(path: tuple[MemorySpace, MemorySpace], tile_type: Any, soc: SoCModel) -> OpCost:
     """Cost of moving one tile of `tile_type` along `path` (DDR sides in whole granules)."""
     pipe, bw = _pipe_of(path)
     nbytes = _nbytes(tile_type)
-    moved = _ddr_bytes(tile_type, soc.ddr_access_granularity) if M.DDR in path else nbytes
+    moved, rows = _ddr_rows(tile_type, soc.ddr_access_granularity) if M.DDR in path else (nbytes, 0)
     cycles = int(const("mte_issue")) + math.ceil(moved / const(bw))
-    return OpCost(pipe, cycles, path, nbytes)
+    return OpCost(pipe, cycles, path, nbytes, moved if rows else 0, rows)
 
 
 def copy_cost(space: MemorySpace, nbytes: int) -> OpCost:

@@ -88,6 +88,7 @@ class _KernelCompiler(FunctionCompiler):
         self.soc = soc
         self.san_ref = sanitizer
         self.sites: list[OpCost] = []
+        self.site_spans: list[Span | None] = []
         self.counts: list[int] = []
         self.counting = count or _has_control_flow(func.body)
         super().__init__(func)
@@ -124,8 +125,9 @@ class _KernelCompiler(FunctionCompiler):
         return ext
 
     # ---- cost sites ----------------------------------------------------------------------------
-    def site(self, cost: OpCost) -> int:
+    def site(self, cost: OpCost, span: Span | None = None) -> int:
         self.sites.append(cost)
+        self.site_spans.append(span)
         self.counts.append(0)
         return len(self.sites) - 1
 
@@ -217,7 +219,7 @@ class _KernelCompiler(FunctionCompiler):
         slot = self.define(var)
         if spec.compute is None and spec.has_trait("creation"):
             return lambda env: None
-        k = self.site(op_cost(spec, call, self.soc))
+        k = self.site(op_cost(spec, call, self.soc), call.span)
         compute = self.op_closure(call, spec, into_slot=slot if spec.compute_into is not None else None)
         name, span = spec.name, call.span
         may_alias = self._may_alias(var, call)
@@ -261,7 +263,7 @@ class _KernelCompiler(FunctionCompiler):
             raise RuntimeSimError(f"the tile result of {call.op} must be assigned to a tile variable "
                                   f"with a MemRef", call.span)
         spec = self.lookup_op(call)
-        run = self.counted(self.op_closure(call, spec), [self.site(op_cost(spec, call, self.soc))])
+        run = self.counted(self.op_closure(call, spec), [self.site(op_cost(spec, call, self.soc), call.span)])
         if self.san_ref is None:
             return run
         reads, writes, aliases = self.op_effects(spec, call, None)
@@ -283,7 +285,8 @@ class KernelExecutor:
         core_type: "AIC" for `FunctionType.AIC` or a kernel with any tile in Mat/Left/Right/Acc/Bias,
             else "AIV".
         buffers: number of distinct tile Vars (each one arena view per core).
-        sites: static cost of every op / copy site. dynamic: True when the kernel has control flow.
+        sites: static cost of every op / copy site; site_spans: the source location of each (None
+            for carried-value copies). dynamic: True when the kernel has control flow.
         access: the `AccessSummary` of its tensor parameters (which boxes it loads and stores).
 
     Raises:
@@ -299,6 +302,7 @@ class KernelExecutor:
         self._buffers = tuple(c.buffers.items())
         self.buffers = len(self._buffers)
         self.sites = tuple(c.sites)
+        self.site_spans = tuple(c.site_spans)
         self.dynamic = c.counting
         self._counts, self._zeros = c.counts, [0] * len(c.counts)
         self._static_cost: TaskCost | None = None if self.dynamic else task_cost(self.sites)
