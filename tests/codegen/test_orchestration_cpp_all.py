@@ -127,6 +127,7 @@ class HostOps:
         vs = pl.tensor.set_validshape(f, [8, 64])
         sl = pl.slice(x, [16, 32], [0, 0])
         sv = pl.slice(x, [16, 32], [0, 0], valid_shape=[8, 32])
+        ri = pl.tensor.reinterpret_view(x, pl.INT32)
         w = pl.tensor.write(t, [0, 0], s)
         return y
 

@@ -33,6 +33,7 @@ from pypto.ir import (
     ConstInt,
     ContinueStmt,
     EvalStmt,
+    ExternalKernel,
     ForStmt,
     Function,
     GlobalVar,
@@ -120,7 +121,9 @@ def build() -> Program:
                     (), SeqStmts((EvalStmt(Call(GlobalVar("kernel"), (x, y), (("alpha", f.value),),
                                                 TupleType(()))),
                                   EvalStmt(f), ReturnStmt(()))))
-    return Program("prog", (kernel, main), span=sp(8))
+    ext = Function("ext", FunctionType.AIV, (Var("e", tensor),), (ParamDirection.InOut,), (tensor,), SeqStmts(()),
+                   external=ExternalKernel("/src/k.cpp", ("/inc",), "e.numel() // 4", 2), span=sp(30))
+    return Program("prog", (kernel, main, ext), span=sp(8))
 
 
 def _walk(x, seen):

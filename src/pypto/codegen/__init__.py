@@ -43,7 +43,8 @@ def generate(program: Program, entry: str | None = None,
     files: dict[str, str] = {}
     kernels = kernel_table(program)
     for k in kernels:
-        files[k.pto] = emit_kernel(program.get_function(k.name), program)  # type: ignore[arg-type]
+        if not k.external:  # a hand-written kernel brings its own C++ (SPEC §10)
+            files[k.pto] = emit_kernel(program.get_function(k.name), program)  # type: ignore[arg-type,index]
     ids = {k.name: k.func_id for k in kernels}
     for o in orchestration_table(program, entry):
         files[o.source] = emit_orchestration(program.get_function(o.name), program, ids, backend)  # type: ignore[arg-type]

@@ -3,7 +3,8 @@
 `kernel_config.py` is plain Python data a runtime harness can import: `RUNTIME` (runtime name,
 platform, chip, launch settings), `ORCHESTRATION` (the entry's host code and its C symbol),
 `ORCHESTRATIONS` (every Orchestration function), `KERNELS` (func_id, name, core type and source
-file of each kernel; the source is the `.cpp` ptoas made when it ran, else the `.pto`) and `GROUPS`
+file of each kernel; the source is the `.cpp` ptoas made when it ran, else the `.pto`; a
+hand-written C++ kernel has its own `.cpp`, `"external": True` and `"extra_include_dirs"`) and `GROUPS`
 (each Group function — a mixed kernel's AIC + AIV halves run on one cluster —: its kernels, split
 mode, vector cores used and, per live pipe direction, ring slots, slot bytes, route and — when the
 consumer holds the slots on chip — `ring`: its memory space, address and bytes there, and the slots
@@ -32,13 +33,26 @@ AICPU_THREADS = 4                          # 1 orchestrator + 3 scheduler thread
 @dataclass(frozen=True)
 class KernelEntry:
     """One kernel of a build: `func_id` (index in program order), name, core type ("aiv"/"aic"),
-    `pto` (relative path of the PTO MLIR) and `source` (the `.cpp` when ptoas ran, else `pto`)."""
+    `pto` (relative path of the PTO MLIR) and `source` (the `.cpp` when ptoas ran, else `pto`).
+
+    A hand-written C++ kernel (SPEC §10) has `external=True`, no `.pto` (`pto` is None), its own
+    `.cpp` (absolute path) as `source` and its include dirs as `extra_include_dirs`; `as_dict()`
+    (the `kernel_config.py` entry) has those two keys only for such kernels."""
 
     func_id: int
     name: str
     core_type: str
-    pto: str
+    pto: str | None
     source: str
+    external: bool = False
+    extra_include_dirs: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {"func_id": self.func_id, "name": self.name, "core_type": self.core_type,
+                                "pto": self.pto, "source": self.source}
+        if self.external:
+            d.update(external=True, extra_include_dirs=list(self.extra_include_dirs))
+        return d
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,10 @@ def kernel_table(program: Program) -> list[KernelEntry]:
     """The kernels of `program` (InCore/AIC/AIV functions) in definition order, as built."""
     out = []
     for f in program.functions:
-        if is_kernel(f):
+        if is_kernel(f) and f.external is not None:
+            out.append(KernelEntry(len(out), f.name, kernel_core_type(f), None, f.external.source, True,
+                                   f.external.include_dirs))
+        elif is_kernel(f):
             core = kernel_core_type(f)
             path = f"kernels/{core}/{f.name}.pto"
             out.append(KernelEntry(len(out), f.name, core, path, path))
@@ -95,7 +112,7 @@ def render_kernel_config(program: Program, kernels: list[KernelEntry], backend: 
         "",
         f"ENTRY = {entry!r}",
         "",
-        f"KERNELS = {data([asdict(k) for k in kernels])}",
+        f"KERNELS = {data([k.as_dict() for k in kernels])}",
         "",
         f"GROUPS = {data(group_table(program, backend))}",
         "",

@@ -351,8 +351,8 @@ def torch_codegen(node: Program | Function | str | os.PathLike, entry: str | Non
             `node` of another type, or a path that is not an existing file.
         ParserError: the file is not valid printed IR (located in the file).
         NotImplementedError: an op in `torch_ops.UNSUPPORTED` or without a PyTorch template (the
-            message names it), a dtype without a torch equivalent, or a construct the script
-            cannot express.
+            message names it), a dtype without a torch equivalent, a hand-written C++ kernel, or a
+            construct the script cannot express.
         ValueError: an unknown `entry`.
         CompileError: a Group function whose pipe configuration is invalid (`torch_plan`).
     """
@@ -360,6 +360,11 @@ def torch_codegen(node: Program | Function | str | os.PathLike, entry: str | Non
 
     node = _as_node(node)
     program = node if isinstance(node, Program) else Program(node.name, (node,))
+    for f in program.functions:
+        if f.external is not None:  # its semantics are C++ the script cannot contain
+            raise NotImplementedError(f"'{f.name}' is a hand-written C++ kernel ({f.external.source}); a "
+                                      f"standalone PyTorch script cannot run it (run the program on the "
+                                      f"simulator, which calls the C++)")
     fnames: dict[str, str] = {}
     for f in program.functions:
         base = re.sub(r"\W", "_", f.name)

@@ -26,7 +26,7 @@ from .expr import (
     UnaryExpr,
     Var,
 )
-from .function import Function, Program
+from .function import ExternalKernel, Function, Program
 from .printer import python_print
 from .serialize import deserialize, serialize
 from .stmt import (
@@ -80,7 +80,7 @@ __all__ = [
     "Expr", "Var", "IterArg", "ConstInt", "ConstFloat", "ConstBool", "BinaryExpr", "UnaryExpr",
     "Call", "GlobalVar", "MakeTuple", "TupleGetItem", "BINARY_OPS", "UNARY_OPS", "COMPARE_OPS",
     "Stmt", "AssignStmt", "EvalStmt", "ReturnStmt", "SeqStmts", "IfStmt", "ForStmt", "WhileStmt",
-    "YieldStmt", "BreakStmt", "ContinueStmt", "ScopeStmt", "Function", "Program", "Type",
+    "YieldStmt", "BreakStmt", "ContinueStmt", "ScopeStmt", "Function", "Program", "ExternalKernel", "Type",
     "ScalarType", "TensorType", "TileType", "TupleType", "MemRef", "TensorView", "TileView",
     "static_shape", "num_elements", "IRVisitor", "IRMutator", "python_print", "serialize", "deserialize", "structural_equal",
     "structural_hash", "assert_structural_equal", *_LAZY,

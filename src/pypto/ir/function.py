@@ -11,9 +11,26 @@ from .expr import Var
 from .stmt import SeqStmts
 from .types import Type
 
-__all__ = ["Function", "Program"]
+__all__ = ["Function", "Program", "ExternalKernel"]
 
 _NO_SPAN = Span.unknown()
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalKernel:
+    """A hand-written C++ kernel behind an AIV / AIC function (SPEC §10; docs/tools.md).
+
+    `source`: absolute path of the `.cpp` file (one `extern "C" void kernel_entry(int64_t* args)`).
+    `include_dirs`: absolute extra include directories. `cost`: simulated cycles of one task —
+    an int, a Python expression over the parameter names (str), a `"callable:<token>"` naming a
+    Python callable registered by `pypto.runtime.extern.cost`, or None for the default estimate.
+    `core_num`: blocks each call launches (SPMD; the kernel reads its block index at run time).
+    """
+
+    source: str
+    include_dirs: tuple[str, ...] = ()
+    cost: int | str | None = None
+    core_num: int = 1
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -25,6 +42,8 @@ class Function:
     from (or `@pl.function(optimizations=[...])`), in the form of `ScopeStmt.optimizations`:
     (name, ((key, value), ...)) pairs such as `("split", (("mode", SplitMode.UP_DOWN),))`.
     ExpandMixedKernel reads them and leaves them on the Group function it makes.
+    `external` marks a hand-written C++ kernel (SPEC §10): its body is empty and every pass leaves
+    the function as it is.
     """
 
     name: str
@@ -38,6 +57,7 @@ class Function:
     strict_ssa: bool = False
     auto_scope: bool = True
     optimizations: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    external: ExternalKernel | None = None
     span: Span = field(default=_NO_SPAN, kw_only=True, compare=False, repr=False)
 
 

@@ -395,6 +395,8 @@ class _Printer:
             dec.append("auto_scope=False")
         if f.optimizations:
             dec.append(_optimizations_text(f.optimizations))
+        if f.external is not None:
+            dec += _external_text(f.external)
         self.emit(depth, f"@pl.function({', '.join(dec)})")
         params = ["self"] if self.in_program else []
         for v, d in zip(f.params, f.param_directions):
@@ -409,7 +411,22 @@ class _Printer:
         else:
             ret = ""
         self.emit(depth, f"def {f.name}({', '.join(params)}){ret}:")
-        self.body(f.body, depth + 1)
+        if f.external is not None:
+            self.emit(depth + 1, "...")  # a hand-written C++ kernel has no DSL body
+        else:
+            self.body(f.body, depth + 1)
+
+
+def _external_text(ext: Any) -> list[str]:
+    """The `@pl.function` arguments of a hand-written C++ kernel (SPEC §10)."""
+    out = [f"external_source={ext.source!r}"]
+    if ext.include_dirs:
+        out.append(f"include_dirs={list(ext.include_dirs)!r}")
+    if ext.cost is not None:
+        out.append(f"cost={ext.cost!r}")
+    if ext.core_num != 1:
+        out.append(f"core_num={ext.core_num}")
+    return out
 
 
 def _optimizations_text(optimizations: tuple) -> str:

@@ -4,10 +4,13 @@
 an `ir.Program` (bare `pl.Tensor` parameters take the argument's shape and dtype), compiles it once
 per cache key (`JITFunction.cache_key`: `pl.dynamic` dimensions and scalar values are run-time
 values, not part of it), and runs it on the platform of `config` (default `a2a3sim`), writing
-Out/InOut tensors in place. Sub-functions decorated `@pl.jit.incore` / `.opaque` are discovered
-from the entry's body and specialised at their call sites; `@pl.jit.inline` bodies are spliced in.
+Out/InOut tensors in place. Sub-functions decorated `@pl.jit.incore` / `.opaque` / `.extern` (a
+hand-written C++ kernel, SPEC §10) are discovered from the entry's body and specialised at their
+call sites; `@pl.jit.inline` bodies are spliced in. A build is also redone when the source of a
+hand-written kernel it uses (or a local header of it) changed.
 `@pl.jit.incore(level=...)` takes the core-level values of `pl.Level` only (`check_incore_level`;
-parser/core_side.py checks that an AIC / AIV kernel does only that core's work). docs/language.md "`@pl.jit` specialisation and caching" states the rules.
+parser/core_side.py checks that an AIC / AIV kernel does only that core's work). docs/language.md
+"`@pl.jit` specialisation and caching" states the rules.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ from ..ir.types import ScalarType, TensorType, Type
 from .decorators import InlineFunction
 from .parser.core_side import check_core_level
 from .parser.entry import FunctionOptions, parse_function
+from .parser.external import ExternalOptions
 from .parser.function_parser import ProgramContext
 from .typing import RUNTIME, DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
 
-__all__ = ["JITFunction", "JITSubFunction", "jit"]
+__all__ = ["JITFunction", "JITSubFunction", "JITExternFunction", "jit"]
 
 
 def _source_hash(fn: Callable) -> str:
@@ -143,12 +147,16 @@ class _Specialisable:
         overrides: dict[str, Type] = {n: a.type for n, a in zip(names, args) if n in bare}
         name = self._specialised_name(ctx, overrides)
         if name not in ctx.external:
-            opts = FunctionOptions(self.func_type, self.level, self.role)
+            opts = self.function_options()
             decorator = f"@pl.jit.incore(level={self.level!r})" if self.func_type is FunctionType.InCore else None
             func = parse_function(self.__pypto_pyfunc__, opts, name=name, overrides=overrides, program=ctx,
                                   decorator=decorator)
             ctx.external[name] = func
         return parser.call_function(GlobalVar(name, span=parser.span(node)), node)
+
+    def function_options(self) -> FunctionOptions:
+        """The `@pl.function` options the specialised function is parsed with."""
+        return FunctionOptions(self.func_type, self.level, self.role)
 
     def _specialised_name(self, ctx: ProgramContext, overrides: dict[str, Type]) -> str:
         from ..ir.structural import structural_equal
@@ -182,6 +190,34 @@ class JITSubFunction(_Specialisable):
         return self.specialise_call(parser, node)
 
 
+class JITExternFunction(_Specialisable):
+    """`@pl.jit.extern(...)`: a hand-written C++ kernel called from a `@pl.jit` entry like any
+    kernel (SPEC §10); specialised at each call site by argument types (bare `pl.Tensor`)."""
+
+    def __init__(self, fn: Callable, func_type: FunctionType, external: ExternalOptions) -> None:
+        self.__pypto_pyfunc__ = fn
+        self.func_type, self.level, self.external = func_type, None, external
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def function_options(self) -> FunctionOptions:
+        return FunctionOptions(self.func_type, external=self.external)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"'{self.__name__}' is a @pl.jit.extern kernel; call it from a @pl.jit entry")
+
+    def __pypto_call__(self, parser: Any, node: ast.Call) -> Any:
+        return self.specialise_call(parser, node)
+
+
+def _extern_fingerprint(program: Program) -> tuple[str, ...]:
+    """Content hashes of the hand-written kernels of `program` (source, local headers, include
+    dirs): a cached build whose kernels were edited since is built again (SPEC §10)."""
+    from ..runtime.extern.build import content_fingerprint
+
+    return tuple(content_fingerprint(f.external) for f in program.functions if f.external is not None)
+
+
 class JITFunction(_Specialisable):
     """A `@pl.jit` entry: call it on torch tensors, or `.compile(*sample_args)` ahead of time."""
 
@@ -192,6 +228,7 @@ class JITFunction(_Specialisable):
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self._cache: dict[tuple, Any] = {}
+        self._extern_prints: dict[tuple, tuple[str, ...]] = {}
         self._src_hash = _source_hash(fn)
 
     # ---- specialisation ------------------------------------------------------------------
@@ -278,7 +315,7 @@ class JITFunction(_Specialisable):
         config = check_run_config(config) or RunConfig()
         key = self.cache_key(args, config)
         hit = self._cache.get(key)
-        if hit is not None:
+        if hit is not None and _extern_fingerprint(hit.program) == self._extern_prints.get(key):
             return hit
         program = self.specialize(*args)
         opts: dict[str, Any] = dict(dump_passes=config.dump_passes,
@@ -288,6 +325,7 @@ class JITFunction(_Specialisable):
         opts.update(diagnostic_phase=config.diagnostic_phase, disabled_diagnostics=config.disabled_diagnostics)
         compiled = ir_compile(program, **opts)
         self._cache[key] = compiled
+        self._extern_prints[key] = _extern_fingerprint(compiled.program)
         return compiled
 
     def __repr__(self) -> str:
@@ -370,10 +408,56 @@ class _JitDecorator:
             return JITSubFunction(f, FunctionType.Opaque)
         return wrap(fn) if fn is not None else wrap
 
+    def extern(self, fn: Callable | None = None, *, core_type: str = "aiv", source: Any = None,
+               aic_source: Any = None, aiv_source: Any = None, include_dirs: Any = None, cost: Any = None,
+               core_num: int = 1) -> Any:
+        """`@pl.jit.extern(core_type="aiv"|"aic", source="k.cpp", include_dirs=[...], cost=...,
+        core_num=1)`: a hand-written C++ kernel whose body is `...` (SPEC §10; docs/tools.md
+        "External C++ kernels"). A relative path is relative to the defining file. Raises
+        ParserError at the decorator for a wrong core type, a missing file or a body that is not `...`.
+        `core_type="mixed"` (an AIC + AIV pair) is not supported: declare two kernels."""
+
+        @user_facing
+        def wrap(f: Callable) -> JITExternFunction:
+            return _make_extern(f, core_type, source, aic_source, aiv_source, include_dirs, cost, core_num)
+        return wrap(fn) if fn is not None else wrap
+
     def inline(self, fn: Callable | None = None, *, auto_scope: bool = True) -> Any:
         def wrap(f: Callable) -> InlineFunction:
             return InlineFunction(f, infer_types=True, auto_scope=auto_scope)
         return wrap(fn) if fn is not None else wrap
+
+
+_CORE_TYPES = {"aiv": FunctionType.AIV, "aic": FunctionType.AIC}
+
+
+def _make_extern(fn: Callable, core_type: Any, source: Any, aic_source: Any, aiv_source: Any,
+                 include_dirs: Any, cost: Any, core_num: Any) -> JITExternFunction:
+    """Check a `@pl.jit.extern` declaration now (located errors at the decorator) and wrap it."""
+    from .parser.external import check_external_body, external_kernel
+    from .parser.source import source_of
+
+    info = source_of(fn)
+    fdef = next(n for n in info.tree.body if isinstance(n, ast.FunctionDef))
+    if core_type == "mixed" or aic_source is not None or aiv_source is not None:
+        raise ParserTypeError(f"@pl.jit.extern '{fn.__name__}': core_type='mixed' (an AIC + AIV pair with "
+                              f"aic_source= / aiv_source=) is not supported; declare the two halves as two "
+                              f"kernels with core_type='aic' and core_type='aiv'",
+                              _decorator_span(fn, "core_type"))
+    func_type = _CORE_TYPES.get(core_type) if isinstance(core_type, str) else None
+    if func_type is None:
+        raise ParserTypeError(f"@pl.jit.extern(core_type={core_type!r}): use 'aiv' (a vector core) or 'aic' "
+                              f"(the cube core)", _decorator_span(fn, "core_type"))
+    if source is None:
+        raise ParserTypeError(f"@pl.jit.extern '{fn.__name__}' needs source=\"kernel.cpp\" (its C++ file)",
+                              _decorator_span(fn, "source"))
+    opts = ExternalOptions(source, include_dirs or (), cost, core_num, what="@pl.jit.extern")
+    params = list(inspect.signature(fn).parameters)
+    ext = external_kernel(opts, func_type, fdef, info, params)
+    check_external_body(fdef, info)
+    # keep the resolved paths: specialisation re-reads them, wherever the caller runs from
+    resolved = ExternalOptions(ext.source, list(ext.include_dirs), cost, core_num, what="@pl.jit.extern")
+    return JITExternFunction(fn, func_type, resolved)
 
 
 # ---- @pl.jit.incore(level=...) ----------------------------------------------------------------

@@ -249,11 +249,14 @@ class _Roots(IRVisitor):
 
 
 def unwritten_outputs(program) -> list[tuple[object, Var]]:  # type: ignore[no-untyped-def]
-    """(function, parameter) pairs of Out/InOut parameters that no path ever writes."""
+    """(function, parameter) pairs of Out/InOut parameters that no path ever writes (a hand-written
+    C++ kernel's writes are not visible: it is not checked)."""
     from ..core.enums import ParamDirection
 
     out = []
     for f in program.functions:
+        if f.external is not None:
+            continue
         r = _Roots(program)
         r.visit_stmt(f.body)
         for p, d in zip(f.params, f.param_directions):

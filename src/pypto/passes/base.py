@@ -2,7 +2,8 @@
 
 A pass subclasses `Pass`, sets `name` (the name used in dump files: `NN_after_<name>.py`) and
 implements `run(program, ctx)`. `FunctionPass` applies `run_function` to each function and keeps
-the Program object when nothing changed.
+the Program object when nothing changed; a hand-written C++ kernel (`Function.external`, SPEC §10)
+has no IR body and is never handed to `run_function`.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class FunctionPass(Pass):
         raise NotImplementedError(f"pass {type(self).__name__} does not implement run_function()")
 
     def run(self, program: Program, ctx: PassContext) -> Program:
-        funcs = [self.run_function(f, program, ctx) for f in program.functions]
+        funcs = [f if f.external is not None else self.run_function(f, program, ctx)
+                 for f in program.functions]
         if all(a is b for a, b in zip(funcs, program.functions)):
             return program
         return replace(program, functions=tuple(funcs))

@@ -108,7 +108,7 @@ def _meta(program: Program, compiled: Any, strategy: OptimizationStrategy, kerne
             "output_indices": compiled.output_indices,
             "runtime": runtime_settings(compiled.backend_type, compiled.platform),
             "ptoas": {"ran": ptoas is not None, "path": ptoas},
-            "kernels": [asdict(k) for k in kernels],
+            "kernels": [k.as_dict() for k in kernels],
             "orchestrations": [asdict(o) for o in orchestration_table(program, compiled.entry)],
             "functions": funcs}
 
@@ -200,8 +200,16 @@ def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tu
     ptoas = None if skip_ptoas else find_ptoas()
     if ptoas is None and not skip_ptoas:
         note_ptoas_missing()
+    if compiled.platform.endswith("sim"):  # hand-written kernels run as host code: build them now
+        from ..runtime.extern import build_library
+
+        for k in kernels:
+            if k.external:
+                build_library(lowered.get_function(k.name))
     if ptoas is not None:
         for i, k in enumerate(kernels):
+            if k.external or k.pto is None:  # hand-written C++: nothing to assemble (SPEC §10)
+                continue
             cpp = k.pto[: -len(".pto")] + ".cpp"
             run_ptoas(ptoas, stage / k.pto, stage / cpp)
             kernels[i] = replace(k, source=cpp)

@@ -363,6 +363,9 @@ class CompiledProgram:
 
         out = []
         for k in kernel_table(self.program):
+            if k.pto is None:  # a hand-written kernel: its source is its own .cpp
+                out.append(k)
+                continue
             cpp = k.pto[: -len(".pto")] + ".cpp"
             built = self.output_dir and os.path.isfile(os.path.join(self.output_dir, cpp))
             out.append(replace(k, source=cpp) if built else k)
@@ -380,14 +383,12 @@ class CompiledProgram:
     @property
     def runtime_config(self) -> dict[str, Any]:
         """Runtime name, platform, chip, block_dim (AIC cores), AICPU threads, entry and kernels."""
-        from dataclasses import asdict
-
         from ..codegen.kernel_config import runtime_settings
 
         cfg = runtime_settings(self.backend_type, self.platform)
         cc = self.chip_callable
         cfg.update(entry=self.entry, orchestration=cc.orchestration,
-                   kernels=[asdict(k) for k in cc.kernels])
+                   kernels=[k.as_dict() for k in cc.kernels])
         return cfg
 
     @user_facing

@@ -405,6 +405,13 @@ def _reachable_helpers(func: Function, program: Program) -> list[Function]:
     return order
 
 
+def _kernel_file(kernel: Function) -> str:
+    """The file a kernel id stands for: its `.pto`, or a hand-written kernel's own C++ (SPEC §10)."""
+    if kernel.external is not None:
+        return f"external C++: {kernel.external.source}"
+    return f"kernels/{kernel_core_type(kernel)}/{kernel.name}.pto"
+
+
 def emit_orchestration(func: Function, program: Program, kernel_ids: dict[str, int],
                        backend: BackendType = BackendType.Ascend910B) -> str:
     """The C++ text of `orchestration/<func.name>.cpp` for host function `func` (an Orchestration
@@ -424,7 +431,7 @@ def emit_orchestration(func: Function, program: Program, kernel_ids: dict[str, i
            "// Host control code: builds the task graph of one call on the PTO2 runtime.",
            "#include <cmath>", "#include <cstdint>", "#include <algorithm>", "#include <tuple>", "",
            '#include "pto_orchestration_api.h"', "", "namespace {", "", "enum KernelId : int32_t {"]
-    out += [f"  {kernel_enum_name(n)} = {i},  // kernels/{kernel_core_type(program.get_function(n))}/{n}.pto"
+    out += [f"  {kernel_enum_name(n)} = {i},  // {_kernel_file(program.get_function(n))}"  # type: ignore[arg-type]
             for n, i in kernel_ids.items()]
     out += ["};", "", HELPERS, ""]
     soc = get_soc(backend)

@@ -19,6 +19,7 @@ from ...ir.stmt import AssignStmt, ReturnStmt
 from ...ir.structural import structural_equal
 from ...ir.types import Type
 from .deps import reject_deps
+from .external import ExternalOptions
 from .function_parser import FunctionParser, ProgramContext, parse_header
 from .source import Namespace, SourceInfo, source_of, source_of_text
 from .stmts import type_compatible, type_text
@@ -31,16 +32,28 @@ class FunctionOptions:
     """Decorator options of `@pl.function(...)`.
 
     `optimizations` is a list of `pl.split(...)` / `pl.cross_core_slot(...)` entries (as in
-    `pl.at(optimizations=[...])`), stored on the Function as (name, params) pairs. Raises
-    TypeError for a wrong `type` or `optimizations` value.
+    `pl.at(optimizations=[...])`), stored on the Function as (name, params) pairs.
+    `external_source` (with `include_dirs`, `cost`, `core_num`) declares a hand-written C++ kernel
+    (SPEC §10; checked by `parser.external`). Raises TypeError for a wrong `type` or
+    `optimizations` value, or external-kernel options without `external_source`.
     """
 
-    __slots__ = ("func_type", "level", "role", "strict_ssa", "auto_scope", "optimizations")
+    __slots__ = ("func_type", "level", "role", "strict_ssa", "auto_scope", "optimizations", "external")
 
     def __init__(self, type: FunctionType = FunctionType.Opaque, level: Level | None = None,
                  role: Role | None = None, strict_ssa: bool = False, auto_scope: bool = True,
-                 optimizations: list | tuple = ()) -> None:
+                 optimizations: list | tuple = (), external_source: Any = None,
+                 include_dirs: Any = None, cost: Any = None, core_num: Any = None,
+                 external: ExternalOptions | None = None) -> None:
         from ..dsl import Optimization
+
+        if external is None and external_source is not None:
+            external = ExternalOptions(external_source, include_dirs or (), cost,
+                                       1 if core_num is None else core_num)
+        elif external is None and (include_dirs is not None or cost is not None or core_num is not None):
+            raise TypeError("@pl.function(include_dirs=, cost=, core_num=) are options of a hand-written "
+                            "C++ kernel: give its source with external_source=\"kernel.cpp\"")
+        self.external = external
 
         if not isinstance(type, FunctionType):
             raise TypeError(f"@pl.function(type=...) expects a pl.FunctionType, got {type!r}")
@@ -55,7 +68,7 @@ class FunctionOptions:
     def kwargs(self) -> dict[str, Any]:
         return dict(func_type=self.func_type, level=self.level, role=self.role,
                     strict_ssa=self.strict_ssa, auto_scope=self.auto_scope,
-                    optimizations=self.optimizations)
+                    optimizations=self.optimizations, external=self.external)
 
 
 def find_def(info: SourceInfo, name: str | None = None) -> ast.FunctionDef | ast.ClassDef:

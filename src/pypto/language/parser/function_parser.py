@@ -164,8 +164,9 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
     def __init__(self, fdef: ast.FunctionDef, header: FunctionHeader, info: SourceInfo, ns: Namespace, *,
                  func_type: FunctionType, level: Level | None = None, role: Role | None = None,
                  strict_ssa: bool = False, auto_scope: bool = True, optimizations: tuple = (),
-                 program: ProgramContext | None = None) -> None:
+                 program: ProgramContext | None = None, external: Any = None) -> None:
         self.fdef, self.header, self.info, self.ns = fdef, header, info, ns
+        self.external = external  # parser.external.ExternalOptions of a hand-written C++ kernel
         self.func_type, self.level, self.role = func_type, level, role
         self.strict_ssa, self.auto_scope, self.optimizations = strict_ssa, auto_scope, optimizations
         self.program = program
@@ -235,6 +236,8 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
             raise ParserError(f"cannot parse statement: {type(e).__name__}: {e}", self.span(node)) from e
 
     def parse(self) -> Function:
+        if self.external is not None:
+            return self._parse_external()
         if self.func_type is FunctionType.InCore:
             at = next((k for d in self.fdef.decorator_list for k in getattr(d, "keywords", ())
                        if k.arg == "level"), self.fdef)
@@ -255,3 +258,17 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
         return Function(self.fdef.name, self.func_type, tuple(self.header.params),
                         tuple(self.header.directions), tuple(rets), body, self.level, self.role,
                         self.strict_ssa, self.auto_scope, self.optimizations, span=self.span(self.fdef))
+
+    def _parse_external(self) -> Function:
+        """A hand-written C++ kernel (SPEC §10): no body, its signature is the contract."""
+        from ...ir.stmt import SeqStmts
+        from .external import check_external_body, external_kernel, external_return_types
+
+        h = self.header
+        ext = external_kernel(self.external, self.func_type, self.fdef, self.info, [p.name for p in h.params])
+        check_external_body(self.fdef, self.info)
+        rets = external_return_types(self.fdef, self.info, h.params, h.directions, h.return_types)
+        h.return_types = rets
+        return Function(self.fdef.name, self.func_type, tuple(h.params), tuple(h.directions), tuple(rets),
+                        SeqStmts((), span=self.span(self.fdef)), self.level, self.role, self.strict_ssa,
+                        self.auto_scope, self.optimizations, ext, span=self.span(self.fdef))

@@ -11,6 +11,8 @@ on the hardware.
 1. the orchestration runs and `submit`s a Task per kernel call. Each submission costs the
    orchestrator `orch_submit` cycles; the task's dependencies are the earlier tasks whose DDR
    regions conflict with its own (`deps.DepTracker`, unless `auto_deps=False`) plus explicit ones.
+   A hand-written C++ kernel (`Function.external`) runs through `extern.ExternalExecutor`; one
+   declared with `core_num=N` becomes N tasks, blocks 0..N-1, in one submission.
    A call of a Group function (`submit_group`) is one submission: its kernel calls become the
    tasks of one cluster unit (the AIV kernel twice, as vector subblocks 0 and 1, under a split
    mode), which the scheduler starts together on a whole cluster and `execute_group` runs
@@ -117,8 +119,14 @@ class SimDevice:
         key = (func, self._sanitize, member)
         ex = self._kernels.get(key)
         if ex is None:
-            ex = self._kernels[key] = KernelExecutor(func, self.soc, self._sanitizer if self._sanitize else None,
-                                                     count=member is not None)
+            if func.external is not None:  # a hand-written C++ kernel: its library runs the task
+                from ..extern.executor import ExternalExecutor
+
+                ex = self._kernels[key] = ExternalExecutor(func)  # type: ignore[assignment]
+            else:
+                ex = self._kernels[key] = KernelExecutor(func, self.soc,
+                                                         self._sanitizer if self._sanitize else None,
+                                                         count=member is not None)
         return ex
 
     def cluster_config(self, program: Program, group: Function) -> ClusterConfig:
@@ -154,22 +162,27 @@ class SimDevice:
             self._collect.append((func, tuple(args), span))
             return None  # type: ignore[return-value]
         ex = self.kernel(func)
-        tid = len(self.tasks)
+        first = tid = len(self.tasks)
         deps = tuple(deps)
         for d in deps:
             if not isinstance(d, int) or not 0 <= d < tid:
                 raise ValueError(f"task {tid} ('{func.name}'): dependency {d!r} is not an earlier task "
                                  f"of this run")
-        accesses = self._accesses(ex, func, args)
-        found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses]) \
-            if self._auto_deps else {}
-        _add_explicit(found, deps)
         self._clock += int(const("orch_submit"))
-        task = Task(tid, func.name, ex.core_type, tuple(args), func.param_directions, executor=ex,
-                    span=span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
-                    submit_cycle=self._clock)
-        self.tasks.append(task)
-        self.scheduler.submit(task)
+        # an external kernel with core_num=N is N tasks (blocks 0..N-1), not ordered among themselves
+        blocks = getattr(ex, "core_num", 1)
+        for b in range(blocks):
+            bex = ex.instance(b) if blocks > 1 else ex  # type: ignore[attr-defined]
+            tid = len(self.tasks)
+            accesses = self._accesses(bex, func, args)
+            found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=first) \
+                if self._auto_deps else {}
+            _add_explicit(found, deps)
+            task = Task(tid, func.name, ex.core_type, tuple(args), func.param_directions, executor=bex,
+                        span=span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
+                        submit_cycle=self._clock)
+            self.tasks.append(task)
+            self.scheduler.submit(task)
         return task
 
     def _accesses(self, ex: KernelExecutor, func: Function, args: Sequence[Any]) -> tuple:
@@ -337,6 +350,9 @@ class SimDevice:
         a program).
         """
         self.tasks = []
+        for ex in self._kernels.values():
+            if hasattr(ex, "refresh"):  # external kernels: an edited source is rebuilt
+                ex.refresh()
         self.scheduler.reset()
         self._tracker.reset()
         self._region_cache = {}
