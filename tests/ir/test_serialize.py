@@ -170,7 +170,7 @@ def test_round_trip_is_structurally_equal_and_exact():
 def test_sharing_is_preserved():
     p = build()
     q = deserialize(serialize(p))
-    kernel = q.functions[0]
+    kernel = q.get_function("kernel")
     a, out = kernel.params
     load = kernel.body.stmts[0].value
     assert load.args[0] is a
@@ -183,17 +183,17 @@ def test_sharing_is_preserved():
     # the dynamic dim M and the MemRef are shared across types and functions
     M = a.var_type.shape[0]
     assert out.var_type.shape[0] is M and loop.stop is M
-    assert q.functions[1].params[0].var_type.shape[0] is M
+    assert q.get_function("main").params[0].var_type.shape[0] is M
     assert t.var_type.memref is kernel.body.stmts[1].var.var_type.memref
     # x's type object is shared with a's in the source, so it is in the result too
-    assert q.functions[1].params[0].var_type is a.var_type
+    assert q.get_function("main").params[0].var_type is a.var_type
     # count of distinct objects is unchanged
     assert len(_walk(p, {})) == len(_walk(q, {}))
 
 
 def test_values_round_trip():
     q = deserialize(serialize(build()))
-    call = q.functions[0].body.stmts[0].value
+    call = q.get_function("kernel").body.stmts[0].value
     kw = call.attrs
     assert kw["target_memory"] is MemorySpace.Vec
     assert kw["dtype"] is FP16
@@ -205,8 +205,8 @@ def test_values_round_trip():
     assert kw["big"] == 1 << 70 and kw["neg"] == -(1 << 40)
     assert kw["split"] is SplitMode.UP_DOWN
     assert isinstance(call.kwargs, tuple) and isinstance(call.kwargs[0], tuple)
-    assert type(q.functions[0].body.stmts[4].iter_args[0]) is IterArg
-    f = q.functions[0]
+    assert type(q.get_function("kernel").body.stmts[4].iter_args[0]) is IterArg
+    f = q.get_function("kernel")
     assert (f.level, f.role, f.strict_ssa, f.auto_scope) == (Level.AIV, Role.SubWorker, True, False)
     assert f.body.stmts[4].kind is ForKind.Pipeline
 
@@ -214,9 +214,9 @@ def test_values_round_trip():
 def test_spans_kept_and_unknown_span_singleton():
     q = deserialize(serialize(build()))
     assert q.span == sp(8)
-    assert q.functions[0].body.stmts[4].span == sp(11)
-    assert q.functions[0].body.stmts[4].body.stmts[0].then_body.stmts[0].span == sp(20)
-    no_span = q.functions[0].body.stmts[4].body.stmts[1].then_body.stmts[0]
+    assert q.get_function("kernel").body.stmts[4].span == sp(11)
+    assert q.get_function("kernel").body.stmts[4].body.stmts[0].then_body.stmts[0].span == sp(20)
+    no_span = q.get_function("kernel").body.stmts[4].body.stmts[1].then_body.stmts[0]
     assert no_span.span is Span.unknown()
 
 
@@ -236,7 +236,7 @@ def test_deserialized_differs_when_source_differs():
     q = deserialize(serialize(p))
     m = deserialize(serialize(MemRef(MemorySpace.Vec, 3, 8192, 512)))
     assert m.addr == 512
-    assert not structural_equal(q.functions[0].body.stmts[0].var.var_type.memref, m)
+    assert not structural_equal(q.get_function("kernel").body.stmts[0].var.var_type.memref, m)
 
 
 def test_errors():
