@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.dtype import INDEX, DataType
+from ..core.dtype import INDEX, TASK_ID, DataType
 from ..core.enums import MemorySpace, PadValue, ParamDirection, TensorLayout
 from ..core.errors import ArgumentValueError
 from ..core.span import Span
@@ -23,6 +23,7 @@ from ..ir.expr import ConstInt, Expr, Var
 from ..ir.types import MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
 
 __all__ = [
+    "TaskId",
     "Tensor", "Tile", "Scalar", "Out", "InOut", "DynVar", "dynamic", "TensorAnnotation",
     "TileAnnotation", "ScalarAnnotation", "DirectionAnnotation", "TensorViewSpec", "TileViewSpec",
     "MemRefSpec", "AnnotationError", "InvalidAnnotation", "to_ir_type", "to_dim", "RUNTIME", "Tuple",
@@ -326,6 +327,10 @@ class _TupleMeta(type):
 class Tuple(metaclass=_TupleMeta):
     """`pl.Tuple[T1, T2, ...]` (SPEC §13): a return annotation of several values, the same as the
     Python tuple `tuple[T1, T2, ...]`."""
+
+
+# `pl.TaskId`: the id of a submitted task, `pl.Scalar[pl.TASK_ID]` (SPEC §13).
+TaskId = ScalarAnnotation(TASK_ID)
 
 
 class _DirMeta(type):
