@@ -98,6 +98,9 @@ def test_stub_declares_exactly_the_generic_host_ops():
     assert dim.host == "{x}.shape({axis})"  # the accessor the stub's Tensor declares
 
 
+R = pl.dynamic("R")
+
+
 @pl.program
 class HostOps:
     """Every host op of the registry in one orchestration function."""
@@ -109,14 +112,14 @@ class HostOps:
         return c
 
     @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[32, 32], pl.FP32],
+    def main(self, x: pl.Tensor[[32, 32], pl.FP32], d: pl.Tensor[[R, 16], pl.FP32],
              y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
         xr = pl.tensor.reshape(x, [16, 64])
         f = pl.tensor.full([16, 64], 2.0, dtype=pl.FP32)
         v = pl.tensor.view(f, [16, 64])
         y = self.add(xr, v, y)
         s = pl.tensor.read(x, [0, 0])
-        rows = pl.tensor.dim(x, 0)
+        rows = pl.tensor.dim(d, 0)  # a dynamic dimension: a static one folds to its constant
         t = pl.create_tensor([rows, 16], dtype=pl.FP32)
         pl.dump_tag(t)
         ci = pl.tensor.ci(0, [1, 16], dtype=pl.INT32)
@@ -133,9 +136,9 @@ class HostOps:
 def test_every_host_op_compiles_against_the_stub(tmp_path):
     compiled = ir.compile(HostOps, output_dir=tmp_path / "b", dump_passes=False)
     x, y = torch.randn(32, 32), torch.zeros(16, 64)
-    compiled(x, y)
+    compiled(x, torch.zeros(5, 16), y)
     torch.testing.assert_close(y, x.reshape(16, 64) + 2.0)
     text = (tmp_path / "b" / "orchestration" / "main.cpp").read_text()
     assert {n for n in HOST_FUNCTIONS if f" = {n}(" in text or f"  {n}(" in text} == HOST_FUNCTIONS
-    assert "int64_t rows = x.shape(0);" in text and "tensor_dim" not in text
+    assert "int64_t rows = d.shape(0);" in text and "tensor_dim" not in text
     compiles_as_cpp(text, tmp_path)

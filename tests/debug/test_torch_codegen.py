@@ -98,6 +98,37 @@ def test_script_of_every_stage_matches_torch(tmp_path) -> None:
     assert "def k(x, y):" in text and "ENTRY = main" in text and "OUTPUTS = [1]" in text
 
 
+def test_a_dump_path_is_accepted_as_a_str_or_a_path(tmp_path) -> None:
+    """A user trial: torch_codegen took only nodes; a pass dump's path (str or pathlib.Path) is read
+    and parsed first; anything else is a clear error at the caller's line."""
+    from pypto.core.errors import ArgumentTypeError, ArgumentValueError
+
+    ir.compile(Blocks, output_dir=tmp_path, dump_passes=True, skip_ptoas=True)
+    dump = sorted((tmp_path / "passes_dump").glob("*_after_Simplify.py"))[0]
+    want = torch_codegen(pl.loads(str(dump)))
+    assert torch_codegen(dump) == want and torch_codegen(str(dump)) == want
+    x = torch.randn(64, 32)
+    ns: dict = {}
+    exec(torch_codegen(dump), ns)   # noqa: S102
+    y = torch.zeros(16, 32)
+    ns["run"](x.clone(), y)
+    torch.testing.assert_close(y, _blocks_expected(x))
+    import inspect
+
+    for bad, cls, message in [
+            (tmp_path / "passes_dump", ArgumentValueError,
+             f"torch_codegen: {str(tmp_path / 'passes_dump')!r} is a folder: pass one of its passes_dump/*.py files"),
+            (str(tmp_path / "nope.py"), ArgumentValueError,
+             f"torch_codegen: {str(tmp_path / 'nope.py')!r} is not an existing file"),
+            (42, ArgumentTypeError, "torch_codegen expects an ir.Program, an ir.Function or the path of a "
+                                    "printed-IR file (a passes_dump/*.py dump), got int")]:
+        with pytest.raises(cls) as e:
+            line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+            torch_codegen(bad)
+        assert e.value.message == message
+        assert (e.value.span.filename, e.value.span.begin_line) == (__file__, line)
+
+
 def test_validate_ir_reports_every_stage(tmp_path) -> None:
     x = torch.randn(16, 64)
     y = torch.zeros(16, 64)

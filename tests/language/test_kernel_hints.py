@@ -102,6 +102,48 @@ def test_static_assert_decides_static_dimensions_at_compile_time():
                                "loop variable)")
 
 
+def test_a_static_dimension_of_a_partly_dynamic_tensor_is_static():
+    """A user trial: `pl.static_assert(pl.dim(x, 1) == 64)` on `x: [M, 64]` was refused as run-time."""
+    @pl.function(type=pl.FunctionType.InCore)
+    def ok(x: pl.Tensor[[M, 64], pl.FP32], y: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
+        pl.static_assert(pl.dim(x, 1) == 64)
+        pl.static_assert(pl.dim(x, -1) // 32 == 2, "two blocks of 32")
+        return y
+
+    assert "static_assert" not in ok.as_python()
+    with pytest.raises(ParserError) as e:
+        @pl.function(type=pl.FunctionType.InCore)
+        def bad(x: pl.Tensor[[M, 64], pl.FP32]) -> pl.Tensor[[M, 64], pl.FP32]:
+            pl.static_assert(pl.dim(x, 1) == 128, "x must have 128 columns")  # MARK-partly-dyn-fail
+            return x
+    assert type(e.value) is ParserError
+    assert e.value.message == "static_assert failed: x must have 128 columns"
+    assert_at(e.value, __file__, "MARK-partly-dyn-fail")
+
+
+def test_pl_unroll_over_a_static_dimension_of_a_partly_dynamic_tensor():
+    """`pl.unroll(pl.dim(x, 1) // 32)`: the bound is a compile-time constant (Simplify folds a static
+    dimension query), for a static and for a partly dynamic tensor."""
+    from pypto import ir
+
+    for rows in (16, M):
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[rows, 64], pl.FP32],
+                     o: pl.Out[pl.Tensor[[rows, 64], pl.FP32]]) -> pl.Tensor[[rows, 64], pl.FP32]:
+                for j in pl.unroll(pl.dim(x, 1) // 32):
+                    with pl.at(level=pl.Level.CORE_GROUP):
+                        t = pl.load(x, [0, j * 32], [16, 32])
+                        o = pl.store(pl.muls(t, 2.0), [0, j * 32], o)
+                return o
+
+        compiled = ir.compile(P, dump_passes=False, skip_ptoas=True)
+        x, o = torch.randn(16, 64), torch.zeros(16, 64)
+        compiled(x, o)
+        torch.testing.assert_close(o, 2 * x)
+
+
 def test_pl_at_does_not_nest_in_incore_code():
     with pytest.raises(ParserSyntaxError) as e:
         @pl.function

@@ -209,3 +209,13 @@ def test_a_slice_over_a_dynamic_dimension_names_the_block_loop():
         def g(x: pl.Tensor[[64, 64], pl.FP32], i: pl.Scalar[pl.INDEX], j: pl.Scalar[pl.INDEX]) -> pl.Tensor[[64, 64], pl.FP32]:
             s = x[i:j, :]
             return s
+
+
+def test_a_wrong_function_type_on_a_standalone_function_is_located_at_the_decorator():
+    """Inside a @pl.program it already was; a standalone @pl.function raised a bare TypeError."""
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.function(type="InCore")  # MARK-bad-type
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            return a
+    assert ei.value.message == "@pl.function(type=...) expects a pl.FunctionType, got 'InCore'"
+    assert_located(ei.value, "MARK-bad-type")

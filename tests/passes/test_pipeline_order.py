@@ -18,3 +18,64 @@ def test_default_pipeline_follows_spec_order():
 def test_debug_tile_pipeline_is_the_default_without_tensor_only_passes():
     tensor_only = {"OutlineHierarchyScopes", "OutlineIncoreScopes", "OutlineClusterScopes", "ConvertTensorToTileOps"}
     assert [p.name for p in DEBUG_TILE_PIPELINE] == [n for n in SPEC_ORDER if n not in tensor_only]
+
+
+# ---- what DebugTileOptimization accepts ------------------------------------------------------
+
+def _line(marker: str) -> int:
+    from pathlib import Path
+
+    lines = Path(__file__).read_text().splitlines()
+    hits = [i + 1 for i, t in enumerate(lines) if t.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+_SKIPS = ("strategy=DebugTileOptimization skips the tensor-level passes (OutlineHierarchyScopes, "
+          "OutlineIncoreScopes, OutlineClusterScopes, ConvertTensorToTileOps) and compiles tile-level "
+          "programs only, but ")
+_FIX = ("; compile with strategy=ir.OptimizationStrategy.Default (the default), or write the kernel at "
+        "tile level (an InCore function using pl.load, tile ops and pl.store)")
+
+
+def test_debug_tile_strategy_refuses_a_tensor_level_program_up_front(tmp_path):
+    """A user trial: a pl.at program under DebugTileOptimization failed in codegen with a message
+    that did not name the strategy. The check runs before any pass and writes no build folder."""
+    import pytest
+
+    import pypto.language as pl
+    from pypto import ir
+    from pypto.core.errors import CompileError
+
+    @pl.program
+    class Scoped:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 64], pl.FP32],
+                 o: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):  # MARK-debug-at
+                o[:] = pl.adds(x, 1.0)
+            return o
+
+    @pl.program
+    class TensorKernel:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[16, 64], pl.FP32],
+              o: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 64])
+            y = pl.mul(x, 2.0)  # MARK-debug-tensor-op
+            o = pl.store(t, [0, 0], o)
+            return o
+
+    cases = [(Scoped, "MARK-debug-at", "this pl.at region needs them to become a kernel"),
+             (TensorKernel, "MARK-debug-tensor-op",
+              "'pl.tensor.muls' in InCore function 'k' is a tensor-level op, which they lower to tile ops")]
+    for program, marker, what in cases:
+        out = tmp_path / program.name
+        with pytest.raises(CompileError) as e:
+            ir.compile(program, output_dir=out, skip_ptoas=True,
+                       strategy=ir.OptimizationStrategy.DebugTileOptimization)
+        assert type(e.value) is CompileError
+        assert e.value.message == _SKIPS + what + _FIX
+        assert (e.value.span.filename, e.value.span.begin_line) == (__file__, _line(marker))
+        assert not out.exists()
+        ir.compile(program, output_dir=out, skip_ptoas=True, dump_passes=False)  # Default compiles it

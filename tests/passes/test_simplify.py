@@ -120,3 +120,25 @@ def test_constant_if_with_results_is_replaced_by_its_branch():
             return r3
 
     ir.assert_structural_equal(run(Before), Expected)
+
+
+def test_a_static_dimension_query_folds_and_a_dynamic_one_stays():
+    M = pl.dynamic("M")
+
+    @pl.program
+    class Before:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def f(self, x: pl.Tensor[[M, 64], pl.FP32]) -> pl.Scalar[pl.INDEX]:
+            n = pl.dim(x, 1) // 32 + pl.dim(x, 0)
+            return n
+
+    @pl.program
+    class Expected:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def f(self, x: pl.Tensor[[M, 64], pl.FP32]) -> pl.Scalar[pl.INDEX]:
+            n = pl.dim(x, 0) + 2
+            return n
+
+    out = run(Before)
+    ir.assert_structural_equal(out, Expected)
+    assert run(out) is out

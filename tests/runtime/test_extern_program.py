@@ -262,9 +262,10 @@ def test_declaration_errors_are_located(kdir, tmp_path, decorator, body, params,
 
 
 def test_external_options_without_a_source(tmp_path):
-    with pytest.raises(TypeError, match="options of a hand-written C\\+\\+ kernel: give its source with "
-                                        "external_source="):
+    with pytest.raises(ParserTypeError, match="options of a hand-written C\\+\\+ kernel: give its source with "
+                                              "external_source=") as info:
         _module(tmp_path, "bad", _bad(tmp_path, "@pl.function(type=pl.FunctionType.AIV, cost=5)"))
+    assert info.value.span.filename == str(tmp_path / "bad.py")  # located at the decorator
 
 
 @pytest.mark.parametrize("kw,msg", [

@@ -66,6 +66,50 @@ def test_real_npu_platform_fails_naming_the_toolkit(monkeypatch: pytest.MonkeyPa
         cp2(a, b, c)
 
 
+def _call_line(frame_offset: int) -> int:
+    import inspect
+
+    return inspect.currentframe().f_back.f_lineno + frame_offset  # type: ignore[union-attr]
+
+
+def test_a_missing_vendor_toolkit_is_a_located_pypto_error_without_internal_frames(monkeypatch) -> None:
+    """A user trial: platform="a2a3" without the toolkit raised a bare RuntimeError whose traceback
+    ran through PyPTO's internals. It is a PlatformUnavailableError (still a RuntimeError) at the
+    user's call, saying what is missing and what to use instead, for every way of running."""
+    import os
+    import traceback
+
+    import pypto.language as pl
+    from pypto.core.errors import PlatformUnavailableError
+    from pypto.runtime import ChipWorker
+
+    monkeypatch.delenv("ASCEND_HOME_PATH", raising=False)
+    monkeypatch.setattr("glob.glob", lambda pattern: [])  # no /dev/davinci* on any machine
+    want = ("platform 'a2a3' runs on a real Ascend NPU, which needs the Ascend CANN toolkit "
+            "(ASCEND_HOME_PATH is not set; source the toolkit's set_env.sh) and an Ascend NPU driver and "
+            "device (no /dev/davinci* device nodes); use platform='a2a3sim' to run on the simulator")
+    cp = CompiledProgram(add_program(), "out", BackendType.Ascend910B)
+
+    @pl.jit
+    def add(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[:] = pl.add(a, b)
+        return c
+
+    runs = [(lambda: cp(*_args(), config=RunConfig(platform="a2a3")), _call_line(0)),
+            (lambda: add(*_args(), config=RunConfig(platform="a2a3")), _call_line(0)),
+            (lambda: ChipWorker(RunConfig(platform="a2a3")).init(), _call_line(0))]
+    for run, line in runs:
+        with pytest.raises(PlatformUnavailableError) as e:
+            run()
+        assert isinstance(e.value, RuntimeError) and e.value.message == want
+        assert (e.value.span.filename, e.value.span.begin_line) == (__file__, line)
+        assert str(e.value).startswith(f"{__file__}:{line}:")
+        package = os.path.dirname(os.path.abspath(pl.__file__)).rsplit(os.sep, 1)[0]
+        frames = [f.filename for f in traceback.extract_tb(e.value.__traceback__)]
+        assert not any(f.startswith(package) and not f.endswith("errors.py") for f in frames), frames
+
+
 def test_config_platform_must_match_program_backend() -> None:
     cp = CompiledProgram(add_program(), "out", BackendType.Ascend910B)
     with pytest.raises(ValueError, match="Ascend950"):

@@ -32,8 +32,10 @@ __all__ = [
     "ArgumentTypeError",
     "ArgumentValueError",
     "DeviceStateError",
+    "PlatformUnavailableError",
     "InternalError",
     "render_location",
+    "user_call_span",
 ]
 
 # Source texts registered for pseudo-files (e.g. text given to pl.parse) so carets can be drawn.
@@ -68,15 +70,23 @@ def render_location(span: Span | None, message: str, kind: str = "error") -> str
 
 
 class PyPTOError(Exception):
-    """Base class of every user-facing PyPTO error. `span` locates it; `message` is the bare text."""
+    """Base class of every user-facing PyPTO error. `span` locates it; `message` is the bare text.
 
-    def __init__(self, message: str, span: Span | None = None) -> None:
+    `notes` are further (span, text) places that explain it (e.g. where a value was defined),
+    rendered after the error as `file:line:col: note: text` with their own source line and caret.
+    """
+
+    def __init__(self, message: str, span: Span | None = None,
+                 notes: tuple[tuple[Span | None, str], ...] = ()) -> None:
         self.message = message
         self.span = span
+        self.notes = tuple(notes)
         super().__init__(message)
 
     def __str__(self) -> str:
-        return render_location(self.span, self.message)
+        parts = [render_location(self.span, self.message)]
+        parts += [render_location(span, text, "note") for span, text in self.notes]
+        return "\n".join(parts)
 
 
 class ParserError(PyPTOError):
@@ -141,8 +151,36 @@ class DeviceStateError(PyPTOError, RuntimeError):
     of a closed worker. Also a RuntimeError."""
 
 
+class PlatformUnavailableError(PyPTOError, RuntimeError):
+    """A platform that cannot run on this machine: a real-NPU platform (`a2a3`, `a5`) without the
+    vendor toolkit or device. Located at the user's call; also a RuntimeError."""
+
+
 class InternalError(Exception):
     """A broken compiler invariant: a bug in PyPTO, not in the user's program."""
+
+
+def user_call_span() -> Span | None:
+    """The span of the innermost call on the current stack made from outside the pypto package —
+    the user's line that called into PyPTO (with its columns, where Python records them) — for
+    errors found at run time rather than in the user's kernel source."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(package):
+        f = f.f_back
+    if f is None:
+        return None
+    line, end_line, col, end_col = f.f_lineno, -1, 1, -1
+    try:
+        pos = list(f.f_code.co_positions())[f.f_lasti // 2]
+        if None not in pos:
+            line, end_line, col, end_col = pos[0], pos[1], pos[2] + 1, pos[3] + 1
+    except (AttributeError, IndexError):  # no position table (Python < 3.11)
+        pass
+    return Span(f.f_code.co_filename, line, col, end_line, end_col)
 
 
 def user_facing(fn):  # type: ignore[no-untyped-def]

@@ -35,13 +35,16 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import os
 import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ..core import packed
 from ..core.dtype import DataType
 from ..core.enums import FunctionType, ParamDirection, ScopeKind
+from ..core.errors import ArgumentTypeError, ArgumentValueError, user_call_span, user_facing
 from ..ir import expr as ex
 from ..ir import stmt as st
 from ..ir.function import Function, Program
@@ -331,14 +334,40 @@ def _main_block(entry: Function) -> list[str]:
     return lines
 
 
-def torch_codegen(node: Program | Function, entry: str | None = None) -> str:
+def _as_node(node: Any) -> Program | Function:
+    """`node` itself, or the Program / Function a printed-IR file (a `passes_dump/*.py` dump, given
+    as a str or os.PathLike path) describes."""
+    if isinstance(node, (Program, Function)):
+        return node
+    if not isinstance(node, (str, os.PathLike)):
+        raise ArgumentTypeError(f"torch_codegen expects an ir.Program, an ir.Function or the path of a "
+                                f"printed-IR file (a passes_dump/*.py dump), got {type(node).__name__}",
+                                user_call_span())
+    path = Path(node)
+    if "\n" in str(node) or not path.is_file():
+        what = ("a folder: pass one of its passes_dump/*.py files" if path.is_dir() else
+                "DSL text, not a path: parse it first with pl.parse(text)" if "\n" in str(node) else
+                "not an existing file")
+        raise ArgumentValueError(f"torch_codegen: {str(node)[:120]!r} is {what}", user_call_span())
+    from ..language import loads
+
+    return loads(str(path))
+
+
+@user_facing
+def torch_codegen(node: Program | Function | str | os.PathLike, entry: str | None = None) -> str:
     """A standalone PyTorch script (text) for `node` (see the module docstring).
 
     Args:
-        node: an `ir.Program` at any pass stage, or a single `ir.Function`.
+        node: an `ir.Program` at any pass stage, a single `ir.Function`, or the path (str or
+            os.PathLike) of a printed-IR file such as `<build>/passes_dump/05_after_Simplify.py`,
+            which is parsed first (`pl.loads`).
         entry: name of the entry function (default: as `CompiledProgram` picks it).
 
     Raises:
+        ArgumentTypeError / ArgumentValueError (TypeError / ValueError, at the caller's line): a
+            `node` of another type, or a path that is not an existing file.
+        ParserError: the file is not valid printed IR (located in the file).
         NotImplementedError: an op in `torch_ops.UNSUPPORTED` or without a PyTorch template (the
             message names it), a dtype without a torch equivalent, a hand-written C++ kernel, or a
             construct the script cannot express.
@@ -347,6 +376,7 @@ def torch_codegen(node: Program | Function, entry: str | None = None) -> str:
     """
     from ..runtime.compiled import select_entry
 
+    node = _as_node(node)
     program = node if isinstance(node, Program) else Program(node.name, (node,))
     for f in program.functions:
         if f.external is not None:  # its semantics are C++ the script cannot contain

@@ -70,6 +70,15 @@ for _d in _ALL_DTYPES:
 globals().update(unified_ops)
 
 
+def __getattr__(name: str) -> Any:
+    """A missing `pl.X`: Python's AttributeError, with the PyPTO spelling of a data type written
+    the torch way (`pl.float32` -> `pl.FP32`), as annotations are evaluated before PyPTO sees them."""
+    from .parser.hints import dtype_spelling_hint
+
+    hint = dtype_spelling_hint(name) if not name.startswith("_") else ""
+    raise AttributeError(f"module 'pypto.language' has no attribute {name!r}{hint}")
+
+
 @user_facing
 def parse(code: str, filename: str | None = None) -> Any:
     """Parse printed DSL text back into the `ir.Program` / `ir.Function` it describes (SPEC §4)."""

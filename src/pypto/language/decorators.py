@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.enums import FunctionType, Level, Role
-from ..core.errors import user_facing
+from ..core.errors import ParserTypeError, user_call_span, user_facing
 from ..ir.function import Function, Program
 from .parser.entry import FunctionOptions, inline_call, parse_function, parse_program
 
@@ -38,6 +38,7 @@ def _is_method(fn: Callable) -> bool:
 
 
 @user_facing
+@user_facing
 def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Opaque,
              level: Level | None = None, role: Role | None = None, strict_ssa: bool = False,
              auto_scope: bool = True, optimizations: list | tuple = (), external_source: Any = None,
@@ -50,10 +51,14 @@ def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Op
     with `include_dirs=[...]`, `cost=` (simulated cycles: int, formula str or callable) and
     `core_num=` (blocks per call) — SPEC §10, docs/tools.md "External C++ kernels".
 
-    Raises the ParserError subclasses of SPEC §2.4 at the user's file and line.
+    Raises the ParserError subclasses of SPEC §2.4 at the user's file and line (a wrong `type=`
+    or `optimizations=` value: ParserTypeError at the decorator, as inside a `@pl.program`).
     """
-    opts = FunctionOptions(type, level, role, strict_ssa, auto_scope, optimizations, external_source,
-                           include_dirs, cost, core_num)
+    try:
+        opts = FunctionOptions(type, level, role, strict_ssa, auto_scope, optimizations, external_source,
+                               include_dirs, cost, core_num)
+    except TypeError as e:
+        raise ParserTypeError(str(e), user_call_span()) from None
 
     @user_facing
     def wrap(f: Callable) -> Function | MethodDef:

@@ -8,8 +8,9 @@ Out/InOut tensors in place. Sub-functions decorated `@pl.jit.incore` / `.opaque`
 hand-written C++ kernel, SPEC §10) are discovered from the entry's body and specialised at their
 call sites; `@pl.jit.inline` bodies are spliced in. A build is also redone when the source of a
 hand-written kernel it uses (or a local header of it) changed.
-`@pl.jit.incore(level=...)` takes the core-level values of `pl.Level` only (`check_incore_level`,
-`check_core_side`). docs/language.md "`@pl.jit` specialisation and caching" states the rules.
+`@pl.jit.incore(level=...)` takes the core-level values of `pl.Level` only (`check_incore_level`;
+parser/core_side.py checks that an AIC / AIV kernel does only that core's work). docs/language.md
+"`@pl.jit` specialisation and caching" states the rules.
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from ..core.dtype import BOOL, FP32, INT64, DataType, dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
 from ..core.errors import (
     ArgumentTypeError,
-    InvalidOperationError,
     ParserSyntaxError,
     ParserTypeError,
     user_facing,
 )
 from ..core.span import Span
 from ..ir.expr import ConstInt, Expr, GlobalVar, Var
-from ..ir.function import Function, Program
+from ..ir.function import Program
 from ..ir.types import ScalarType, TensorType, Type
 from .decorators import InlineFunction
+from .parser.core_side import check_core_level
 from .parser.entry import FunctionOptions, parse_function
 from .parser.external import ExternalOptions
 from .parser.function_parser import ProgramContext
@@ -148,9 +149,9 @@ class _Specialisable:
         name = self._specialised_name(ctx, overrides)
         if name not in ctx.external:
             opts = self.function_options()
-            func = parse_function(self.__pypto_pyfunc__, opts, name=name, overrides=overrides, program=ctx)
-            if self.func_type is FunctionType.InCore and self.level in _CORE_SIDE:
-                check_core_side(func, self.level)
+            decorator = f"@pl.jit.incore(level={self.level!r})" if self.func_type is FunctionType.InCore else None
+            func = parse_function(self.__pypto_pyfunc__, opts, name=name, overrides=overrides, program=ctx,
+                                  decorator=decorator)
             ctx.external[name] = func
         return parser.call_function(GlobalVar(name, span=parser.span(node)), node)
 
@@ -462,14 +463,8 @@ def _make_extern(fn: Callable, core_type: Any, source: Any, aic_source: Any, aiv
 
 # ---- @pl.jit.incore(level=...) ----------------------------------------------------------------
 # An InCore kernel runs on the cores of one cluster (SPEC §6), so its level is one of the three
-# core-level values of pl.Level (SPEC §2.2: all level 0). AIC / AIV pin it to one core kind; the
-# side of each statement comes from passes.kernel_sides (op traits and tile memory spaces).
-_CORE_SIDE = {Level.AIC: "C", Level.AIV: "V"}
-_CORE_LEVEL_TEXT = ("pl.Level.CORE_GROUP (the default: the compiler runs cube ops on the cube core and "
-                    "vector ops on the vector cores, splitting a kernel that uses both), pl.Level.AIC "
-                    "(the cube core only) or pl.Level.AIV (a vector core only)")
-
-
+# core-level values of pl.Level (SPEC §2.2: all level 0). AIC / AIV pin it to one core kind, which
+# the parser checks (parser/core_side.py, shared with @pl.function and pl.at).
 def _decorator_span(fn: Callable, keyword: str) -> Span | None:
     """Where `keyword=` is written in the decorators of `fn` (else the function's line)."""
     from .parser.source import source_of
@@ -489,41 +484,11 @@ def _decorator_span(fn: Callable, keyword: str) -> Span | None:
 
 
 def check_incore_level(fn: Callable, level: Any) -> None:
-    """Accept `level=` of `@pl.jit.incore` only where an InCore kernel can run: None or
-    pl.Level.CORE_GROUP / AIC / AIV (Language Guide "@pl.jit family": `level=` targets a hierarchy
-    level). Raises ParserTypeError at the decorator for anything else (e.g. pl.Level.CHIP)."""
-    if level is None or level is Level.CORE_GROUP or level in _CORE_SIDE:
+    """Accept `level=` of `@pl.jit.incore` only where an InCore kernel can run (parser/core_side.py
+    `check_core_level`). Raises ParserTypeError at the decorator for anything else (e.g. CHIP)."""
+    if level is None or level in (Level.CORE_GROUP, Level.AIC, Level.AIV):
         return
-    span = _decorator_span(fn, "level")
-    if not isinstance(level, Level):
-        raise ParserTypeError(f"@pl.jit.incore(level=...) expects a pl.Level, got {level!r}: "
-                              f"use {_CORE_LEVEL_TEXT}", span)
-    raise ParserTypeError(
-        f"@pl.jit.incore(level={level!r}): an InCore kernel runs on the cores of one cluster, so its "
-        f"level is {_CORE_LEVEL_TEXT}; {level!r} (level {level.level_number}) is above the cores — "
-        f"put work for that level in the entry under 'with pl.at(level={level!r}):'", span)
-
-
-def check_core_side(func: Function, level: Level) -> None:
-    """A `@pl.jit.incore(level=pl.Level.AIC | AIV)` kernel must only do work of that core: cube ops
-    and Mat/Left/Right/Acc/Bias tiles on the AIC, vector ops and Vec tiles on an AIV (scalar and
-    tensor bookkeeping runs on either). Raises InvalidOperationError at the first statement that
-    needs the other core (or moves data between the two)."""
-    from ..passes.kernel_sides import C, V, X, sided_ops
-
-    want = _CORE_SIDE[level]
-    other = {C: ("the cube core (AIC)", "pl.Level.AIC"), V: ("a vector core (AIV)", "pl.Level.AIV")}
-    for side, what, span, _ in sided_ops(func):
-        if side not in (C, V, X) or side == want:
-            continue
-        where = ("moves data between the cube core and a vector core" if side == X
-                 else f"runs on {other[side][0]}")
-        fix = ("level=pl.Level.CORE_GROUP (the default), which splits a kernel using both cores" if side == X
-               else f"level={other[side][1]}, or level=pl.Level.CORE_GROUP (the default) to let the "
-                    f"compiler place each op")
-        raise InvalidOperationError(
-            f"{what} {where}, but kernel '{func.name}' is @pl.jit.incore(level={level!r}), which runs "
-            f"only on {other[want][0]}; use {fix}", span)
+    check_core_level(level, "@pl.jit.incore(", _decorator_span(fn, "level"))
 
 
 def _reject_auto_scope(kind: str, kw: dict[str, Any]) -> None:

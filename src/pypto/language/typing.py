@@ -26,12 +26,31 @@ __all__ = [
     "TaskId",
     "Tensor", "Tile", "Scalar", "Out", "InOut", "DynVar", "dynamic", "TensorAnnotation",
     "TileAnnotation", "ScalarAnnotation", "DirectionAnnotation", "TensorViewSpec", "TileViewSpec",
-    "MemRefSpec", "AnnotationError", "to_ir_type", "to_dim", "RUNTIME", "Tuple",
+    "MemRefSpec", "AnnotationError", "InvalidAnnotation", "to_ir_type", "to_dim", "RUNTIME", "Tuple",
 ]
 
 
 class AnnotationError(Exception):
     """A malformed annotation; the parser re-raises it as ParserTypeError at the annotation."""
+
+
+class Annotation:
+    """Base of annotation objects."""
+
+
+@dataclass(frozen=True)
+class InvalidAnnotation(Annotation):
+    """A malformed `pl.Tensor[...]` / `pl.Tile[...]` / `pl.Scalar[...]` subscript.
+
+    Python evaluates parameter annotations when `def` runs, before a decorator can see the source,
+    so raising there would leave the mistake without a file and line. The subscript returns this
+    record instead; the parser raises `message` as a ParserTypeError at the annotation, in both
+    annotation modes (evaluated and `from __future__ import annotations`)."""
+
+    message: str
+
+    def to_ir(self) -> Type:
+        raise AnnotationError(self.message)
 
 
 class DynVar:
@@ -83,10 +102,26 @@ def _shape(s: Any, allow_zero: bool = False) -> tuple[Expr, ...]:
     return tuple(to_dim(d, allow_zero) for d in s)
 
 
+class _DeferErrors(type):
+    """Metaclass of the annotation parts users construct (`pl.TensorView(...)`, `pl.TileView(...)`,
+    `pl.MemRef(...)`): wrong arguments give an InvalidAnnotation (located later by the parser)
+    instead of a TypeError raised while Python runs `def`."""
+
+    user_name: str
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except TypeError as e:
+            text = str(e).replace(f"{cls.__name__}.__init__()", cls.user_name)
+            return InvalidAnnotation(f"{cls.user_name}(...): {text}")
+
+
 @dataclass(frozen=True)
-class TensorViewSpec:
+class TensorViewSpec(metaclass=_DeferErrors):
     """`pl.TensorView(stride=[...], layout=pl.TensorLayout.DN, valid_shape=None, pad=...)`."""
 
+    user_name = "pl.TensorView"
     stride: Any = None
     layout: TensorLayout = TensorLayout.ND
     valid_shape: Any = None
@@ -98,9 +133,10 @@ class TensorViewSpec:
 
 
 @dataclass(frozen=True)
-class TileViewSpec:
+class TileViewSpec(metaclass=_DeferErrors):
     """`pl.TileView(valid_shape=[...], layout=..., pad=...)`."""
 
+    user_name = "pl.TileView"
     valid_shape: Any = None
     layout: TensorLayout = TensorLayout.ND
     pad: PadValue = PadValue.null
@@ -111,9 +147,10 @@ class TileViewSpec:
 
 
 @dataclass(frozen=True)
-class MemRefSpec:
+class MemRefSpec(metaclass=_DeferErrors):
     """`pl.MemRef(pl.Mem.Vec, id=0, size=16384, addr=0)` in printed IR after memory planning."""
 
+    user_name = "pl.MemRef"
     memory_space: MemorySpace
     id: int
     size: int
@@ -123,8 +160,12 @@ class MemRefSpec:
         return MemRef(self.memory_space, self.id, self.size, self.addr)
 
 
-class Annotation:
-    """Base of annotation objects."""
+def _checked(parts: tuple) -> tuple:
+    """`parts` of an annotation; raises the AnnotationError of the first InvalidAnnotation among them."""
+    for e in parts:
+        if isinstance(e, InvalidAnnotation):
+            e.to_ir()
+    return parts
 
 
 @dataclass(frozen=True)
@@ -138,7 +179,7 @@ class TensorAnnotation(Annotation):
             raise AnnotationError("bare pl.Tensor needs a shape and dtype: write "
                                   "pl.Tensor[[shape], dtype] (bare pl.Tensor is only allowed under @pl.jit)")
         view = None
-        for e in self.extra:
+        for e in _checked(self.extra):
             if e is TensorLayout.NZ:
                 raise AnnotationError("pl.NZ is a tile-only layout; it cannot annotate a Tensor "
                                       "(use pl.Tile[..., pl.NZ])")
@@ -165,7 +206,7 @@ class TileAnnotation(Annotation):
 
     def to_ir(self) -> TileType:
         space = memref = view = None
-        for e in self.extra:
+        for e in _checked(self.extra):
             if isinstance(e, MemorySpace):
                 space = e
             elif isinstance(e, MemRefSpec):
@@ -194,17 +235,46 @@ class DirectionAnnotation(Annotation):
     inner: Any
 
 
-def _dtype(x: Any) -> DataType:
-    if not isinstance(x, DataType):
-        raise AnnotationError(f"expected a data type such as pl.FP32, got {x!r}")
-    return x
+def _dtype_problem(x: Any, where: str) -> str | None:
+    """Why `x` is not a data type (None if it is one); a dtype written as text gets its pl. name."""
+    if isinstance(x, DataType):
+        return None
+    from ..core.dtype import dtype_from_name, dtype_from_torch
+
+    hint = ""
+    if isinstance(x, str):
+        try:
+            hint = f": write pl.{dtype_from_name(x).name} instead of the string {x!r}"
+        except KeyError:
+            pass
+    elif type(x).__name__ == "dtype" and type(x).__module__ == "torch":
+        try:
+            hint = f": write pl.{dtype_from_torch(x).name} (a PyPTO data type) instead of {x}"
+        except TypeError:
+            pass
+    return f"{where} expects a data type such as pl.FP32, got {x!r}{hint}"
+
+
+_SCALARS = ("pl.Scalar", "pl.RUNTIME")  # annotations whose item is just a dtype
+
+
+def _subscript(what: str, usage: str, item: Any, make: Any) -> Annotation:
+    """`what[item]` as an annotation, or an InvalidAnnotation saying what is wrong with it."""
+    if what not in _SCALARS and (not isinstance(item, tuple) or len(item) < 2):
+        return InvalidAnnotation(f"{what} takes {usage}, got {what}[{_text(item)}]")
+    dtype = item if what in _SCALARS else item[1]
+    problem = _dtype_problem(dtype, what)
+    return InvalidAnnotation(problem) if problem else make(item)
+
+
+def _text(item: Any) -> str:
+    return ", ".join(map(repr, item)) if isinstance(item, tuple) else repr(item)
 
 
 class _TensorMeta(type):
-    def __getitem__(cls, item: Any) -> TensorAnnotation:
-        if not isinstance(item, tuple) or len(item) < 2:
-            raise AnnotationError("pl.Tensor takes [shape, dtype] and an optional layout/view")
-        return TensorAnnotation(item[0], _dtype(item[1]), tuple(item[2:]))
+    def __getitem__(cls, item: Any) -> Annotation:
+        return _subscript("pl.Tensor", "[shape, dtype] and an optional layout/view", item,
+                          lambda it: TensorAnnotation(it[0], it[1], tuple(it[2:])))
 
 
 class Tensor(metaclass=_TensorMeta):
@@ -212,10 +282,9 @@ class Tensor(metaclass=_TensorMeta):
 
 
 class _TileMeta(type):
-    def __getitem__(cls, item: Any) -> TileAnnotation:
-        if not isinstance(item, tuple) or len(item) < 2:
-            raise AnnotationError("pl.Tile takes [shape, dtype] and optional memory space/layout/view")
-        return TileAnnotation(item[0], _dtype(item[1]), tuple(item[2:]))
+    def __getitem__(cls, item: Any) -> Annotation:
+        return _subscript("pl.Tile", "[shape, dtype] and an optional memory space/layout/view", item,
+                          lambda it: TileAnnotation(it[0], it[1], tuple(it[2:])))
 
 
 class Tile(metaclass=_TileMeta):
@@ -223,11 +292,11 @@ class Tile(metaclass=_TileMeta):
 
 
 class _ScalarMeta(type):
-    def __getitem__(cls, item: Any) -> ScalarAnnotation:
-        return ScalarAnnotation(_dtype(item))
+    def __getitem__(cls, item: Any) -> Annotation:
+        return _subscript("pl.Scalar", "one dtype", item, ScalarAnnotation)
 
-    def __call__(cls, dtype: Any) -> ScalarAnnotation:  # type: ignore[override]
-        return ScalarAnnotation(_dtype(dtype))
+    def __call__(cls, dtype: Any) -> Annotation:  # type: ignore[override]
+        return _subscript("pl.Scalar", "one dtype", dtype, ScalarAnnotation)
 
 
 class Scalar(metaclass=_ScalarMeta):
@@ -235,8 +304,8 @@ class Scalar(metaclass=_ScalarMeta):
 
 
 class _RuntimeMeta(type):
-    def __getitem__(cls, item: Any) -> ScalarAnnotation:
-        return ScalarAnnotation(_dtype(item))
+    def __getitem__(cls, item: Any) -> Annotation:
+        return _subscript("pl.RUNTIME", "one dtype", item, ScalarAnnotation)
 
     def __repr__(cls) -> str:
         return "pl.RUNTIME"
@@ -287,7 +356,7 @@ def to_ir_type(ann: Any) -> Type:
     """Convert an evaluated annotation to an IR type. Raises AnnotationError."""
     if ann is Tensor:
         ann = TensorAnnotation()
-    if isinstance(ann, (TensorAnnotation, TileAnnotation, ScalarAnnotation)):
+    if isinstance(ann, (TensorAnnotation, TileAnnotation, ScalarAnnotation, InvalidAnnotation)):
         return ann.to_ir()
     if isinstance(ann, DataType):
         return ScalarType(ann)

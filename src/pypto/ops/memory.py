@@ -41,7 +41,7 @@ from .typing_rules import (
 )
 from .valid import check_valid_shape, effective_shape, poison_outside, slice_valid, view_for
 
-__all__ = ["check_region", "check_in_bounds", "region"]
+__all__ = ["check_region", "check_in_bounds", "region", "queried_dim"]
 
 _LOADABLE = (MemorySpace.Vec, MemorySpace.Mat)
 _STORABLE = (MemorySpace.Vec, MemorySpace.Acc, MemorySpace.Mat)
@@ -168,6 +168,17 @@ def _dim_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
 
 def _dim(x: Any, axis: int = 0) -> int:
     return int(x.shape[axis])
+
+
+def queried_dim(args: list[Expr] | tuple[Expr, ...], attrs: dict[str, Any]) -> Expr | None:
+    """The dimension a dimension query (an op with `lowering="shape"`, e.g. `tensor.dim`) stands
+    for: dimension `axis` of its tensor's type — a ConstInt for a static dimension, the
+    `pl.dynamic` Var (or an expression over such) otherwise — or None for an axis out of range.
+    One rule for every reader: ConvertTensorToTileOps lowers the query to it, the parser's
+    `pl.static_assert` folds it (a static dimension of a partly dynamic tensor is static)."""
+    shape = getattr(args[0].type, "shape", ())
+    axis = attrs.get("axis", 0)
+    return shape[axis] if -len(shape) <= axis < len(shape) else None
 
 
 _MEM = frozenset({"memory"})

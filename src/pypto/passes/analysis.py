@@ -10,7 +10,7 @@ from ..ir.types import TileType, Type
 from ..ir.visitor import IRVisitor
 
 __all__ = ["defined_vars", "used_vars", "assigned_vars", "UseVisitor", "unwritten_outputs", "reads_var",
-           "in_place_operands_of"]
+           "first_reader", "in_place_operands_of"]
 
 
 class _Defs(IRVisitor):
@@ -142,6 +142,32 @@ def reads_var(nodes: Stmt | Expr | Iterable[Stmt | Expr], v: Var) -> bool:
             r.visit_stmt(n)
         else:
             r.visit_expr(n)
+    return r.found
+
+
+class _FirstReader(UseVisitor):
+    def __init__(self, v: Var, skip: Stmt | None) -> None:
+        self.v, self.skip = v, skip
+        self.current: Stmt | None = None
+        self.found: Stmt | None = None
+
+    def visit_stmt(self, s: Stmt) -> None:
+        if s is self.skip or self.found is not None:
+            return
+        outer, self.current = self.current, s
+        super().visit_stmt(s)
+        self.current = outer
+
+    def on_use(self, u: Var) -> None:
+        if u is self.v and self.found is None:
+            self.found = self.current
+
+
+def first_reader(body: Stmt, v: Var, skip: Stmt | None = None) -> Stmt | None:
+    """The innermost statement of `body` (in program order, leaving out the subtree `skip`) that
+    first reads `v` (a loop or if for a read in its header), or None. For locating errors."""
+    r = _FirstReader(v, skip)
+    r.visit_stmt(body)
     return r.found
 
 

@@ -41,7 +41,7 @@ from ..ir.function import Program
 from ..ir.printer import python_print
 from .base import PassContext
 from .manager import PassManager, VerificationLevel
-from .pipeline import OptimizationStrategy, passes_for
+from .pipeline import OptimizationStrategy, check_strategy, passes_for
 
 __all__ = ["compile", "lower", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
 
@@ -268,6 +268,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         ValueError: unknown `strategy`, `verification_level`, `$PYPTO_VERIFY_LEVEL`,
             `diagnostic_phase` or `disabled_diagnostics` entry (the message lists the allowed
             values), or a platform for another chip.
+        CompileError: a tensor-level program (a `pl.at` region, a tensor op in a kernel) with
+            `strategy=DebugTileOptimization`, which skips the tensor-level passes (checked first).
         FileExistsError: `output_dir` holds files named like build artifacts that are not from a
             complete PyPTO build (they are never deleted).
         CompileError (MemoryCapacityError, VerificationError, CodegenError, ...): the program cannot
@@ -285,6 +287,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     from ..core.diagnostics import diagnostic_options
 
     passes = passes_for(strategy)
+    check_strategy(program, strategy)
     level = _check_level(verification_level)
     diag = diagnostic_options(diagnostic_phase, disabled_diagnostics)
     platform = platform or ("a2a3sim" if backend_type is BackendType.Ascend910B else "a5sim")

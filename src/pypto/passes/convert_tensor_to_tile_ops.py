@@ -54,6 +54,7 @@ from ..ir.stmt import (
 from ..ir.types import ScalarType, TensorType, TileType, Type
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
+from ..ops.memory import queried_dim
 from ..ops.registry import OpSpec
 from ..ops.typing_rules import const_dims
 from .base import FunctionPass, PassContext
@@ -438,15 +439,14 @@ class _Converter:
     def _lower_shape(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
         """A dimension query (`tensor.dim`): the dimension itself — a constant, or the kernel's
         dynamic-dimension variable (bound from the argument's shape) — as the scalar's value."""
-        axis = dict(call.kwargs).get("axis", 0)
-        shape = args[0].type.shape  # type: ignore[attr-defined]
-        dim = shape[axis] if -len(shape) <= axis < len(shape) else None
+        dim = queried_dim(args, dict(call.kwargs))
         if isinstance(dim, ConstInt):
             value: Expr = ConstInt(dim.value, var.type.dtype)  # type: ignore[attr-defined]
         elif isinstance(dim, Var):
             value = dim
         else:
-            raise CompileError(f"pl.dim of axis {axis} of a {len(shape)}-D tensor inside an InCore function", span)
+            raise CompileError(f"pl.dim of axis {dict(call.kwargs).get('axis', 0)} of a "
+                               f"{len(args[0].type.shape)}-D tensor inside an InCore function", span)  # type: ignore[attr-defined]
         self.out.append(AssignStmt(var, value, span=span))
 
     _LOWERINGS: dict[str, Callable[..., None]] = {

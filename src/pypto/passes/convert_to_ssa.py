@@ -140,13 +140,14 @@ class _SSABuilder:
     def use(self, e: Expr) -> Expr:
         return _Subst(self.env).visit_expr(e)
 
-    def fresh(self, v: Var) -> Var:
-        """The SSA Var for a new definition of original `v`."""
+    def fresh(self, v: Var, at: Stmt) -> Var:
+        """The SSA Var for a new definition of original `v` by statement `at` (its span locates the
+        new Var, so errors about this value point at this definition, not at the first one)."""
         if v not in self.defined:
             self.defined.add(v)
             nv = v
         else:
-            nv = Var(v.name, v.type, span=v.span)
+            nv = Var(v.name, v.type, span=at.span)
         self.env[v] = nv
         return nv
 
@@ -160,7 +161,7 @@ class _SSABuilder:
     def stmt(self, s: Stmt) -> list[Stmt]:
         if isinstance(s, AssignStmt):
             value = self.use(s.value)
-            return [AssignStmt(self.fresh(s.var), value, span=s.span)]
+            return [AssignStmt(self.fresh(s.var, s), value, span=s.span)]
         if isinstance(s, (EvalStmt, ReturnStmt, YieldStmt)):
             return [_Subst(self.env).visit_stmt(s)]
         if isinstance(s, SeqStmts):
@@ -214,7 +215,7 @@ class _SSABuilder:
         self.env = saved
         rvs = list(s.return_vars)
         for v, _ in implicit:
-            rvs.append(self.fresh(v))
+            rvs.append(self.fresh(v, s))
         for rv in s.return_vars:
             self.env[rv] = rv
             self.defined.add(rv)
@@ -247,7 +248,7 @@ class _SSABuilder:
         els = _append_yield(base, else_vals, s)  # type: ignore[arg-type]
         rvs = list(s.return_vars)
         for v in merged:
-            rvs.append(self.fresh(v))
+            rvs.append(self.fresh(v, s))
         return replace(s, cond=cond, then_body=then, else_body=els, return_vars=tuple(rvs))
 
 

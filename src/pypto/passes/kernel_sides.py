@@ -145,11 +145,12 @@ def _calls(e: Expr) -> list[Call]:
     return [c for a in getattr(e, "elements", ()) for c in _calls(a)]
 
 
-def sided_ops(func: Function) -> list[tuple[str, str, Span, bool]]:
-    """(side, description, span, runs on a unit) of every op call in `func`'s body, those of ops
-    with the "cube" / "vector" trait first, each group in source order."""
+def sided_ops(code: Function | Stmt) -> list[tuple[str, str, Span, bool]]:
+    """(side, description, span, runs on a unit) of every op call in a function's body (or in a
+    statement, e.g. a `pl.at` body), those of ops with the "cube" / "vector" trait first, each
+    group in source order."""
     out = []
-    for s in _leaf_stmts(func.body):
+    for s in _leaf_stmts(code.body if isinstance(code, Function) else code):
         value = s.value if isinstance(s, AssignStmt) else s.expr  # type: ignore[attr-defined]
         for c in _calls(value):
             leaf = s if c is value else EvalStmt(c, span=s.span)

@@ -27,6 +27,7 @@ from ..ir.expr import Call, ConstInt, Expr, GlobalVar, MakeTuple, TupleGetItem, 
 from ..ir.function import Function, Program
 from ..ir.stmt import (
     AssignStmt,
+    EvalStmt,
     ForStmt,
     IfStmt,
     ReturnStmt,
@@ -39,7 +40,7 @@ from ..ir.stmt import (
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
-from .analysis import defined_vars, used_vars
+from .analysis import defined_vars, first_reader, used_vars
 from .base import Pass, PassContext
 from .rewrite import FreshBindings, is_dynamic_dim, rebuild_children, uses_outside
 from .scope_outline import outline_cluster_groups
@@ -184,8 +185,12 @@ class _Outliner:
         outputs = [v for v in inner_defs if v in used_after]
         for o in outputs:
             if not isinstance(o.type, TensorType):
-                raise CompileError(f"value '{o.name}' computed inside pl.at is used after it, but only "
-                                   f"tensors can leave an InCore scope", o.span)
+                use = first_reader(self.func.body, o, skip=scope)
+                raise CompileError(
+                    f"value '{o.name}' computed inside pl.at is used after it, but only tensors can leave "
+                    f"an InCore scope: compute '{o.name}' before the pl.at, or write it into a tensor",
+                    use.span if use is not None else o.span,
+                    notes=((o.span, f"'{o.name}' is assigned here, inside the pl.at"),))
         pre: list[Stmt] = []
         params: list[Var] = []
         dirs: list[ParamDirection] = []
@@ -244,8 +249,6 @@ class _Outliner:
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
         call = Call(GlobalVar(name), tuple(args), (), rt, scope.deps, span=scope.span)
         if not outputs:
-            from ..ir.stmt import EvalStmt
-
             return pre + [EvalStmt(call, span=scope.span)]
         if len(outputs) == 1 and len(ret_values) == 1:
             return pre + [AssignStmt(outputs[0], call, span=scope.span)]
@@ -337,17 +340,26 @@ class _InlineIncoreScopes(IRMutator):
         return body
 
 
+def _scan(s: Stmt) -> _ComputeOutsideScopes:
+    v = _ComputeOutsideScopes()
+    v.visit_stmt(s)
+    return v
+
+
 def _implicit_scope(f: Function) -> Function:
     """An Opaque function computing at tensor level without `pl.at` (the Language Guide's plain
     `@pl.function` examples) runs its body as one InCore region: everything but the final return
-    is wrapped in an implicit `pl.at(level=CORE_GROUP)`. Functions that call other functions are
-    left alone (their calls must stay on the orchestration side)."""
+    is wrapped in an implicit `pl.at(level=CORE_GROUP)`. In a function that also calls other
+    functions the calls stay on the orchestration side, so each run of computing statements between
+    them gets its own implicit region instead (`o[:] = helper(d)`: the copy into `o` is a kernel)."""
     if f.func_type is not FunctionType.Opaque:
         return f
-    v = _ComputeOutsideScopes()
-    v.visit_stmt(f.body)
-    if not v.compute or v.calls:
+    v = _scan(f.body)
+    if not v.compute:
         return f
+    if v.calls:
+        body = _regions_between_calls(f.body)
+        return replace(f, body=body) if body is not f.body else f
     dissolve = _InlineIncoreScopes()
     stmts = list(dissolve.visit_seq(f.body).stmts)  # one region: inner pl.at dissolve
     tail = [stmts.pop()] if stmts and isinstance(stmts[-1], ReturnStmt) else []
@@ -357,6 +369,37 @@ def _implicit_scope(f: Function) -> Function:
     scope = ScopeStmt(ScopeKind.InCore, SeqStmts(tuple(stmts), span=f.body.span), Level.CORE_GROUP,
                       deps=deps, span=f.span)
     return replace(f, body=SeqStmts((scope, *tail), span=f.body.span))
+
+
+def _regions_between_calls(body: SeqStmts) -> SeqStmts:
+    """`body` with each maximal run of computing leaf statements (no function call, outside any
+    `pl.at`) wrapped in an implicit `pl.at(level=CORE_GROUP)`; loops and ifs are entered."""
+    out: list[Stmt] = []
+    run: list[Stmt] = []
+
+    def flush() -> None:
+        if run:
+            span = run[0].span
+            out.append(ScopeStmt(ScopeKind.InCore, SeqStmts(tuple(run), span=span), Level.CORE_GROUP, span=span))
+            run.clear()
+
+    changed = False
+    for st in body.stmts:
+        if isinstance(st, ScopeStmt):
+            flush()
+            out.append(st)
+            continue
+        v = _scan(st)
+        if v.compute and not v.calls and isinstance(st, (AssignStmt, EvalStmt)):
+            run.append(st)
+            changed = True
+            continue
+        flush()
+        new = rebuild_children(st, _regions_between_calls) if v.compute else st
+        changed |= new is not st
+        out.append(new)
+    flush()
+    return replace(body, stmts=tuple(out)) if changed else body
 
 
 class OutlineIncoreScopes(Pass):

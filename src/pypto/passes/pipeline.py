@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import enum
 
+from ..core.enums import FunctionType, ScopeKind
+from ..core.errors import CompileError
+from ..core.span import Span
+from ..ir.expr import Call
+from ..ir.function import Function, Program
+from ..ir.stmt import ScopeStmt
+from ..ir.visitor import IRVisitor
+from ..ops import get_op
+from ..ops.registry import python_name
 from .allocate_memory_addr import AllocateMemoryAddr
 from .auto_derive_task_dependencies import AutoDeriveTaskDependencies
 from .base import Pass
@@ -26,7 +35,7 @@ from .resolve_backend_op_layouts import ResolveBackendOpLayouts
 from .simplify import Simplify
 from .unroll_loops import UnrollLoops
 
-__all__ = ["OptimizationStrategy", "DEFAULT_PIPELINE", "DEBUG_TILE_PIPELINE", "passes_for"]
+__all__ = ["OptimizationStrategy", "DEFAULT_PIPELINE", "DEBUG_TILE_PIPELINE", "passes_for", "check_strategy"]
 
 
 class OptimizationStrategy(enum.Enum):
@@ -77,3 +86,51 @@ def passes_for(strategy: object) -> list[Pass]:
         raise ValueError(f"unknown optimization strategy {strategy!r}; expected one of "
                          f"{', '.join('ir.OptimizationStrategy.' + s.name for s in OptimizationStrategy)}")
     return [cls() for cls in _BY_STRATEGY[strategy]]
+
+
+class _TensorLevel(IRVisitor):
+    """Finds the first construct only the tensor-level passes handle: a `pl.at` region (outlined
+    into a kernel by the Outline*Scopes passes) or, outside Orchestration functions, an op that
+    ConvertTensorToTileOps rewrites (OpSpec `tile_op` or `lowering`)."""
+
+    def __init__(self) -> None:
+        self.func: Function | None = None
+        self.found: tuple[Span | None, str] | None = None
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        if self.found is None and s.kind is ScopeKind.InCore:
+            self.found = (s.span, "this pl.at region needs them to become a kernel")
+        super().visit_ScopeStmt(s)
+
+    def visit_Call(self, e: Call) -> None:
+        if self.found is None and isinstance(e.op, str) and self.func is not None \
+                and self.func.func_type is not FunctionType.Orchestration:
+            spec = get_op(e.op)
+            if spec.tile_op is not None or spec.lowering:
+                self.found = (e.span, f"'pl.{python_name(e.op)}' in {self.func.func_type.name} function "
+                                      f"'{self.func.name}' is a tensor-level op, which they lower to tile ops")
+        super().visit_Call(e)
+
+
+def check_strategy(program: Program, strategy: OptimizationStrategy) -> None:
+    """Refuse, before any pass runs, a program that `strategy` cannot compile: DebugTileOptimization
+    leaves out the tensor-level passes (User Manual "Compilation"), so it takes tile-level programs
+    only. Raises CompileError at the first `pl.at` region or tensor-level op, naming the strategy,
+    the passes it skips and what to do instead."""
+    if strategy is not OptimizationStrategy.DebugTileOptimization:
+        return
+    v = _TensorLevel()
+    for f in program.functions:
+        v.func = f
+        v.visit_stmt(f.body)
+        if v.found is not None:
+            break
+    if v.found is None:
+        return
+    span, what = v.found
+    skipped = ", ".join(p.name for p in DEFAULT_PIPELINE if p not in DEBUG_TILE_PIPELINE)
+    raise CompileError(f"strategy=DebugTileOptimization skips the tensor-level passes ({skipped}) and "
+                       f"compiles tile-level programs only, but {what}; compile with "
+                       f"strategy=ir.OptimizationStrategy.Default (the default), or write the kernel at tile "
+                       f"level (an InCore function using pl.load, tile ops and pl.store)", span)
+

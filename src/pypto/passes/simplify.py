@@ -5,7 +5,8 @@ Index arithmetic written by users or produced by other passes (`i * 16 + 0`, `(k
 codegen emits fewer scalar instructions. The rewrites are a table of (operators, rule) pairs — each
 rule returns the replacement or None — run bottom-up to a fixed point by one driver (STYLE rule 6).
 
-An `if` whose condition folds to a constant is replaced by the branch it takes.
+An `if` whose condition folds to a constant is replaced by the branch it takes. A dimension query
+(`pl.dim(x, i)`) of a static dimension folds to the constant.
 
 Only integer, INDEX and BOOL arithmetic is folded; float scalars are left alone (folding them would
 change rounding). Integer folding follows the simulator's semantics: results wrap to the dtype's
@@ -21,11 +22,13 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..core.dtype import BOOL, DataType
-from ..ir.expr import BinaryExpr, ConstBool, ConstInt, Expr, UnaryExpr, Var
+from ..ir.expr import BinaryExpr, Call, ConstBool, ConstInt, Expr, UnaryExpr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import IfStmt, SeqStmts, Stmt, YieldStmt
 from ..ir.types import ScalarType
 from ..ir.visitor import IRMutator
+from ..ops import get_op
+from ..ops.memory import queried_dim
 from .base import FunctionPass, PassContext
 
 __all__ = ["Simplify", "simplify_expr", "RULES"]
@@ -233,7 +236,20 @@ def _rewrite_node(e: Expr) -> Expr:
     return e
 
 
+def _static_dim_query(e: Call) -> Expr | None:
+    """A dimension query (`pl.dim`, OpSpec.lowering "shape") of a static dimension → that constant
+    (a static dimension of a partly dynamic tensor is static too)."""
+    if not isinstance(e.op, str) or get_op(e.op).lowering != "shape":
+        return None
+    d = queried_dim(e.args, dict(e.kwargs))
+    return ConstInt(d.value, e.type.dtype, span=e.span) if isinstance(d, ConstInt) else None  # type: ignore[attr-defined]
+
+
 class _Simplifier(IRMutator):
+    def visit_Call(self, e: Call) -> Expr:
+        new = super().visit_Call(e)
+        return (_static_dim_query(new) if isinstance(new, Call) else None) or new
+
     def visit_BinaryExpr(self, e: BinaryExpr) -> Expr:
         return _rewrite_node(super().visit_BinaryExpr(e))
 

@@ -94,6 +94,9 @@ class _Rename(IRMutator):
 
 
 def _const(e: Expr, what: str, loop: ForStmt) -> int:
+    from .simplify import simplify_expr
+
+    e = simplify_expr(e)  # e.g. `pl.dim(x, 1) // 32` of a static dimension
     if not isinstance(e, ConstInt):
         raise CompileError(f"pl.unroll needs a compile-time constant {what}", loop.span)
     return e.value

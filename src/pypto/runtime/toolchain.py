@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..core.errors import CompileError
+from ..core.errors import CompileError, PlatformUnavailableError, user_call_span
 
 __all__ = ["require_npu_runtime", "missing_npu_pieces", "find_ptoas", "run_ptoas", "note_ptoas_missing",
            "PTOAS_TIMEOUT_S"]
@@ -41,19 +41,23 @@ def missing_npu_pieces() -> list[str]:
 
 
 def require_npu_runtime(platform: str) -> None:
-    """Fail with a RuntimeError explaining why `platform` (a real NPU) cannot run here.
+    """Fail with a PlatformUnavailableError explaining why `platform` (a real NPU) cannot run here.
 
     Raises:
-        RuntimeError: always: naming the missing toolkit/driver, or, when both are present, saying
-            that this implementation runs programs on the simulator platforms only.
+        PlatformUnavailableError (a RuntimeError), located at the user's call: always, naming the
+            missing toolkit/driver, or, when both are present, saying that this implementation
+            runs programs on the simulator platforms only; either way with the simulator platform
+            to use instead.
     """
     missing = missing_npu_pieces()
     sim = f"{platform}sim"
     if missing:
-        raise RuntimeError(f"platform {platform!r} runs on a real Ascend NPU, which needs "
-                           + " and ".join(missing) + f"; use platform={sim!r} to run on the simulator")
-    raise RuntimeError(f"platform {platform!r}: the Ascend toolkit and driver are present, but this "
-                       f"PyPTO build executes programs only on the simulator; use platform={sim!r}")
+        raise PlatformUnavailableError(f"platform {platform!r} runs on a real Ascend NPU, which needs "
+                                       + " and ".join(missing) + f"; use platform={sim!r} to run on the "
+                                       f"simulator", user_call_span())
+    raise PlatformUnavailableError(f"platform {platform!r}: the Ascend toolkit and driver are present, but "
+                                   f"this PyPTO build executes programs only on the simulator; use "
+                                   f"platform={sim!r}", user_call_span())
 
 
 def find_ptoas() -> str | None:

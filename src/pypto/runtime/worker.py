@@ -93,12 +93,14 @@ class ChipWorker:
         return f"ChipWorker(platform={self.config.platform!r}, device_id={self.config.device_id}, {state})"
 
     # ---- life cycle ----------------------------------------------------------------------------
+    @user_facing
     def init(self) -> ChipWorker:
         """Open the chip (idempotent; reopens a closed worker).
 
         Raises:
-            RuntimeError: a real-NPU platform on a machine without the toolkit/driver (the message
-                names what is missing and the simulator platform to use instead).
+            PlatformUnavailableError (a RuntimeError): a real-NPU platform on a machine without the
+                toolkit/driver (the message names what is missing and the simulator platform to use
+                instead).
         """
         if self._device is not None:
             return self

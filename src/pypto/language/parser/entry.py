@@ -81,8 +81,9 @@ def find_def(info: SourceInfo, name: str | None = None) -> ast.FunctionDef | ast
 
 def parse_function(fn: Callable, opts: FunctionOptions, *, name: str | None = None,
                    overrides: dict[str, Type] | None = None,
-                   program: ProgramContext | None = None) -> Function:
-    """Parse a standalone Python function into an `ir.Function`."""
+                   program: ProgramContext | None = None, decorator: str | None = None) -> Function:
+    """Parse a standalone Python function into an `ir.Function`. `decorator` is how errors name
+    the declaration (default: the `@pl.function(...)` the options spell)."""
     info = source_of(fn)
     fdef = find_def(info)
     if not isinstance(fdef, ast.FunctionDef):
@@ -94,6 +95,8 @@ def parse_function(fn: Callable, opts: FunctionOptions, *, name: str | None = No
         fdef.name = name
         header.name = name
     fp = FunctionParser(fdef, header, info, ns, program=program, **opts.kwargs())
+    if decorator is not None:
+        fp.decorator = decorator
     return fp.parse()
 
 

@@ -47,7 +47,6 @@ __all__ = ["ExprParser", "make_op_call"]
 _BINOP_NAMES = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
                 ast.FloorDiv: "floordiv", ast.Mod: "floormod", ast.Pow: "pow", ast.BitAnd: "bit_and",
                 ast.BitOr: "bit_or", ast.BitXor: "bit_xor", ast.LShift: "shl", ast.RShift: "shr"}
-_CMP_NAMES = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 # Python operator on tensors/tiles -> unified op name (Language Guide "Python Operators").
 _SHAPED_BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div"}
 
@@ -205,30 +204,6 @@ class ExprParser:
             raise ParserTypeError("a scalar divided by a tensor/tile is not an op; write "
                                   "pl.mul(pl.recip(t), s)", self.span(node))
         return scalar_binary(op, lhs, rhs, self.span(node))
-
-    def expr_Compare(self, node: ast.Compare) -> Any:
-        if len(node.ops) != 1:
-            raise ParserSyntaxError("chained comparisons are not supported; combine with 'and'",
-                                    self.span(node))
-        op = _CMP_NAMES.get(type(node.ops[0]))
-        if op is None:
-            raise ParserSyntaxError(f"unsupported comparison {type(node.ops[0]).__name__}", self.span(node))
-        lhs, rhs = self.parse_value(node.left), self.parse_value(node.comparators[0])
-        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
-            return _fold(op, lhs, rhs, self.span(node))
-        if isinstance(lhs, Expr) and isinstance(lhs.type, (TensorType, TileType)):
-            # elementwise comparison of a tensor/tile: a mask (Language Guide "Python Operators")
-            return self.call_unified("cmp", [lhs, rhs], {"cmp_type": op}, node)
-        return scalar_binary(op, self.to_expr(lhs, node.left), self.to_expr(rhs, node.comparators[0]),
-                             self.span(node))
-
-    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
-        op = "and" if isinstance(node.op, ast.And) else "or"
-        vals = [self.parse_expr(v) for v in node.values]
-        out = vals[0]
-        for v in vals[1:]:
-            out = scalar_binary(op, out, v, self.span(node))
-        return out
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.parse_value(node.operand)
@@ -560,8 +535,7 @@ def _fold(op: str, a: Any, b: Any, span: Span) -> Any:
     fns = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
            "floordiv": operator.floordiv, "floormod": operator.mod, "pow": operator.pow,
            "bit_and": operator.and_, "bit_or": operator.or_, "bit_xor": operator.xor,
-           "shl": operator.lshift, "shr": operator.rshift, "eq": operator.eq, "ne": operator.ne,
-           "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+           "shl": operator.lshift, "shr": operator.rshift}
     try:
         return fns[op](a, b)
     except Exception as e:

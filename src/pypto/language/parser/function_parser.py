@@ -19,6 +19,8 @@ from ...ir.expr import Expr, Var
 from ...ir.function import Function
 from ...ir.types import TupleType, Type
 from ..typing import AnnotationError, DirectionAnnotation, to_ir_type
+from .conditions import ConditionParser
+from .core_side import CORE_SIDE, check_core_level, check_core_side
 from .exprs import ExprParser
 from .source import Namespace, SourceInfo
 from .stmts import PendingYield, StmtParser
@@ -157,7 +159,7 @@ def _is_bare(a: Any) -> bool:
     return a is Tensor
 
 
-class FunctionParser(ExprParser, StmtParser):
+class FunctionParser(ConditionParser, ExprParser, StmtParser):
     """Parses the body of one function. Create one per function; call `parse()` once."""
 
     def __init__(self, fdef: ast.FunctionDef, header: FunctionHeader, info: SourceInfo, ns: Namespace, *,
@@ -185,6 +187,8 @@ class FunctionParser(ExprParser, StmtParser):
         self.loop_local: dict[str, Expr] = {}  # names last bound inside a loop body (see loop_body)
         self.loop_before: dict[str, tuple[Expr, Expr]] = {}  # see loop_names.note_loop_rebinds
         self.branch_reuse: dict[str, Var] = {}  # names the then-branch bound (see stmt_If)
+        level_text = f", level={level!r}" if level is not None else ""
+        self.decorator = f"@pl.function(type={func_type!r}{level_text})"  # how errors name it
 
     def span(self, node: ast.AST) -> Span:
         return self.info.span(node)
@@ -235,6 +239,10 @@ class FunctionParser(ExprParser, StmtParser):
     def parse(self) -> Function:
         if self.external is not None:
             return self._parse_external()
+        if self.func_type is FunctionType.InCore:
+            at = next((k for d in self.fdef.decorator_list for k in getattr(d, "keywords", ())
+                       if k.arg == "level"), self.fdef)
+            check_core_level(self.level, "@pl.function(type=pl.FunctionType.InCore, ", self.span(at))
         body, py = self.parse_block(self.fdef.body)
         if py is not None:
             raise ParserSyntaxError("pl.yield_ outside a loop or if body", py.span)
@@ -246,6 +254,8 @@ class FunctionParser(ExprParser, StmtParser):
             if len(vals) != len(rets):
                 raise ParserTypeError(f"function '{self.fdef.name}' declares {len(rets)} return values "
                                       f"but returns {len(vals)}", self.span(self.fdef))
+        if self.func_type is FunctionType.InCore and self.level in CORE_SIDE:
+            check_core_side(body, self.level, f"kernel '{self.fdef.name}' is {self.decorator}")  # type: ignore[arg-type]
         return Function(self.fdef.name, self.func_type, tuple(self.header.params),
                         tuple(self.header.directions), tuple(rets), body, self.level, self.role,
                         self.strict_ssa, self.auto_scope, self.optimizations, span=self.span(self.fdef))

@@ -50,11 +50,28 @@ def ir_attribute_error(text: str, attr: str, value: Expr, span: Span) -> ParserS
     return ParserSyntaxError(f"attribute access '.{attr}' on an IR value is not supported", span)
 
 
+def dtype_spelling_hint(attr: str) -> str:
+    """"; did you mean pl.FP32?" when `attr` spells a data type another way (`float32`, `fp32`,
+    `torch.bfloat16`'s `bfloat16`), else ""."""
+    from ...core.dtype import ALL_DTYPES, dtype_from_name
+
+    try:
+        return f"; did you mean pl.{dtype_from_name(attr).name}?"
+    except KeyError:
+        pass
+    for dt in ALL_DTYPES:
+        if dt.name not in ("INDEX", "TASK_ID") and str(dt.to_torch(strict=False)) == f"torch.{attr}":
+            return f"; did you mean pl.{dt.name}? (PyPTO data types are pl.FP32, pl.BF16, pl.INT32, ...)"
+    return ""
+
+
 def attribute_hint(base: Any, base_text: str, attr: str, err: AttributeError) -> str:
     """Text to append to "Undefined name '<base_text>.<attr>'": the valid members of a pl enum (its
-    own AttributeError lists them), else the closest public attribute."""
+    own AttributeError lists them), a data type spelt another way, else the closest public attribute."""
     if isinstance(base, enum.EnumMeta) and str(err) != attr:
         return f": {err}"
+    if getattr(base, "__name__", None) == "pypto.language" and dtype_spelling_hint(attr):
+        return dtype_spelling_hint(attr)
     import difflib
 
     close = difflib.get_close_matches(attr, [n for n in dir(base) if not n.startswith("_")], n=1)

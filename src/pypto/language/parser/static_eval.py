@@ -4,9 +4,10 @@
 static: the parser builds `tensor.dim(x) == 64`, and `static_value` evaluates it. The rules use op
 data, not op names: an op that reads no data of its operands (`OpSpec.reads == ()`, writes
 nothing) and takes at least one tensor or tile depends only on their types, so its reference
-`compute` runs on "meta" tensors of the static shapes (no memory). Constants fold with Python
-arithmetic; anything depending on a runtime value (a `pl.dynamic` dimension, a scalar parameter, a
-loop variable) has no compile-time value.
+`compute` runs on "meta" tensors of the static shapes (no memory); a dimension query
+(`OpSpec.lowering == "shape"`) is the queried dimension itself, so a static dimension of a partly
+dynamic tensor is known. Constants fold with Python arithmetic; anything depending on a runtime
+value (a `pl.dynamic` dimension, a scalar parameter, a loop variable) has no compile-time value.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from ... import ops as _ops
 from ...ir.expr import BinaryExpr, Call, ConstBool, ConstFloat, ConstInt, Expr, MakeTuple, UnaryExpr
 from ...ir.types import ScalarType, TensorType, TileType
+from ...ops.memory import queried_dim
 
 __all__ = ["static_value", "UNKNOWN"]
 
@@ -75,6 +77,9 @@ def _metadata_call(c: Call) -> Any:
     shaped = [a for a in c.args if isinstance(a.type, (TensorType, TileType))]
     if spec.reads or spec.writes or spec.compute is None or not shaped:
         return UNKNOWN
+    if spec.lowering == "shape":  # a dimension query: the dimension itself, static or not
+        dim = queried_dim(c.args, dict(c.kwargs))
+        return UNKNOWN if dim is None else static_value(dim)
     args = [_operand(a) for a in c.args]
     if any(a is UNKNOWN for a in args):
         return UNKNOWN

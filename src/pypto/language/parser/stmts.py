@@ -36,6 +36,7 @@ from ...ir.stmt import (
 from ...ir.structural import structural_equal
 from ...ir.types import ScalarType, TensorType, TileType, TupleType, Type
 from .. import dsl
+from .conditions import const_condition
 from .exprs import make_op_call
 from .loop_names import branch_type_error, note_loop_rebinds
 from .tasks import parse_with, spmd_loop
@@ -494,10 +495,11 @@ class StmtParser:
 
     def stmt_If(self, node: ast.If) -> None:
         cond_v = self.parse_value(node.test)
-        if isinstance(cond_v, (bool, int)) and not isinstance(cond_v, Expr):
-            # Compile-time condition (closure/global constant): only the taken branch exists; its
-            # pl.yield_ (if any) becomes plain assignments of the results.
-            branch = node.body if cond_v else node.orelse
+        taken = const_condition(cond_v)
+        if taken is not None:
+            # Compile-time condition (closure/global constant, `CFG is None`, ...): only the taken
+            # branch exists; its pl.yield_ (if any) becomes plain assignments of the results.
+            branch = node.body if taken else node.orelse
             if not branch:
                 return
             self.construct_depth += 1

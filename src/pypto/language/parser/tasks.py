@@ -39,6 +39,7 @@ from ...ir.visitor import IRVisitor
 from ...passes.tasks import TASK_ID_TYPE, submit_result_type
 from ...passes.tasks import is_task_id as _is_task_id
 from .. import dsl
+from .core_side import CORE_SIDE, check_core_side
 from .deps import HOST_TYPES, parse_deps
 
 __all__ = ["parse_with", "parse_submit", "spmd_loop", "reject_task_id", "is_task_id", "TASK_ID_TYPE",
@@ -251,6 +252,9 @@ def _parse_scope_body(parser: Any, node: ast.stmt, head: dict[str, Any], target:
                 parser.env[block_var.name] = saved_bv
     if py is not None:  # a yield inside a scope belongs to the enclosing construct
         parser.pending_yield = py
+    if kind is ScopeKind.InCore and level in CORE_SIDE:
+        check_core_side(seq, level, f"this code is in the 'with pl.at(level={level!r})' region at "
+                                    f"line {parser.span(node).begin_line}")
     tid = parser.new_binding(target.id, TASK_ID_TYPE, parser.span(target)) if target is not None else None
     parser.emit(ScopeStmt(kind, seq, level, head.get("optimizations", ()), head.get("deps", ()),
                           head.get("mode", ScopeMode.AUTO), head.get("no_dep_args", ()), head.get("attrs", ()),
