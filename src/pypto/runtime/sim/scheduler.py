@@ -17,7 +17,10 @@ simulates the chip until every submitted task has finished:
 - a task lasts `task.cycles` (see `cost_model`; for a group task its own work plus its pipe
   stalls, starting `offset_cycles` after the group), so independent tasks on different cores
   overlap. A group holds its three cores until its last task has finished; tasks that depend on
-  one of its tasks may start when that task ends.
+  one of its tasks may start when that task ends;
+- the chip's DDR bandwidth is shared (`bandwidth.DdrChannel`): each task, as it starts, is granted
+  its DDR traffic from what the tasks started before it left free, and runs longer by its
+  `ddr_wait_cycles` when that is not enough.
 
 Tasks *execute* (their numbers are computed, on the chosen core's arena) at the moment they start
 in simulated time; a group executes all its kernels then, interleaved on their pipes. A task starts
@@ -31,6 +34,8 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import InternalError, RuntimeSimError
+from .bandwidth import DdrChannel
+from .cost_model import ddr_bytes_of
 
 if TYPE_CHECKING:
     from .device import SimDevice
@@ -101,6 +106,13 @@ class EventScheduler:
         self.pending: list[list[Task]] = []
         self.makespan = 0
         self._cores: dict[str, _Cores] = {}
+        self.ddr = DdrChannel()
+
+    def _share_ddr(self, t: Task) -> None:
+        """Grant `t` (started, run) its DDR traffic; sets its `ddr_wait_cycles`."""
+        t.ddr_wait_cycles = 0
+        if t.cost is not None:
+            t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, t.cycles, ddr_bytes_of(t.cost))  # type: ignore[arg-type]
 
     def _of(self, core_type: str) -> _Cores:
         c = self._cores.get(core_type)
@@ -142,6 +154,7 @@ class EventScheduler:
         done, total = 0, sum(len(u) for u in units)
         while events:
             now = events[0][0]
+            self.ddr.forget_before(now)
             while events and events[0][0] == now:
                 _, kind, _, x = heapq.heappop(events)
                 if kind == _DONE:
@@ -170,6 +183,7 @@ class EventScheduler:
                     _, _, t = heapq.heappop(queue)
                     t.core_index, t.start_cycle = i, now
                     run_task(self.device, t)
+                    self._share_ddr(t)
                     t.end_cycle = now + t.cycles
                     heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
         if done != total:
@@ -192,6 +206,7 @@ class EventScheduler:
             end = now
             for t in unit:
                 t.start_cycle = now + t.offset_cycles
+                self._share_ddr(t)
                 t.end_cycle = t.start_cycle + t.cycles
                 end = max(end, t.end_cycle)
                 heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
