@@ -5,12 +5,16 @@ in flight (`bandwidth.DdrChannel`), and no simulated run is faster than the chip
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 from pathlib import Path
 
 import pytest
+import torch
 
+from pypto import ir
 from pypto.backend.soc import BackendType, get_soc
+from pypto.runtime import RunConfig
 from pypto.runtime.sim.bandwidth import DdrChannel
 from pypto.runtime.sim.cost_model import CONSTANTS, const, peak_ddr_bytes_per_cycle, peak_flops_per_cycle
 
@@ -62,13 +66,25 @@ def test_peaks_follow_from_the_cost_model() -> None:
     assert "estimate" in CONSTANTS["ddr_bytes_per_cycle"].source
 
 
-def test_memory_bound_add_over_48_cores_is_limited_by_the_chip_bandwidth(roofline) -> None:
+def test_memory_bound_add_over_48_cores_is_limited_by_the_chip_bandwidth(roofline, tmp_path) -> None:
     res = roofline.run_add(48, 16, 4096, 512)       # checks the sum against torch
     # 48 cores at their own MTE rate would need far more than the chip has: tasks wait for DDR
     assert res["ddr_wait_cycles"] > 0
     assert 0.5 < res["bytes_fraction"] <= 1.0
-    again = roofline.run_add(48, 16, 4096, 512)
-    assert again["cycles"] == res["cycles"] and again["ddr_wait_cycles"] == res["ddr_wait_cycles"]
+    # the same run again (with the swimlane on) gives the same cycles, and its slices show the waits
+    cp = ir.compile(roofline.add_program(48, 16, 4096, 512), output_dir=tmp_path, dump_passes=False,
+                    skip_ptoas=True)
+    a, b = torch.randn(768, 4096), torch.randn(768, 4096)
+    cp(a, b, torch.zeros(768, 4096), config=RunConfig(enable_chip_swimlane=1))
+    assert cp.last_run.makespan_cycles == res["cycles"]
+    assert sum(t.ddr_wait_cycles for t in cp.tasks) == res["ddr_wait_cycles"]
+    ev = json.loads((tmp_path / "dfx_outputs" / "swimlane.json").read_text())["traceEvents"]
+    slices = [e for e in ev if e["ph"] == "X" and e.get("cat") == "task"]
+    assert len(slices) == 48
+    for e in slices:
+        t = cp.tasks[e["args"]["task_id"]]
+        assert e["args"].get("ddr_wait_cycles", 0) == t.ddr_wait_cycles
+        assert t.end_cycle - t.start_cycle == t.cost.cycles + t.ddr_wait_cycles
 
 
 def test_matmul_is_never_faster_than_the_cube_peak(roofline) -> None:
