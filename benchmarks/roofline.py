@@ -9,7 +9,7 @@ Two kernels, each over all cores of its type on Ascend910B (one block per task, 
     Acc), compared with the chip's peak cube throughput (`cost_model.peak_flops_per_cycle`);
     (a') the same with 128 x 256 blocks of C (M doubled to keep 24 blocks): twice the cube work per
     load of A, and rows of B as wide as the DDR access granule (512 B), so no granule is half
-    wasted (the PH006 hint of (a));
+    wasted (the PH001 hint of (a));
 (b) a large FP32 elementwise add c = a + b: one task per row block (48 blocks, one per vector
     core), each looping over its block in [R, TC] tiles, compared with the chip's peak DDR
     bandwidth (`cost_model.peak_ddr_bytes_per_cycle`, the shared HBM of `bandwidth.DdrChannel`).
