@@ -23,9 +23,12 @@ How a cost is formed (all results are whole cycles of the AI-core clock):
   a vector core).
 - **Creation and view ops** cost nothing; any other op (scalar reads, system ops) costs
   `scalar_op`.
-- A **task** costs `task_launch` plus the sum of its ops as executed (loop trips counted): the pipes
-  of one core are modelled as serial, since the lowered kernels do not double-buffer yet. The
-  scheduler may stretch it when the chip's shared DDR bandwidth cannot feed it (below).
+- A **task** costs `task_launch` plus the critical path of its ops as executed (loop trips
+  counted) on the core's pipes, which overlap: an op starts when its pipe is free and the buffers
+  it reads were written / the buffers it writes were read by earlier ops (`pipes.PipeSchedule`).
+  `task_cost` gives the serial sum (per-pipe totals, and the cycles of the kernels of a Group call,
+  whose clocks pace their cross-core pipe rings). The scheduler may stretch a task when the chip's
+  shared DDR bandwidth cannot feed it (below).
 - The **orchestrator** spends `orch_submit` per task it submits.
 
 DDR bandwidth is shared: each core moves at most `mte2_bytes_per_cycle` / `mte3_bytes_per_cycle`, and
@@ -315,8 +318,10 @@ def _from_entry(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost | None:
     if unit == "vector":
         nbytes = amount * _elem_bytes(call)
         return OpCost("vector", int(const("vector_issue")) + math.ceil(nbytes / const("vector_bytes_per_cycle")))
-    if unit == "cube":
-        lhs = next((a.type for a in call.args if isinstance(a.type, (TileType, TensorType))), None)
+    if unit == "cube":   # the MAC rate follows the Left operand's dtype (not an FP32 accumulator's)
+        left = [i for i, sp in spec.operand_spaces.items() if M.Left in sp and i < len(call.args)]
+        cands = [call.args[i] for i in left] or list(call.args)
+        lhs = next((a.type for a in cands if isinstance(a.type, (TileType, TensorType))), None)
         bits = lhs.dtype.get_bit() if lhs is not None else 16
         macs_per_cycle = 16 * 16 * max(1, 256 // bits) * const("cube_blocks_per_cycle")
         return OpCost("cube", int(const("cube_issue")) + math.ceil(amount / macs_per_cycle))
