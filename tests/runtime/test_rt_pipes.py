@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+import pypto.language as pl
 from pypto import ir
 from pypto.core.enums import MemorySpace as M
 from pypto.runtime.sim.cost_model import OpCost, const
@@ -70,3 +71,55 @@ def test_a_kernel_task_costs_its_critical_path_not_the_sum(tmp_path) -> None:
         # sum of the pipes, and never less than the busiest pipe
         assert max(pipes.values()) <= work < sum(pipes.values())
         assert t.cost.counts is not None and sum(t.cost.counts) > 0
+
+
+R, C, TC = 16, 2048, 512
+
+
+@pl.program
+class OneTilePerTrip:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
+          c: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        for j, (cc,) in pl.range(0, C, TC, init_values=(c,)):
+            ta = pl.load(a, [0, j], [R, TC])
+            tb = pl.load(b, [0, j], [R, TC])
+            nc = pl.store(pl.add(ta, tb), [0, j], cc)
+            out = pl.yield_(nc)
+        return out
+
+
+@pl.program
+class TwoTilesPerTrip:
+    """The loop of `OneTilePerTrip` unrolled by two into separate tiles (double buffering by hand,
+    as docs/performance.md shows)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
+          c: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        for j, (cc,) in pl.range(0, C, 2 * TC, init_values=(c,)):
+            ta0 = pl.load(a, [0, j], [R, TC])
+            tb0 = pl.load(b, [0, j], [R, TC])
+            ta1 = pl.load(a, [0, j + TC], [R, TC])
+            tb1 = pl.load(b, [0, j + TC], [R, TC])
+            c0 = pl.store(pl.add(ta0, tb0), [0, j], cc)
+            c1 = pl.store(pl.add(ta1, tb1), [0, j + TC], c0)
+            out = pl.yield_(c1)
+        return out
+
+
+def test_double_buffering_by_hand_overlaps_the_loads_with_compute_and_stores(tmp_path) -> None:
+    a, b = torch.randn(R, C), torch.randn(R, C)
+    cost = {}
+    for prog in (OneTilePerTrip, TwoTilesPerTrip):
+        cp = ir.compile(prog, output_dir=tmp_path / prog.name, dump_passes=False, skip_ptoas=True)
+        c = torch.zeros(R, C)
+        cp(a, b, c)
+        assert torch.equal(c, a + b)
+        cost[prog.name] = cp.tasks[0].cost
+    one, two = cost["OneTilePerTrip"], cost["TwoTilesPerTrip"]
+    assert one.pipe_cycles == two.pipe_cycles            # the same work on every pipe ...
+    launch = int(const("task_launch"))
+    # ... but with one tile per trip the next load waits for the store of the buffer it reuses
+    assert two.cycles < one.cycles
+    assert two.cycles - launch >= one.pipe_cycles["mte2"]   # never below the busiest pipe

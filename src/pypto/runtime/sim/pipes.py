@@ -11,7 +11,8 @@ a buffer it writes (WAR, WAW). `PipeSchedule` replays the ops a task executed, i
 
 and the task's work is the latest end (plus `task_launch`), not the sum of its ops. Buffers are the
 on-chip extents the ops read and write (overlapping extents conflict) and the DDR tensors they load
-or store (one buffer per tensor parameter). The dependencies are those of the kernel's data: they
+or store (one buffer per tensor variable of the kernel: a store and a later load of one DDR tensor
+reached through different variables, e.g. a loop-carried tensor and a parameter, are not ordered). The dependencies are those of the kernel's data: they
 are the flags a hand-written kernel would set and wait on.
 
 Not modelled: the scalar unit that issues the ops (it never holds a pipe back), and flag latency.
