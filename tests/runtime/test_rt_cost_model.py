@@ -60,6 +60,8 @@ def test_cube_cycles_from_the_block_rate() -> None:
     l32, r32 = tile("l", (128, 128), FP32, Left, 0), tile("r", (128, 128), FP32, Right, 0)
     # FP32 operands: a block holds 32 bytes = 8 elements of K, so twice the blocks
     assert _cost("tile.matmul", [l32, r32], acc.type).cycles == const("cube_issue") + 2 * 512
+    # accumulating into an FP32 Acc: the rate follows the FP16 Left operand, not the accumulator
+    assert _cost("tile.matmul_acc", [acc, left, right], acc.type).cycles == const("cube_issue") + 512
 
 
 def test_memory_ops_charge_their_path_and_whole_ddr_granules() -> None:

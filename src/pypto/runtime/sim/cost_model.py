@@ -23,11 +23,20 @@ How a cost is formed (all results are whole cycles of the AI-core clock):
   a vector core).
 - **Creation and view ops** cost nothing; any other op (scalar reads, system ops) costs
   `scalar_op`.
-- A **task** costs `task_launch` plus the sum of its ops as executed (loop trips counted): the pipes
-  of one core are modelled as serial, since the lowered kernels do not double-buffer yet.
+- A **task** costs `task_launch` plus the critical path of its ops as executed (loop trips
+  counted) on the core's pipes, which overlap: an op starts when its pipe is free and the buffers
+  it reads were written / the buffers it writes were read by earlier ops (`pipes.PipeSchedule`).
+  `task_cost` gives the serial sum (per-pipe totals, and the cycles of the kernels of a Group call,
+  whose clocks pace their cross-core pipe rings). The scheduler may stretch a task when the chip's
+  shared DDR bandwidth cannot feed it (below).
 - The **orchestrator** spends `orch_submit` per task it submits.
 
-DDR bandwidth is per core and not shared: concurrent tasks do not slow each other down.
+DDR bandwidth is shared: each core moves at most `mte2_bytes_per_cycle` / `mte3_bytes_per_cycle`, and
+all tasks in flight together at most `ddr_bytes_per_cycle` (`bandwidth.DdrChannel`, applied by the
+scheduler: a task the chip cannot feed in time runs longer by its `ddr_wait_cycles`).
+
+Peaks of the chip (`peak_flops_per_cycle`, `peak_ddr_bytes_per_cycle`) follow from the same
+constants; the roofline benchmark (benchmarks/roofline.py) compares simulated runs against them.
 
 Per-op cost entries: when an OpSpec carries a `cost` entry (`pypto.ops.cost.Cost`: unit, pipe,
 measure, factor), its measured amount of work drives the cycles: vector work in elements (times
@@ -51,7 +60,8 @@ from ...ops.registry import OpSpec
 from ...ops.system import pipe_role
 
 __all__ = ["Constant", "CONSTANTS", "const", "OpCost", "TaskCost", "PIPES", "op_cost", "copy_cost",
-           "cycles_to_us", "task_cost"]
+           "cycles_to_us", "task_cost", "peak_flops_per_cycle", "peak_ddr_bytes_per_cycle",
+           "ddr_bytes_of"]
 
 M = MemorySpace
 
@@ -82,6 +92,10 @@ CONSTANTS: dict[str, Constant] = {
                                      "1.8 GHz is ~12 B/cycle each when all stream; one core alone "
                                      "reaches several times that"),
     "mte3_bytes_per_cycle": Constant(64, "bytes / cycle", "estimate: as mte2 (same DDR path)"),
+    "ddr_bytes_per_cycle": Constant(888, "bytes / cycle",
+                                    "estimate: the whole chip's HBM bandwidth, shared by all cores "
+                                    "(`bandwidth.DdrChannel`): ~1.6 TB/s (public figure of the "
+                                    "Ascend 910B class, 4 HBM2e stacks) / 1.8 GHz"),
     "mte1_bytes_per_cycle": Constant(256, "bytes / cycle",
                                      "estimate: L1 -> L0 feeds the cube one 512-byte fractal per "
                                      "2 cycles"),
@@ -107,6 +121,21 @@ def const(name: str) -> float:
 def cycles_to_us(cycles: float) -> float:
     """Cycles of the AI-core clock in microseconds."""
     return cycles / (const("clock_ghz") * 1e3)
+
+
+def peak_flops_per_cycle(soc: SoCModel, bits: int = 16) -> float:
+    """Peak cube throughput of the whole chip in FLOP per cycle for operands of `bits` bits: every
+    cube core completing `cube_blocks_per_cycle` 16 x k0 x 16 blocks (k0 = 32 bytes of K) per cycle,
+    a multiply-accumulate counting 2 FLOP. FP16 on Ascend910B: 24 x 4096 x 2 = 196608 FLOP/cycle,
+    354 TFLOPS at 1.8 GHz (public figures for the part: ~280-320 TFLOPS FP16, at a lower clock)."""
+    k0 = max(1, 256 // bits)
+    return soc.num_aic * 16 * 16 * k0 * const("cube_blocks_per_cycle") * 2
+
+
+def peak_ddr_bytes_per_cycle(soc: SoCModel) -> float:
+    """Peak DDR traffic of the whole chip in bytes per cycle: the shared `ddr_bytes_per_cycle`,
+    or every core streaming at its own MTE2 rate if that is less."""
+    return min(const("ddr_bytes_per_cycle"), (soc.num_aic + soc.num_aiv) * const("mte2_bytes_per_cycle"))
 
 
 class OpCost(NamedTuple):
@@ -149,6 +178,11 @@ def task_cost(costs: list[OpCost] | tuple[OpCost, ...], counts: list[int] | None
         if c.path is not None:
             paths[c.path] = paths.get(c.path, 0) + n * c.nbytes
     return TaskCost(total, pipes, paths, tuple(counts) if counts is not None else None)
+
+
+def ddr_bytes_of(cost: TaskCost) -> int:
+    """Bytes a task moved to or from DDR (its memory paths with DDR at one end)."""
+    return sum(n for (src, dst), n in cost.path_bytes.items() if src is M.DDR or dst is M.DDR)
 
 
 # ---- op costs ------------------------------------------------------------------------------------
@@ -284,8 +318,10 @@ def _from_entry(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost | None:
     if unit == "vector":
         nbytes = amount * _elem_bytes(call)
         return OpCost("vector", int(const("vector_issue")) + math.ceil(nbytes / const("vector_bytes_per_cycle")))
-    if unit == "cube":
-        lhs = next((a.type for a in call.args if isinstance(a.type, (TileType, TensorType))), None)
+    if unit == "cube":   # the MAC rate follows the Left operand's dtype (not an FP32 accumulator's)
+        left = [i for i, sp in spec.operand_spaces.items() if M.Left in sp and i < len(call.args)]
+        cands = [call.args[i] for i in left] or list(call.args)
+        lhs = next((a.type for a in cands if isinstance(a.type, (TileType, TensorType))), None)
         bits = lhs.dtype.storage_bits if lhs is not None else 16
         macs_per_cycle = 16 * 16 * max(1, 256 // bits) * const("cube_blocks_per_cycle")
         return OpCost("cube", int(const("cube_issue")) + math.ceil(amount / macs_per_cycle))

@@ -18,9 +18,12 @@ after first detaching it only when it views the destination's own memory.
 Assigning a tile Var to another tile Var copies bytes unless both are at the same address. Ops with
 tensor results (`tile.store`) bind the Var to the returned DDR tensor, which they wrote in place.
 
-Cost: every op (and every carried-tile copy) is a *site* with a static `cost_model.OpCost`. A
-kernel without control flow runs each site once, so its `TaskCost` is computed once; otherwise each
-site counts its executions and the task's cost is summed after the run.
+Cost: every op (and every carried-tile copy) is a *site* with a static `cost_model.OpCost` and the
+buffers it reads and writes. A kernel without control flow runs each site once, in program order,
+so its `TaskCost` is computed once; otherwise each site counts its executions (and records their
+order) and the task's cost is formed after the run. The task's cycles are the critical path of the
+executed ops over overlapping pipes (`pipes.PipeSchedule`), except for the kernels of a Group call,
+which keep the serial sum their cross-core pipe clocks are paced by.
 
 Sanitizing: built with a sanitizer holder, every op and copy also reports its tile reads and writes
 to the current `Sanitizer` (see `sanitizer.py`).
@@ -49,6 +52,7 @@ from .arena import CoreArena, tile_nbytes
 from .cost_model import OpCost, TaskCost, const, copy_cost, op_cost, task_cost
 from .exprs import Env, ExprFn, Extent
 from .interp import FunctionCompiler, StmtFn
+from .pipes import PipeSchedule
 
 __all__ = ["KernelExecutor", "CUBE_SPACES", "KERNEL_TYPES"]
 
@@ -93,6 +97,9 @@ class _KernelCompiler(FunctionCompiler):
         self.sites: list[OpCost] = []
         self.site_spans: list[Span | None] = []
         self.counts: list[int] = []
+        self.effects: list[tuple[tuple, tuple]] = []
+        self.trace: list[int] = []
+        self.overlap = not count   # a Group member keeps serial pipes (its clock paces the pipe rings)
         self.counting = count or _has_control_flow(func.body)
         super().__init__(func)
 
@@ -143,19 +150,32 @@ class _KernelCompiler(FunctionCompiler):
         return ext
 
     # ---- cost sites ----------------------------------------------------------------------------
-    def site(self, cost: OpCost, span: Span | None = None) -> int:
+    def site(self, cost: OpCost, span: Span | None = None, reads: tuple = (), writes: tuple = ()) -> int:
+        """A new cost site; `reads` / `writes`: the buffers it reads and writes (`pipes.py`)."""
         self.sites.append(cost)
         self.site_spans.append(span)
         self.counts.append(0)
+        self.effects.append((reads, writes))
         return len(self.sites) - 1
 
     def counted(self, run: Callable[[Env], Any], sites: list[int]) -> Callable[[Env], Any]:
-        """`run`, counting one execution of each of `sites` (only in kernels with control flow)."""
+        """`run`, counting one execution of each of `sites` (only in kernels with control flow),
+        and recording the order of executions for the overlapped pipes (`pipes.PipeSchedule`)."""
         if not self.counting or not sites:
             return run
         counts = self.counts
+        trace = self.trace if self.overlap else None
         if len(sites) == 1:
             k = sites[0]
+
+            if trace is not None:
+                append = trace.append
+
+                def traced(env: Env) -> Any:
+                    counts[k] += 1
+                    append(k)
+                    return run(env)
+                return traced
 
             def one(env: Env) -> Any:
                 counts[k] += 1
@@ -165,8 +185,31 @@ class _KernelCompiler(FunctionCompiler):
         def many(env: Env) -> Any:
             for k in sites:
                 counts[k] += 1
+            if trace is not None:
+                trace.extend(sites)
             return run(env)
         return many
+
+    def buffers_of(self, spec: OpSpec, call: Call, dst: Var | None) -> tuple[tuple, tuple]:
+        """(buffers read, buffers written) by `call`: on-chip extents of its tile operands and
+        result, and its DDR tensor operands (one key per tensor Var)."""
+        n = len(call.args)
+
+        def keys(indices: Any) -> list:
+            out = []
+            for i in indices:
+                a = call.args[i] if i < n else None
+                if isinstance(a, Var):
+                    ext = self.extents.get(a)
+                    if ext is not None:
+                        out.append(ext)
+                    elif isinstance(a.type, TensorType):
+                        out.append(("ddr", a))
+            return out
+        reads, writes = keys(spec.reads), keys(spec.writes)
+        if dst is not None and dst in self.extents:
+            writes.append(self.extents[dst])
+        return tuple(reads), tuple(writes)
 
     # ---- sanitizer hooks -------------------------------------------------------------------------
     def touch(self, e: Expr) -> Touch | None:
@@ -216,7 +259,9 @@ class _KernelCompiler(FunctionCompiler):
 
     def instrument_assign(self, run: Callable[[Env], None], copied: list[tuple[Var, Expr]],
                           aliased: list[tuple[Var, Expr]], span: Span) -> Callable[[Env], None]:
-        sites = [self.site(copy_cost(self.extents[d].space, self.extents[d].nbytes)) for d, _ in copied]
+        sites = [self.site(copy_cost(self.extents[d].space, self.extents[d].nbytes), None,
+                           (self.extents[s],) if isinstance(s, Var) and s in self.extents else (),
+                           (self.extents[d],)) for d, s in copied]
         run = self.counted(run, sites)
         if self.san_ref is None or not (copied or aliased):
             return run
@@ -237,7 +282,7 @@ class _KernelCompiler(FunctionCompiler):
         slot = self.define(var)
         if spec.compute is None and spec.has_trait("creation"):
             return lambda env: None
-        k = self.site(op_cost(spec, call, self.soc), call.span)
+        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, var))
         dtype = var.type.dtype  # type: ignore[union-attr]
         pack = dtype.is_packed()   # the view holds bytes: encode the result (pypto.core.packed)
         into = spec.compute_into is not None and not pack
@@ -293,7 +338,8 @@ class _KernelCompiler(FunctionCompiler):
             raise RuntimeSimError(f"the tile result of {call.op} must be assigned to a tile variable "
                                   f"with a MemRef", call.span)
         spec = self.lookup_op(call)
-        run = self.counted(self.op_closure(call, spec), [self.site(op_cost(spec, call, self.soc), call.span)])
+        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, None))
+        run = self.counted(self.op_closure(call, spec), [k])
         if self.san_ref is None:
             return run
         reads, writes, aliases = self.op_effects(spec, call, None)
@@ -335,7 +381,9 @@ class KernelExecutor:
         self.site_spans = tuple(c.site_spans)
         self.dynamic = c.counting
         self._counts, self._zeros = c.counts, [0] * len(c.counts)
-        self._static_cost: TaskCost | None = None if self.dynamic else task_cost(self.sites)
+        self._trace = c.trace
+        self._pipes = PipeSchedule(self.sites, c.effects) if c.overlap else None
+        self._static_cost: TaskCost | None = None if self.dynamic else self._cost(None, range(len(self.sites)))
         self._templates: dict[CoreArena, list] = {}
         self.access = AccessSummary(func)
         self._params = []
@@ -415,5 +463,15 @@ class KernelExecutor:
             self._body(env)
             return self._static_cost
         self._counts[:] = self._zeros
+        self._trace.clear()
         self._body(env)
-        return task_cost(self.sites, self._counts)
+        return self._cost(self._counts, self._trace)
+
+    def _cost(self, counts: list[int] | None, order: Any) -> TaskCost:
+        """The task's cost: per-pipe and per-path totals of the executed sites; its cycles are the
+        launch plus the critical path of the ops in `order` on overlapping pipes (`pipes.py`), or
+        the serial sum for a Group member."""
+        tc = task_cost(self.sites, counts)
+        if self._pipes is None:
+            return tc
+        return tc._replace(cycles=int(const("task_launch")) + self._pipes.critical_path(order))

@@ -22,7 +22,10 @@ submits at or after the last processed instant:
 - a task lasts `task.cycles` (see `cost_model`; for a group task its own work plus its pipe
   stalls, starting `offset_cycles` after the group), so independent tasks on different cores
   overlap. A group holds its three cores until its last task has finished; tasks that depend on
-  one of its tasks may start when that task ends.
+  one of its tasks may start when that task ends;
+- the chip's DDR bandwidth is shared (`bandwidth.DdrChannel`): each task, as it starts, is granted
+  its DDR traffic from what the tasks started before it left free, and runs longer by its
+  `ddr_wait_cycles` when that is not enough.
 
 Tasks *execute* (their numbers are computed, on the chosen core's arena) at the moment they start
 in simulated time; a group executes all its kernels then, interleaved on their pipes. A task starts
@@ -37,6 +40,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import InternalError, RuntimeSimError
+from .bandwidth import DdrChannel
+from .cost_model import ddr_bytes_of
 
 if TYPE_CHECKING:
     from .device import SimDevice
@@ -117,6 +122,13 @@ class EventScheduler:
         self._gangs: list[tuple[int, int, list[Task]]] = []
         self._done: set[int] = set()
         self._submitted = 0
+        self.ddr = DdrChannel()
+
+    def _share_ddr(self, t: Task) -> None:
+        """Grant `t` (started, run) its DDR traffic; sets its `ddr_wait_cycles`."""
+        t.ddr_wait_cycles = 0
+        if t.cost is not None:
+            t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, t.cycles, ddr_bytes_of(t.cost))  # type: ignore[arg-type]
 
     def _of(self, core_type: str) -> _Cores:
         c = self._cores.get(core_type)
@@ -182,6 +194,7 @@ class EventScheduler:
         """Process every event of the earliest instant, then start what can start then."""
         events = self._events
         now = self.now = events[0][0]
+        self.ddr.forget_before(now)
         while events and events[0][0] == now:
             _, kind, _, x = heapq.heappop(events)
             if kind == _DONE:
@@ -219,6 +232,7 @@ class EventScheduler:
                 _, _, t = heapq.heappop(queue)
                 t.core_index, t.start_cycle = i, now
                 run_task(self.device, t)
+                self._share_ddr(t)
                 t.end_cycle = now + t.cycles
                 heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
 
@@ -237,6 +251,7 @@ class EventScheduler:
             end = now
             for t in unit:
                 t.start_cycle = now + t.offset_cycles
+                self._share_ddr(t)
                 t.end_cycle = t.start_cycle + t.cycles
                 end = max(end, t.end_cycle)
                 heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
@@ -254,6 +269,7 @@ class EventScheduler:
             for t in unit:
                 t.core_index, t.start_cycle = cores.take_longest_idle(), now
                 run_task(self.device, t)
+                self._share_ddr(t)
                 t.end_cycle = now + t.cycles
                 heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
 

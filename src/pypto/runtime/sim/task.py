@@ -73,6 +73,8 @@ class Task:
         offset_cycles: how long after the group's start the task began (it waited for another
             kernel of its group whose DDR accesses it conflicts with).
         stall_cycles: cycles it waited on its cross-core pipes (empty on a pop, full on a push).
+        ddr_wait_cycles: cycles the task ran longer than its own work because the chip's shared
+            DDR bandwidth was taken by tasks that started before it (`bandwidth.DdrChannel`).
         pipes: for the tasks of a group, the group's `PipeStats` (shared by them).
         manual: submitted in a MANUAL runtime scope: no dependency was derived from its regions
             (SPEC §13); only TaskIds and `deps=` order it.
@@ -107,6 +109,7 @@ class Task:
     subblock: int | None = None
     offset_cycles: int = 0
     stall_cycles: int = 0
+    ddr_wait_cycles: int = 0
     pipes: Any = field(default=None, repr=False)
     manual: bool = False
     name_hint: str | None = None
@@ -138,8 +141,9 @@ class Task:
 
     @property
     def cycles(self) -> int:
-        """Simulated duration in cycles, pipe stalls included (0 before the task has run)."""
-        return 0 if self.cost is None else self.cost.cycles + self.stall_cycles
+        """Simulated duration in cycles, pipe stalls and DDR waits included (0 before the task has
+        run)."""
+        return 0 if self.cost is None else self.cost.cycles + self.stall_cycles + self.ddr_wait_cycles
 
     def args_with(self, *directions: ParamDirection) -> tuple[Any, ...]:
         """The arguments whose direction is one of `directions`."""

@@ -1,0 +1,188 @@
+"""Roofline calibration: how close do tiled kernels come to the simulated chip's peaks?
+
+    python benchmarks/roofline.py [--small]
+
+Two kernels, each over all cores of its type on Ascend910B (one block per task, `pl.parallel`):
+
+(a) a large FP16 matmul C [M, N] FP32 = A [M, K] @ B [K, N]: one task per 128 x 128 block of C
+    (24 blocks, one per cube core), each looping over K in 128-steps (DDR -> Mat -> Left/Right ->
+    Acc), compared with the chip's peak cube throughput (`cost_model.peak_flops_per_cycle`);
+    (a') the same with 128 x 256 blocks of C (M doubled to keep 24 blocks): twice the cube work per
+    load of A, and rows of B as wide as the DDR access granule (512 B), so no granule is half
+    wasted (the PH001 hint of (a));
+(b) a large FP32 elementwise add c = a + b: one task per row block (48 blocks, one per vector
+    core), each looping over its block in [R, TC] tiles, compared with the chip's peak DDR
+    bandwidth (`cost_model.peak_ddr_bytes_per_cycle`, the shared HBM of `bandwidth.DdrChannel`).
+
+Both results are checked against torch first. Simulated FLOP/s and bytes/s use the simulated
+makespan (orchestrator submission and task launch included) and the clock of the cost model; the
+numbers are simulated time, not this machine's speed. "fraction" is simulated / peak: it can never
+exceed 1 (tests/runtime/test_rt_roofline.py checks it on small shapes).
+
+Targets of issue 14: the matmul above 70 % of peak cube throughput, the elementwise op above 70 %
+of peak bandwidth. The elementwise op meets it (the chip's shared bandwidth is the limit). The
+matmul does not: the pipes of a core overlap (`pipes.PipeSchedule`), but each K-step loads
+128 x 128 FP16 tiles whose 256-byte rows cost whole 512-byte DDR granules, and a core's MTE2 moves
+64 B/cycle: the loads take about four times as long as the matmul they feed. Reaching the target
+needs operands reused from L1 across several blocks of C (larger blocks per task), which these
+one-block-per-task kernels do not do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(_ROOT / "src"))
+
+import pypto.language as pl  # noqa: E402
+from pypto import ir  # noqa: E402
+from pypto.backend.soc import BackendType, get_soc  # noqa: E402
+from pypto.runtime.sim.cost_model import (  # noqa: E402
+    const,
+    ddr_bytes_of,
+    peak_ddr_bytes_per_cycle,
+    peak_flops_per_cycle,
+)
+
+SOC = get_soc(BackendType.Ascend910B)
+
+
+def matmul_program(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn: int = 128, tk: int = 128):
+    """C [bm*tm, bn*tn] FP32 = A [bm*tm, k] FP16 @ B [k, bn*tn] FP16, one task per tm x tn block
+    of C, each looping over K in tk-steps. `k` is a multiple of `tk`."""
+    m, n = blocks_m * tm, blocks_n * tn
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def mm_block(a: pl.Tensor[[tm, k], pl.FP16], b: pl.Tensor[[k, tn], pl.FP16],
+                 c: pl.Out[pl.Tensor[[tm, tn], pl.FP32]]) -> pl.Tensor[[tm, tn], pl.FP32]:
+        a0 = pl.load(a, [0, 0], [tm, tk], target_memory=pl.Mem.Mat)
+        b0 = pl.load(b, [0, 0], [tk, tn], target_memory=pl.Mem.Mat)
+        acc0 = pl.matmul(pl.move(a0, target_memory=pl.Mem.Left), pl.move(b0, target_memory=pl.Mem.Right))
+        for kk, (acc,) in pl.range(tk, k, tk, init_values=(acc0,)):
+            ak = pl.load(a, [0, kk], [tm, tk], target_memory=pl.Mem.Mat)
+            bk = pl.load(b, [kk, 0], [tk, tn], target_memory=pl.Mem.Mat)
+            nacc = pl.matmul_acc(acc, pl.move(ak, target_memory=pl.Mem.Left),
+                                 pl.move(bk, target_memory=pl.Mem.Right))
+            out = pl.yield_(nacc)
+        c = pl.store(out, [0, 0], c)
+        return c
+
+    @pl.program
+    class Matmul:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[m, k], pl.FP16], b: pl.Tensor[[k, n], pl.FP16],
+                 c: pl.Out[pl.Tensor[[m, n], pl.FP32]]) -> pl.Tensor[[m, n], pl.FP32]:
+            for i in pl.parallel(m // tm):   # m, n used in the body: closure names of the annotations
+                for j in pl.parallel(n // tn):
+                    sc = pl.slice(c, [tm, tn], [i * tm, j * tn])
+                    sc = mm_block(pl.slice(a, [tm, k], [i * tm, 0]), pl.slice(b, [k, tn], [0, j * tn]), sc)
+            return c
+
+    return Matmul
+
+
+def add_program(blocks: int, rows: int, cols: int, tile_cols: int):
+    """c = a + b on [blocks*rows, cols] FP32, one task per [rows, cols] block, each looping over its
+    block in [rows, tile_cols] tiles. `cols` is a multiple of `tile_cols`."""
+    total = blocks * rows
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_block(a: pl.Tensor[[rows, cols], pl.FP32], b: pl.Tensor[[rows, cols], pl.FP32],
+                  c: pl.Out[pl.Tensor[[rows, cols], pl.FP32]]) -> pl.Tensor[[rows, cols], pl.FP32]:
+        for j, (cc,) in pl.range(0, cols, tile_cols, init_values=(c,)):
+            ta = pl.load(a, [0, j], [rows, tile_cols])
+            tb = pl.load(b, [0, j], [rows, tile_cols])
+            nc = pl.store(pl.add(ta, tb), [0, j], cc)
+            out = pl.yield_(nc)
+        return out
+
+    @pl.program
+    class Add:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[total, cols], pl.FP32], b: pl.Tensor[[total, cols], pl.FP32],
+                 c: pl.Out[pl.Tensor[[total, cols], pl.FP32]]) -> pl.Tensor[[total, cols], pl.FP32]:
+            for i in pl.parallel(total // rows):   # total: a closure name of the annotations
+                sc = pl.slice(c, [rows, cols], [i * rows, 0])
+                sc = add_block(pl.slice(a, [rows, cols], [i * rows, 0]),
+                               pl.slice(b, [rows, cols], [i * rows, 0]), sc)
+            return c
+
+    return Add
+
+
+def measure(program, args: list[torch.Tensor], flops: int = 0) -> dict[str, float]:
+    """Compile (in a temporary folder) and run `program` on `args` (the last one is the output);
+    returns the simulated makespan (cycles), FLOP and DDR bytes per cycle, and those over the
+    chip's peaks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        compiled = ir.compile(program, output_dir=tmp, dump_passes=False, backend_type=BackendType.Ascend910B,
+                                 skip_ptoas=True)
+        return _measure(compiled, args, flops)
+
+
+def _measure(compiled, args: list[torch.Tensor], flops: int) -> dict[str, float]:
+    compiled(*args)
+    rec = compiled.last_run
+    cycles = rec.makespan_cycles
+    ddr = sum(ddr_bytes_of(t.cost) for t in rec.tasks)
+    return {"cycles": cycles, "tasks": len(rec.tasks), "flops_per_cycle": flops / cycles,
+            "bytes_per_cycle": ddr / cycles, "flops_fraction": flops / cycles / peak_flops_per_cycle(SOC),
+            "bytes_fraction": ddr / cycles / peak_ddr_bytes_per_cycle(SOC),
+            "ddr_wait_cycles": sum(t.ddr_wait_cycles for t in rec.tasks)}
+
+
+def run_matmul(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn: int = 128) -> dict[str, float]:
+    """Case (a) with tm x tn blocks of C, checked against torch."""
+    m, n = blocks_m * tm, blocks_n * tn
+    a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+    c = torch.zeros(m, n)
+    res = measure(matmul_program(blocks_m, blocks_n, k, tm, tn), [a, b, c], flops=2 * m * n * k)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+    return res
+
+
+def run_add(blocks: int, rows: int, cols: int, tile_cols: int) -> dict[str, float]:
+    """Case (b), checked against torch."""
+    a, b = torch.randn(blocks * rows, cols), torch.randn(blocks * rows, cols)
+    c = torch.zeros_like(a)
+    res = measure(add_program(blocks, rows, cols, tile_cols), [a, b, c], flops=a.numel())
+    assert torch.equal(c, a + b)
+    return res
+
+
+def _report(name: str, res: dict[str, float], kind: str) -> None:
+    hz = const("clock_ghz") * 1e9
+    if kind == "flops":
+        got, peak, frac, unit = res["flops_per_cycle"], peak_flops_per_cycle(SOC), res["flops_fraction"], "TFLOP/s"
+        scale = 1e12
+    else:
+        got, peak, frac, unit = res["bytes_per_cycle"], peak_ddr_bytes_per_cycle(SOC), res["bytes_fraction"], "GB/s"
+        scale = 1e9
+    target = "met" if frac >= 0.7 else "NOT met"
+    print(f"{name:<38} {res['tasks']:>5} tasks {res['cycles']:>9} cycles  simulated {got * hz / scale:8.1f} "
+          f"{unit}  peak {peak * hz / scale:8.1f} {unit}  fraction {frac:6.1%}  (target 70 %: {target})")
+    print(f"{'':<38} DDR traffic {res['bytes_fraction']:6.1%} of the chip's bandwidth; DDR waits (shared "
+          f"bandwidth): {res['ddr_wait_cycles']} task-cycles")
+
+
+def main() -> None:
+    """Run both cases and print them next to the peaks."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--small", action="store_true", help="smaller shapes (a quick look)")
+    opts = ap.parse_args()
+    k, cols = (512, 2048) if opts.small else (4096, 8192)
+    print(f"Ascend910B model: {SOC.num_aic} cube + {SOC.num_aiv} vector cores at {const('clock_ghz')} GHz "
+          f"(cost model, estimates)")
+    _report(f"(a) FP16 matmul 768x512x{k}, 128x128", run_matmul(6, 4, k), "flops")
+    _report(f"(a') FP16 matmul 1536x512x{k}, 128x256", run_matmul(12, 2, k, tn=256), "flops")
+    _report(f"(b) FP32 add 3072x{cols}", run_add(48, 64, cols, 128), "bytes")
+
+
+if __name__ == "__main__":
+    main()

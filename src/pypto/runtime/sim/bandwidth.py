@@ -1,0 +1,96 @@
+"""The chip's DDR (HBM) bandwidth, shared by every task in flight (issue 14 item 3).
+
+Each core moves data between DDR and its own memories at most at `mte2_bytes_per_cycle` /
+`mte3_bytes_per_cycle` (the per-op costs of `cost_model`), but all cores share one DDR: the chip
+as a whole moves at most `ddr_bytes_per_cycle` bytes per cycle. `DdrChannel` enforces that limit
+over a run with a reservation timeline:
+
+- a task that starts at cycle `s`, lasts `T` cycles on its own and moves `D` bytes to or from DDR
+  asks for `D / T` bytes per cycle (its traffic spread evenly over its duration: the pipes of one
+  core are serial in the cost model, so loads and stores interleave with compute);
+- the channel grants, from `s` on, what it still has free of the chip's bandwidth, up to that
+  rate, segment by segment of its timeline, until the `D` bytes are granted; the task ends when
+  both its own work is done (`s + T`) and its last byte is granted. The extra cycles are the
+  task's `ddr_wait_cycles`;
+- tasks are granted in the order they start (the scheduler's deterministic order), and a grant is
+  never taken back: a task that started earlier keeps its bandwidth. The same inputs always give
+  the same cycles.
+
+At every cycle the granted rates sum to at most `ddr_bytes_per_cycle`, so no schedule moves more
+bytes per cycle than the chip can. Not modelled: L2 cache hits (every DDR byte counts), per-bank /
+per-die locality, and read/write turnaround.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+from .cost_model import const
+
+__all__ = ["DdrChannel"]
+
+
+class DdrChannel:
+    """Bandwidth reservations of one run (module docstring).
+
+    The timeline is piecewise constant: `used[i]` bytes per cycle are granted from `times[i]` to
+    `times[i + 1]` (the last segment runs forever).
+
+    Args:
+        bytes_per_cycle: the chip's DDR bandwidth; `ddr_bytes_per_cycle` of the cost model by
+            default.
+    """
+
+    def __init__(self, bytes_per_cycle: float | None = None) -> None:
+        self.capacity = const("ddr_bytes_per_cycle") if bytes_per_cycle is None else bytes_per_cycle
+        self.times: list[int] = [0]
+        self.used: list[float] = [0.0]
+
+    def _split(self, t: int) -> int:
+        """Index of the segment starting at cycle `t` (splitting the one that contains it)."""
+        i = bisect.bisect_right(self.times, t) - 1
+        if i < 0:
+            self.times.insert(0, t)
+            self.used.insert(0, 0.0)
+            return 0
+        if self.times[i] == t:
+            return i
+        self.times.insert(i + 1, t)
+        self.used.insert(i + 1, self.used[i])
+        return i + 1
+
+    def reserve(self, start: int, cycles: int, nbytes: int) -> int:
+        """Grant `nbytes` of DDR traffic to a task running from `start` for `cycles` on its own.
+
+        Returns the extra cycles the task needs because the bandwidth is shared (0 when the chip
+        had enough free bandwidth for it all along). `cycles` and `nbytes` are >= 0.
+        """
+        if nbytes <= 0:
+            return 0
+        rate = nbytes / max(cycles, 1)
+        left = float(nbytes)
+        i = self._split(start)
+        times, used = self.times, self.used
+        while True:
+            give = min(rate, self.capacity - used[i])
+            a = times[i]
+            b = times[i + 1] if i + 1 < len(times) else None
+            if give > 1e-9:
+                need = math.ceil(left / give - 1e-9)
+                if b is None or a + need <= b:
+                    end = a + need
+                    if b is None or end < b:
+                        self._split(end)
+                    used[i] += give
+                    return max(0, end - (start + cycles))
+                used[i] += give
+                left -= give * (b - a)
+            i += 1
+
+    def forget_before(self, t: int) -> None:
+        """Drop the segments that end at or before cycle `t` (no task starts before it again)."""
+        i = bisect.bisect_right(self.times, t) - 1
+        if i > 0:
+            del self.times[:i]
+            del self.used[:i]
