@@ -18,7 +18,9 @@ input is loaded once per block, the chain computed on chip, each output stored o
 
     for i in pl.range(0, R, br):            # rows
         for j in pl.range(0, C, bc):        # columns, only when one block of rows cannot hold C
-            a_blk = pl.slice(a, [br, bc], [i, j], valid_shape=[pl.min(br, R - i), pl.min(bc, C - j)])
+            rows_valid: pl.INDEX = pl.min(br, R - i)   # only for a partial tail (below)
+            cols_valid: pl.INDEX = pl.min(bc, C - j)
+            a_blk = pl.slice(a, [br, bc], [i, j], valid_shape=[rows_valid, cols_valid])
             ... the chain on the blocks ...
             out = pl.assemble(out, result, [i, j])
 
@@ -211,9 +213,11 @@ class _Blocker:
         off = self.i if axis == 0 else self.j
         if total % size == 0:
             return size, off, None
-        if axis not in self.valid:
+        if axis not in self.valid:  # bound once per block: every slice's type names this variable
             rest = BinaryExpr("sub", _idx(total), off, INDEX)
-            self.valid[axis] = BinaryExpr("min", _idx(size), rest, INDEX)
+            v = Var("rows_valid" if axis == 0 else "cols_valid", INDEX_SCALAR, span=off.span)
+            self.out.append(AssignStmt(v, BinaryExpr("min", _idx(size), rest, INDEX), span=off.span))
+            self.valid[axis] = v
         return size, off, self.valid[axis]
 
     def block_of(self, v: Var) -> Expr:
