@@ -41,14 +41,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.dtype import INDEX, DataType
-from ..core.enums import FunctionType, MemorySpace
-from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, IterArg, MakeTuple, Var
+from ..core.enums import ForKind, FunctionType, MemorySpace, ParamDirection
+from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, ReturnStmt, SeqStmts, Stmt, YieldStmt
 from ..ir.types import ScalarType, TensorType
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
-from .base import FunctionPass, PassContext
+from .base import Pass, PassContext
 from .op_builder import build_call
 
 __all__ = ["TileTensorBlocks", "BlockPlan", "choose_blocks"]
@@ -264,55 +264,166 @@ def _loop(var_name: str, total: int, size: int, carried: list[Var], span, body_f
     return ForStmt(lv, _idx(0), _idx(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
 
 
+def _stores(chain_stmts: list[AssignStmt]) -> list[AssignStmt]:
+    return [s for s in chain_stmts if get_op(s.value.op).lowering == "store"]  # type: ignore[attr-defined, arg-type]
+
+
+def _row_block(chain: _Chain, plan: BlockPlan, chain_stmts: list[AssignStmt], outs: list[Var], i: Expr,
+               carried: list[Var], span) -> tuple[list[Stmt], list[Expr]]:  # type: ignore[no-untyped-def]
+    """The statements of the row block at row `i` — one block, or a loop over column blocks —
+    writing Out parameter `outs[k]` through the value `carried[k]`; and the written values."""
+    def block(j: Expr, ias: list[Var]):  # type: ignore[no-untyped-def]
+        b = _Blocker(chain, plan, i, j, dict(zip(outs, ias)))
+        for s in chain_stmts:
+            b.stmt(s)
+        last = {s.value.args[0]: b.map[s.var] for s in _stores(chain_stmts)}  # type: ignore[attr-defined]
+        return b.out, [last[o] for o in outs]
+    if plan.cols == chain.cols:
+        return block(_idx(0), carried)
+    loop, rvs = _loop("j", chain.cols, plan.cols, carried, span, block)
+    return [loop], rvs
+
+
+def _split(func: Function) -> tuple[list[AssignStmt], list[Var], ReturnStmt]:
+    body = list(func.body.stmts)
+    chain_stmts: list[AssignStmt] = body[:-1]  # type: ignore[assignment]
+    outs = list(dict.fromkeys(s.value.args[0] for s in _stores(chain_stmts)))  # type: ignore[attr-defined]
+    return chain_stmts, outs, body[-1]  # type: ignore[return-value]
+
+
+def _finish(func: Function, chain_stmts: list[AssignStmt], outs: list[Var], ret: ReturnStmt,
+            written: list[Var], first: list[Stmt]) -> Function:
+    """`func` with body `first` and `ret` returning, for each assemble result, `written[out]`."""
+    by_out = dict(zip(outs, written))
+    final = {s.var: by_out[s.value.args[0]] for s in _stores(chain_stmts)}  # type: ignore[attr-defined]
+    return replace(func, body=SeqStmts(tuple(first) + (IRMutator(dict(final)).visit_stmt(ret),),
+                                       span=func.body.span))
+
+
 def _rebuild(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
-    body = func.body.stmts if isinstance(func.body, SeqStmts) else (func.body,)
-    chain_stmts: list[AssignStmt] = list(body[:-1])  # type: ignore[arg-type]
-    outs = [s.value.args[0] for s in chain_stmts if get_op(s.value.op).lowering == "store"]  # type: ignore[attr-defined, arg-type]
+    """`func` with the block loop nest inside it (rows sequential on one core)."""
+    chain_stmts, outs, ret = _split(func)
     span = func.span
-    final: dict[Var, Var] = {}  # assemble result -> the value the loop nest gives for its Out
 
-    def inner(i: Expr, ias_i: list[Var]):  # type: ignore[no-untyped-def]
-        def block(j: Expr, ias: list[Var]):  # type: ignore[no-untyped-def]
-            b = _Blocker(chain, plan, i, j, dict(zip(outs, ias)))
-            for s in chain_stmts:
-                b.stmt(s)
-            last = {s.value.args[0]: b.map[s.var] for s in chain_stmts  # type: ignore[attr-defined]
-                    if get_op(s.value.op).lowering == "store"}  # type: ignore[attr-defined, arg-type]
-            return b.out, [last[o] for o in outs]
-        if plan.cols == chain.cols:
-            return block(_idx(0), ias_i)
-        loop, rvs = _loop("j", chain.cols, plan.cols, ias_i, span, block)
-        return [loop], rvs
+    def rows(i: Expr, ias: list[Var]):  # type: ignore[no-untyped-def]
+        return _row_block(chain, plan, chain_stmts, outs, i, ias, span)
 
-    loop, rvs = _loop("i", chain.rows, plan.rows, outs, span, inner)  # type: ignore[arg-type]
-    by_out = dict(zip(outs, rvs))
-    for s in chain_stmts:
-        if get_op(s.value.op).lowering == "store":  # type: ignore[attr-defined, arg-type]
-            final[s.var] = by_out[s.value.args[0]]  # type: ignore[attr-defined]
-    ret: ReturnStmt = body[-1]  # type: ignore[assignment]
-    new_ret = IRMutator(dict(final)).visit_stmt(ret)
-    return replace(func, body=SeqStmts((loop, new_ret), span=func.body.span))
+    loop, rvs = _loop("i", chain.rows, plan.rows, outs, span, rows)
+    return _finish(func, chain_stmts, outs, ret, rvs, [loop])
 
 
-class TileTensorBlocks(FunctionPass):
-    """Split a too-large tensor-level InCore chain into a block loop (module docstring)."""
+def _rebuild_one_row_block(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
+    """`func` computing the row block at its new last parameter `i` (a `pl.Scalar[pl.INDEX]`);
+    the caller loops over `i` (`_Hoist`)."""
+    chain_stmts, outs, ret = _split(func)
+    i = Var("i", INDEX_SCALAR, span=func.span)
+    stmts, written = _row_block(chain, plan, chain_stmts, outs, i, outs, func.span)
+    f = _finish(func, chain_stmts, outs, ret, written, stmts)  # type: ignore[arg-type]
+    return replace(f, params=func.params + (i,), param_directions=func.param_directions + (ParamDirection.In,))
+
+
+class _Hoist(IRMutator):
+    """Replaces each call `v = self.f(args)` by `for i, (o_it,) in pl.parallel(0, R, br, init_values=(o,))`
+    calling `f(args with o_it, i)` and yielding its result into `v` (one task per row block)."""
+
+    def __init__(self, funcs: dict[str, tuple[Function, _Chain, BlockPlan]]) -> None:
+        super().__init__()
+        self.funcs = funcs
+
+    def visit_AssignStmt(self, s: AssignStmt) -> Stmt:
+        c = s.value
+        entry = self.funcs.get(c.op.name) if isinstance(c, Call) and isinstance(c.op, GlobalVar) else None
+        if entry is None:
+            return super().visit_AssignStmt(s)
+        func, chain, plan = entry
+        out = _split(func)[1][0]
+        pos = func.params.index(out)
+        arg = c.args[pos]
+        lv = Var("i", INDEX_SCALAR, span=s.span)
+        it = IterArg(f"{getattr(arg, 'name', 'out')}_it", arg.type, init=arg, span=s.span)
+        args = list(c.args)
+        args[pos] = it
+        call = replace(c, args=tuple(args) + (lv,))
+        res = Var(s.var.name + "_blk", s.var.type, span=s.var.span)
+        body = SeqStmts((AssignStmt(res, call, span=s.span), YieldStmt((res,), span=s.span)), span=s.span)
+        return ForStmt(lv, _idx(0), _idx(chain.rows), _idx(plan.rows), (it,), body, (s.var,),
+                       kind=ForKind.Parallel, span=s.span)
+
+
+def _hoistable(func: Function, program: Program) -> bool:
+    """True when the row loop of `func` can move into its callers: one Out tensor, returned; every
+    call an assignment `v = self.f(...)` in an Orchestration function."""
+    _, outs, ret = _split(func)
+    if len(outs) != 1 or len(ret.values) != 1:
+        return False
+    calls = _Calls(func.name)
+    for f in program.functions:
+        if f is not func:
+            calls.visit_function(f)
+    return calls.ok and calls.count > 0
+
+
+class _Calls(IRVisitor):
+    """Counts the calls of function `name`; `ok` is False when one is not `v = self.name(...)` in an
+    Orchestration function."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.count, self.ok, self.assigned = name, 0, True, False
+        self.orch = False
+
+    def visit_function(self, f: Function) -> None:
+        self.orch = f.func_type is FunctionType.Orchestration
+        super().visit_function(f)
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        self.assigned = isinstance(s.value, Call) and isinstance(s.value.op, GlobalVar)
+        super().visit_AssignStmt(s)
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar) and e.op.name == self.name:
+            self.count += 1
+            self.ok = self.ok and self.orch and self.assigned
+        self.assigned = False
+        super().visit_Call(e)
+
+
+class TileTensorBlocks(Pass):
+    """Split a too-large tensor-level InCore chain into blocks (module docstring)."""
 
     name = "TileTensorBlocks"
 
-    def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
-        if func.func_type is not FunctionType.InCore:
-            return func
-        chain = _analyse(func)
-        if chain is None:
-            return func
-        dtypes = {v: v.type.dtype for v in chain.values}  # type: ignore[attr-defined]
-        soc = ctx.soc
-        cap = soc.capacity_of(MemorySpace.Vec)
-        whole = sum(r * _align(c * dtypes[v].get_byte(), soc.alignment) for v, (r, c) in chain.values.items())
-        if whole <= cap:
-            return func
-        plan = choose_blocks(chain, dtypes, cap, soc.ddr_access_granularity, soc.alignment)
-        if plan is None or (plan.rows, plan.cols) == (chain.rows, chain.cols):
-            return func
-        return _rebuild(func, chain, plan)
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        hoisted: dict[str, tuple[Function, _Chain, BlockPlan]] = {}
+        funcs = []
+        for func in program.functions:
+            found = _plan(func, ctx)
+            if found is None:
+                funcs.append(func)
+            elif _hoistable(func, program):
+                hoisted[func.name] = (func, *found)
+                funcs.append(_rebuild_one_row_block(func, *found))
+            else:
+                funcs.append(_rebuild(func, *found))
+        if hoisted:
+            mut = _Hoist(hoisted)
+            funcs = [f if f.name in hoisted else mut.visit_function(f) for f in funcs]
+        return replace(program, functions=tuple(funcs))
 
+
+def _plan(func: Function, ctx: PassContext) -> tuple[_Chain, BlockPlan] | None:
+    """The chain of `func` and its block shape, when `func` is an InCore chain too large for Vec."""
+    if func.func_type is not FunctionType.InCore or not isinstance(func.body, SeqStmts):
+        return None
+    chain = _analyse(func)
+    if chain is None:
+        return None
+    dtypes = {v: v.type.dtype for v in chain.values}  # type: ignore[attr-defined]
+    soc = ctx.soc
+    cap = soc.capacity_of(MemorySpace.Vec)
+    whole = sum(r * _align(c * dtypes[v].get_byte(), soc.alignment) for v, (r, c) in chain.values.items())
+    if whole <= cap:
+        return None
+    plan = choose_blocks(chain, dtypes, cap, soc.ddr_access_granularity, soc.alignment)
+    if plan is None or (plan.rows, plan.cols) == (chain.rows, chain.cols):
+        return None
+    return chain, plan
