@@ -201,3 +201,47 @@ def test_the_950_granularity_and_vec_give_other_blocks():
     assert _steps(blocked(WideRows, BackendType.Ascend950)) == [(0, 64, 8), (0, 1000, 512)]
     assert _steps(blocked(Add256, BackendType.Ascend950)) == [(0, 256, 16)]
     assert _steps(blocked(Softmax, BackendType.Ascend950)) == [(0, 1000, 64)]
+
+
+@pl.program
+class Called:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def host(self, a: pl.Tensor[[1000, 97], FP32],
+             c: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        c1: pl.Tensor[[1000, 97], FP32] = self.k(a, c)
+        return c1
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[1000, 97], FP32],
+          c: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        e: pl.Tensor[[1000, 97], FP32] = pl.tensor.exp(a)
+        r: pl.Tensor[[1000, 97], FP32] = pl.tensor.relu(e)
+        c1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(c, r, [0, 0])
+        return c1
+
+
+@pl.program
+class CalledExpected:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def host(self, a: pl.Tensor[[1000, 97], FP32],
+             c: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        # one task per row block, spread over the cores as pl.parallel does
+        for i, (c_it,) in pl.parallel(0, 1000, 64, init_values=(c,)):
+            c1_blk: pl.Tensor[[1000, 97], FP32] = self.k(a, c_it, i)
+            c1: pl.Tensor[[1000, 97], FP32] = pl.yield_(c1_blk)
+        return c1
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[1000, 97], FP32], c: pl.Out[pl.Tensor[[1000, 97], FP32]],
+          i: pl.Scalar[pl.INDEX]) -> pl.Tensor[[1000, 97], FP32]:
+        rows_valid: pl.INDEX = pl.min(64, 1000 - i)
+        a_blk: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+            pl.tensor.slice(a, [64, 97], [i, 0], [rows_valid, 97])
+        e: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.exp(a_blk)
+        r: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.relu(e)
+        c1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(c, r, [i, 0])
+        return c1
+
+
+def test_a_kernel_called_from_orchestration_gets_one_parallel_task_per_row_block():
+    ir.assert_structural_equal(blocked(Called), CalledExpected)
