@@ -245,3 +245,34 @@ class CalledExpected:
 
 def test_a_kernel_called_from_orchestration_gets_one_parallel_task_per_row_block():
     ir.assert_structural_equal(blocked(Called), CalledExpected)
+
+
+M = pl.dynamic("M")
+
+
+@pl.program
+class Dynamic:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[M, 300], FP32], y: pl.Out[pl.Tensor[[M, 300], FP32]]) -> pl.Tensor[[M, 300], FP32]:
+        e: pl.Tensor[[M, 300], FP32] = pl.tensor.exp(x)
+        y1: pl.Tensor[[M, 300], FP32] = pl.tensor.assemble(y, e, [0, 0])
+        return y1
+
+
+@pl.program
+class DynamicExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[M, 300], FP32], y: pl.Out[pl.Tensor[[M, 300], FP32]]) -> pl.Tensor[[M, 300], FP32]:
+        # M is only known at run time: always blocked, every block's rows bounded by M
+        for i, (y_it,) in pl.range(0, M, 32, init_values=(y,)):
+            rows_valid: pl.INDEX = pl.min(32, M - i)
+            x_blk: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = \
+                pl.tensor.slice(x, [32, 300], [i, 0], [rows_valid, 300])
+            e: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = pl.tensor.exp(x_blk)
+            y1: pl.Tensor[[M, 300], FP32] = pl.tensor.assemble(y_it, e, [i, 0])
+            y_rv: pl.Tensor[[M, 300], FP32] = pl.yield_(y1)
+        return y_rv
+
+
+def test_a_dynamic_dimension_gets_a_block_loop_with_valid_shape_tails():
+    ir.assert_structural_equal(blocked(Dynamic), DynamicExpected)

@@ -69,21 +69,39 @@ def _const(d: Expr) -> int | None:
     return d.value if isinstance(d, ConstInt) else None
 
 
-def _dims(t: TensorType) -> tuple[int, int] | None:
-    """(rows, cols) of a static 2-D tensor type without a view, else None."""
+Dim = int | Var   # a static size, or a dynamic dimension (`pl.dynamic`)
+_UNBOUNDED = 1 << 40  # the size a dynamic dimension counts as when choosing blocks
+
+
+def _dims(t: TensorType) -> tuple[Dim, Dim] | None:
+    """(rows, cols) of a 2-D tensor type without a view — each static or a dynamic-dimension
+    variable — else None."""
     if len(t.shape) != 2 or t.view is not None:
         return None
-    r, c = (_const(d) for d in t.shape)
-    return (r, c) if r is not None and c is not None else None
+    out = tuple(_const(d) if isinstance(d, ConstInt) else d if isinstance(d, Var) else None for d in t.shape)
+    return out if None not in out else None  # type: ignore[return-value]
+
+
+def _same(a: Dim, b: Dim) -> bool:
+    """Equal sizes, or the same dynamic dimension."""
+    return a is b if isinstance(a, Var) or isinstance(b, Var) else a == b
+
+
+def _size(d: Dim) -> int:
+    return d if isinstance(d, int) else _UNBOUNDED
+
+
+def _expr(d: Dim) -> Expr:
+    return _idx(d) if isinstance(d, int) else d
 
 
 @dataclass
 class _Chain:
     """What the analysis found: the chain's statements, its tensor values and the final assembles."""
 
-    rows: int
-    cols: int
-    values: dict[Var, tuple[int, int]]   # every tensor value loaded or computed on chip -> dims
+    rows: Dim
+    cols: Dim
+    values: dict[Var, tuple[Dim, Dim]]   # every tensor value loaded or computed on chip -> dims
     reduces_rows: bool                    # a row reduction: rows must stay whole (no column blocks)
 
 
@@ -93,7 +111,7 @@ def _analyse(func: Function) -> _Chain | None:
     if not body or not isinstance(body[-1], ReturnStmt):
         return None
     params = set(func.params)
-    values: dict[Var, tuple[int, int]] = {}
+    values: dict[Var, tuple[Dim, Dim]] = {}
     stored: set[Var] = set()
     reduces = False
     for p in func.params:
@@ -136,11 +154,19 @@ def _analyse(func: Function) -> _Chain | None:
     ret = body[-1]
     if not stored or not all(v in stored for v in ret.values if isinstance(v.type, TensorType)):  # type: ignore[attr-defined]
         return None
-    rows = max(d[0] for d in values.values())
-    cols = max(d[1] for d in values.values())
-    if any(d[0] not in (1, rows) or d[1] not in (1, cols) for d in values.values()):
+    rows = _extent([d[0] for d in values.values()])
+    cols = _extent([d[1] for d in values.values()])
+    if rows is None or cols is None:
         return None
     return _Chain(rows, cols, values, reduces)
+
+
+def _extent(dims: list[Dim]) -> Dim | None:
+    """The one extent other than 1 along an axis (1 when all are 1); None when there are several."""
+    others = {id(d) if isinstance(d, Var) else d: d for d in dims if not (isinstance(d, int) and d == 1)}
+    if len(others) > 1:
+        return None
+    return next(iter(others.values())) if others else 1
 
 
 def _align(n: int, a: int) -> int:
@@ -150,8 +176,8 @@ def _align(n: int, a: int) -> int:
 def _block_bytes(chain: _Chain, dtypes: dict[Var, DataType], rows: int, cols: int, align: int) -> int:
     total = 0
     for v, (r, c) in chain.values.items():
-        br = rows if r == chain.rows and r != 1 else 1
-        bc = cols if c == chain.cols and c != 1 else 1
+        br = rows if _same(r, chain.rows) and r != 1 else 1
+        bc = cols if _same(c, chain.cols) and c != 1 else 1
         total += br * _align(bc * dtypes[v].get_byte(), align)
     return total
 
@@ -165,13 +191,13 @@ def choose_blocks(chain: _Chain, dtypes: dict[Var, DataType], capacity: int, gra
     """The block shape of `chain` (module docstring "Block shape"); None when not even one row of
     a chain whose rows must stay whole fits."""
     budget = capacity // 2
-    R, C = chain.rows, chain.cols
+    R, C = _size(chain.rows), _size(chain.cols)
 
     def fits(r: int, c: int) -> bool:
         return _block_bytes(chain, dtypes, r, c, align) <= budget
 
     cols = C
-    if not fits(min(R, 8), C):
+    if not fits(min(R, 8), C):  # (a dynamic C never fits)
         if chain.reduces_rows:
             cols = C
         else:
@@ -204,17 +230,17 @@ class _Blocker:
         self.out: list[Stmt] = []
         self.valid: dict[int, Expr] = {}  # axis -> the valid size of a tail (one Expr: types compare it)
 
-    def extent(self, axis: int, full: int) -> tuple[int, Expr, Expr | None]:
+    def extent(self, axis: int, full: Dim) -> tuple[int, Expr, Expr | None]:
         """(block size, offset, valid size or None) along `axis` of a value of extent `full`."""
         size = self.plan.rows if axis == 0 else self.plan.cols
         total = self.chain.rows if axis == 0 else self.chain.cols
         if full == 1:
             return 1, _idx(0), None
         off = self.i if axis == 0 else self.j
-        if total % size == 0:
+        if isinstance(total, int) and total % size == 0:
             return size, off, None
         if axis not in self.valid:  # bound once per block: every slice's type names this variable
-            rest = BinaryExpr("sub", _idx(total), off, INDEX)
+            rest = BinaryExpr("sub", _expr(total), off, INDEX)
             v = Var("rows_valid" if axis == 0 else "cols_valid", INDEX_SCALAR, span=off.span)
             self.out.append(AssignStmt(v, BinaryExpr("min", _idx(size), rest, INDEX), span=off.span))
             self.valid[axis] = v
@@ -253,7 +279,7 @@ class _Blocker:
         self.map[s.var] = nv
 
 
-def _loop(var_name: str, total: int, size: int, carried: list[Var], span, body_fn) -> tuple[ForStmt, list[Var]]:  # type: ignore[no-untyped-def]
+def _loop(var_name: str, total: Dim, size: int, carried: list[Var], span, body_fn) -> tuple[ForStmt, list[Var]]:  # type: ignore[no-untyped-def]
     """`for v in pl.range(0, total, size)` carrying `carried`; `body_fn(v, iter_args)` gives
     (body statements, yielded values)."""
     lv = Var(var_name, INDEX_SCALAR, span=span)
@@ -261,7 +287,7 @@ def _loop(var_name: str, total: int, size: int, carried: list[Var], span, body_f
     stmts, yielded = body_fn(lv, ias)
     rvs = [Var(f"{c.name}_rv", c.type, span=span) for c in carried]
     body = SeqStmts(tuple(stmts) + (YieldStmt(tuple(yielded), span=span),), span=span)
-    return ForStmt(lv, _idx(0), _idx(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
+    return ForStmt(lv, _idx(0), _expr(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
 
 
 def _stores(chain_stmts: list[AssignStmt]) -> list[AssignStmt]:
@@ -346,7 +372,7 @@ class _Hoist(IRMutator):
         call = replace(c, args=tuple(args) + (lv,))
         res = Var(s.var.name + "_blk", s.var.type, span=s.var.span)
         body = SeqStmts((AssignStmt(res, call, span=s.span), YieldStmt((res,), span=s.span)), span=s.span)
-        return ForStmt(lv, _idx(0), _idx(chain.rows), _idx(plan.rows), (it,), body, (s.var,),
+        return ForStmt(lv, _idx(0), _expr(chain.rows), _idx(plan.rows), (it,), body, (s.var,),
                        kind=ForKind.Parallel, span=s.span)
 
 
@@ -420,7 +446,8 @@ def _plan(func: Function, ctx: PassContext) -> tuple[_Chain, BlockPlan] | None:
     dtypes = {v: v.type.dtype for v in chain.values}  # type: ignore[attr-defined]
     soc = ctx.soc
     cap = soc.capacity_of(MemorySpace.Vec)
-    whole = sum(r * _align(c * dtypes[v].get_byte(), soc.alignment) for v, (r, c) in chain.values.items())
+    whole = sum(_size(r) * _align(_size(c) * dtypes[v].get_byte(), soc.alignment)
+                for v, (r, c) in chain.values.items())
     if whole <= cap:
         return None
     plan = choose_blocks(chain, dtypes, cap, soc.ddr_access_granularity, soc.alignment)
