@@ -342,7 +342,10 @@ def _rebuild_one_row_block(func: Function, chain: _Chain, plan: BlockPlan) -> Fu
     """`func` computing the row block at its new last parameter `i` (a `pl.Scalar[pl.INDEX]`);
     the caller loops over `i` (`_Hoist`)."""
     chain_stmts, outs, ret = _split(func)
-    i = Var("i", INDEX_SCALAR, span=func.span)
+    taken = {p.name for p in func.params}
+    name = next(n for n in ("i", "blk_i", "blk_row") + tuple(f"blk_row{k}" for k in range(len(taken) + 1))
+                if n not in taken)
+    i = Var(name, INDEX_SCALAR, span=func.span)
     stmts, written = _row_block(chain, plan, chain_stmts, outs, i, outs, func.span)
     f = _finish(func, chain_stmts, outs, ret, written, stmts)  # type: ignore[arg-type]
     return replace(f, params=func.params + (i,), param_directions=func.param_directions + (ParamDirection.In,))
