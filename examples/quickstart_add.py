@@ -1,5 +1,9 @@
 """Quickstart (User Manual): a tensor-level @pl.jit add inside an InCore scope, run on the simulator.
 
+4096 x 4096 FP32 inputs (64 MiB each) do not fit one core: the compiler splits the region into
+row blocks that do and runs them as parallel tasks (docs/language.md, "What the compiler does with
+a tensor-level region").
+
     python examples/quickstart_add.py
 """
 
@@ -19,11 +23,11 @@ def add_kernel(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 
 def main() -> None:
     torch.manual_seed(0)
-    a = torch.randn(64, 128)
-    b = torch.randn(64, 128)
-    c = torch.empty(64, 128)
+    a = torch.randn(4096, 4096)
+    b = torch.randn(4096, 4096)
+    c = torch.empty(4096, 4096)
     add_kernel(a, b, c, config=RunConfig(platform="a2a3sim"))
-    check("quickstart add (64x128 fp32, a2a3sim)", c, a + b)
+    check("quickstart add (4096x4096 fp32, a2a3sim)", c, a + b)
 
 
 if __name__ == "__main__":

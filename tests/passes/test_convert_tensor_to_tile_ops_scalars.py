@@ -156,7 +156,8 @@ def test_a_length_read_in_the_kernel_bounds_what_is_stored(platform, kernel, col
     assert torch.all(y[n:] == -7.0)   # rows past the valid region are not written
 
 
-# ---- a whole-tensor op on a dynamic dimension: a clear error, and the pattern that works -------
+# ---- a whole-tensor op on a dynamic dimension: tiled by TileTensorBlocks when it is a chain it
+# handles (issue 11), else a clear error, and the pattern that works -------------------------------
 M = pl.dynamic("M")
 
 
@@ -168,11 +169,26 @@ def exp_whole(x: pl.Tensor[[M, 64], pl.FP32], y: pl.InOut[pl.Tensor[[M, 64], pl.
     return y
 
 
+@pytest.mark.parametrize("rows", [1, 40, 97, 1000])
+def test_a_dynamic_shaped_elementwise_region_is_blocked_by_the_compiler(rows):
+    x, y = torch.randn(rows, 64), torch.zeros(rows, 64)
+    exp_whole(x, y)
+    torch.testing.assert_close(y, torch.exp(x))
+
+
+@pl.jit
+def colsum_whole(x: pl.Tensor[[M, 64], pl.FP32], y: pl.InOut[pl.Tensor[[1, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.col_sum(x)
+        y = pl.assemble(y, e, [0, 0])
+    return y
+
+
 def test_a_dynamic_shaped_tensor_op_in_a_kernel_names_the_block_loop():
-    with pytest.raises(CompileError) as err:
-        exp_whole(torch.randn(40, 64), torch.zeros(40, 64))
+    with pytest.raises(CompileError) as err:   # a column reduction is not blocked automatically
+        colsum_whole(torch.randn(40, 64), torch.zeros(1, 64))
     msg = str(err.value)
-    assert "test_convert_tensor_to_tile_ops_scalars.py" in msg and "e = pl.exp(x)" in msg  # the user's line
+    assert "test_convert_tensor_to_tile_ops_scalars.py" in msg and "e = pl.col_sum(x)" in msg  # the user's line
     assert "'x' has the dynamic shape [M, 64]" in msg
     assert ("`for i in pl.range(0, M, 16):` with `blk = pl.slice(x, [16, 64], [i, 0], "
             "valid_shape=[pl.min(16, M - i), 64])`") in msg

@@ -11,7 +11,16 @@ from pypto import ir
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-ALLOCATED = "18_after_AllocateMemoryAddr.py"
+
+
+def dump_name(pass_name: str) -> str:
+    """The Default pipeline's dump file after `pass_name` (`NN_after_<pass>.py`, NN its position)."""
+    from pypto.passes.pipeline import DEFAULT_PIPELINE
+
+    return f"{[p.name for p in DEFAULT_PIPELINE].index(pass_name) + 1:02d}_after_{pass_name}.py"
+
+
+ALLOCATED = dump_name("AllocateMemoryAddr")
 
 
 def compile_block_sum(out: Path) -> Path:

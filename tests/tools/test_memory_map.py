@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from memory_map_cases import ALLOCATED, compile_block_sum, plant_blk_at
+from memory_map_cases import ALLOCATED, compile_block_sum, dump_name, plant_blk_at
 
 import pypto.language as pl
 from pypto import ir
@@ -71,7 +71,7 @@ def test_passes_dump_folder_later_pass_and_backend_choice(build: Path) -> None:
 
 
 def test_dump_before_address_allocation_is_refused(build: Path, tmp_path: Path, capsys) -> None:
-    dump = build / "passes_dump" / "17_after_MemoryReuse.py"
+    dump = build / "passes_dump" / dump_name("MemoryReuse")
     with pytest.raises(MemoryMapError, match=r"a dump from before address allocation \(after MemoryReuse\): "
                        r"tile 'acc0' of kernel 'block_sum' has a buffer but no address yet \(addr=-1\)\. "
                        r"The memory map draws buffers at their addresses, which AllocateMemoryAddr assigns") as e:
@@ -83,7 +83,7 @@ def test_dump_before_address_allocation_is_refused(build: Path, tmp_path: Path, 
     out = tmp_path / "m.html"
     assert main([str(build), "-p", "InitMemRef", "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "16_after_InitMemRef.py:" in err and "a dump from before address allocation (after InitMemRef)" in err
+    assert f"{dump_name('InitMemRef')}:" in err and "a dump from before address allocation (after InitMemRef)" in err
     assert not out.exists()
 
 

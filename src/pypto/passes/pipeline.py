@@ -33,6 +33,7 @@ from .outline_hierarchy_scopes import OutlineHierarchyScopes
 from .outline_incore_scopes import OutlineIncoreScopes
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
 from .simplify import Simplify
+from .tile_tensor_blocks import TileTensorBlocks
 from .unroll_loops import UnrollLoops
 
 __all__ = ["OptimizationStrategy", "DEFAULT_PIPELINE", "DEBUG_TILE_PIPELINE", "passes_for", "check_strategy"]
@@ -57,6 +58,7 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
     OutlineHierarchyScopes,
     OutlineIncoreScopes,
     OutlineClusterScopes,
+    TileTensorBlocks,
     ConvertTensorToTileOps,
     FlattenTileNdTo2D,
     LegalizeTileCast,

@@ -1,0 +1,459 @@
+"""TileTensorBlocks: a tensor-level InCore function too large for one core's Vec is split into blocks
+(issue 11; SPEC §1 "the compiler places data at the Tensor level").
+
+It runs after outlining (OutlineIncoreScopes / OutlineClusterScopes) and before
+ConvertTensorToTileOps, on tensor-level IR, so the lowering that follows is unchanged: the pass only
+writes what a user would write by hand — a block loop of `pl.slice` / compute / `pl.assemble`.
+
+What it handles: an InCore function whose body is one straight-line chain of vector tensor ops —
+elementwise, scalar, broadcast (`row_expand_*` / `col_expand_*` / `[R, 1]` and `[1, C]` operands),
+cast, compare/select, activations — and row reductions (`row_sum`, `row_max`, ... : result `[R, 1]`),
+ending in `pl.assemble(out, value, [0, 0])` of whole 2-D `Out` tensors. Every tensor value is
+`[R, C]`, `[R, 1]` or `[1, C]` (R, C static). Anything else is left as it is (and, when too large,
+AllocateMemoryAddr reports MemoryCapacityError as before).
+
+When all values of the chain fit in Vec at once (the sum of their sizes, as ConvertTensorToTileOps
+would keep them), the function is left unchanged. Otherwise the whole chain runs per block — each
+input is loaded once per block, the chain computed on chip, each output stored once:
+
+    for i in pl.range(0, R, br):            # rows
+        for j in pl.range(0, C, bc):        # columns, only when one block of rows cannot hold C
+            rows_valid: pl.INDEX = pl.min(br, R - i)   # only for a partial tail (below)
+            cols_valid: pl.INDEX = pl.min(bc, C - j)
+            a_blk = pl.slice(a, [br, bc], [i, j], valid_shape=[rows_valid, cols_valid])
+            ... the chain on the blocks ...
+            out = pl.assemble(out, result, [i, j])
+
+A `valid_shape` is given only along a dimension the block does not divide (a partial tail block:
+primes, non-multiples). A row reduction keeps its rows whole (no column blocks); when one row of
+the chain does not fit, the function is left unchanged.
+
+Block shape (deterministic, from the SoC model `ctx.soc`): budget = half the Vec capacity (room for
+double buffering of the loads); the bytes of a block are the sum over the chain's values of
+rows × (columns × element bytes rounded up to the 32-byte alignment). Columns: all of C when 8 rows
+(or R, if fewer) of whole rows fit the budget; else the largest `unit × 2^k` columns that do, where
+`unit` is the DDR access granularity (512 B on 910B, 128 B on 950) in elements of the widest dtype.
+Rows: all of R when they fit, else the largest power of two that fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..core.dtype import INDEX, DataType
+from ..core.enums import ForKind, FunctionType, MemorySpace, ParamDirection
+from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, IterArg, MakeTuple, Var
+from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt, ForStmt, ReturnStmt, SeqStmts, Stmt, YieldStmt
+from ..ir.types import ScalarType, TensorType
+from ..ir.visitor import IRMutator, IRVisitor
+from ..ops import get_op
+from .base import Pass, PassContext
+from .op_builder import build_call
+
+__all__ = ["TileTensorBlocks", "BlockPlan", "choose_blocks"]
+
+INDEX_SCALAR = ScalarType(INDEX)
+_CHAIN_TRAITS = frozenset({"elementwise", "positionwise"})
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The block shape chosen for an `R × C` chain: `rows` × `cols` per block."""
+
+    rows: int
+    cols: int
+
+
+def _const(d: Expr) -> int | None:
+    return d.value if isinstance(d, ConstInt) else None
+
+
+Dim = int | Var   # a static size, or a dynamic dimension (`pl.dynamic`)
+_UNBOUNDED = 1 << 40  # the size a dynamic dimension counts as when choosing blocks
+
+
+def _dims(t: TensorType) -> tuple[Dim, Dim] | None:
+    """(rows, cols) of a 2-D tensor type without a view — each static or a dynamic-dimension
+    variable — else None."""
+    if len(t.shape) != 2 or t.view is not None:
+        return None
+    out = tuple(_const(d) if isinstance(d, ConstInt) else d if isinstance(d, Var) else None for d in t.shape)
+    return out if None not in out else None  # type: ignore[return-value]
+
+
+def _same(a: Dim, b: Dim) -> bool:
+    """Equal sizes, or the same dynamic dimension."""
+    return a is b if isinstance(a, Var) or isinstance(b, Var) else a == b
+
+
+def _size(d: Dim) -> int:
+    return d if isinstance(d, int) else _UNBOUNDED
+
+
+def _expr(d: Dim) -> Expr:
+    return _idx(d) if isinstance(d, int) else d
+
+
+@dataclass
+class _Chain:
+    """What the analysis found: the chain's statements, its tensor values and the final assembles."""
+
+    rows: Dim
+    cols: Dim
+    values: dict[Var, tuple[Dim, Dim]]   # every tensor value loaded or computed on chip -> dims
+    reduces_rows: bool                    # a row reduction: rows must stay whole (no column blocks)
+
+
+def _analyse(func: Function) -> _Chain | None:
+    """The chain of `func` (module docstring), or None when the function is not one."""
+    body = func.body.stmts if isinstance(func.body, SeqStmts) else (func.body,)
+    if not body or not isinstance(body[-1], ReturnStmt):
+        return None
+    params = set(func.params)
+    values: dict[Var, tuple[Dim, Dim]] = {}
+    stored: set[Var] = set()
+    reduces = False
+    for p in func.params:
+        if isinstance(p.type, TensorType):
+            if _dims(p.type) is None:
+                return None
+    for s in body[:-1]:
+        if not (isinstance(s, AssignStmt) and isinstance(s.value, Call) and isinstance(s.value.op, str)
+                and s.value.op.startswith("tensor.") and isinstance(s.var.type, TensorType)):
+            return None
+        call, spec = s.value, get_op(s.value.op)
+        dims = _dims(s.var.type)
+        if dims is None:
+            return None
+        tensor_args = [a for a in call.args if isinstance(a.type, TensorType)]
+        if any(not isinstance(a, Var) or a in stored or (a not in params and a not in values)
+               for a in tensor_args):
+            return None
+        if spec.lowering == "store":
+            target, value, offsets = call.args
+            if target not in params or target in stored or _dims(target.type) != dims \
+                    or values.get(value) != dims \
+                    or not all(_const(o) == 0 for o in offsets.elements):  # type: ignore[attr-defined]
+                return None
+            stored.add(s.var)
+            continue
+        if spec.tile_op is None or "vector" not in spec.traits:
+            return None
+        if spec.has_trait("reduction"):
+            (src,) = tensor_args
+            sd = values.get(src) or _dims(src.type)  # type: ignore[arg-type]
+            if not (dims[1] == 1 and sd[1] != 1):   # a row reduction [R, C] -> [R, 1] only
+                return None
+            reduces = True
+        elif not spec.traits & _CHAIN_TRAITS:
+            return None
+        for a in tensor_args:
+            values.setdefault(a, _dims(a.type))  # type: ignore[arg-type, index]
+        values[s.var] = dims
+    ret = body[-1]
+    if not stored or not all(v in stored for v in ret.values if isinstance(v.type, TensorType)):  # type: ignore[attr-defined]
+        return None
+    rows = _extent([d[0] for d in values.values()])
+    cols = _extent([d[1] for d in values.values()])
+    if rows is None or cols is None:
+        return None
+    return _Chain(rows, cols, values, reduces)
+
+
+def _extent(dims: list[Dim]) -> Dim | None:
+    """The one extent other than 1 along an axis (1 when all are 1); None when there are several."""
+    others = {id(d) if isinstance(d, Var) else d: d for d in dims if not (isinstance(d, int) and d == 1)}
+    if len(others) > 1:
+        return None
+    return next(iter(others.values())) if others else 1
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def _block_bytes(chain: _Chain, dtypes: dict[Var, DataType], rows: int, cols: int, align: int) -> int:
+    total = 0
+    for v, (r, c) in chain.values.items():
+        br = rows if _same(r, chain.rows) and r != 1 else 1
+        bc = cols if _same(c, chain.cols) and c != 1 else 1
+        total += br * _align(bc * dtypes[v].get_byte(), align)
+    return total
+
+
+def _pow2_at_most(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def choose_blocks(chain: _Chain, dtypes: dict[Var, DataType], capacity: int, granularity: int,
+                  align: int) -> BlockPlan | None:
+    """The block shape of `chain` (module docstring "Block shape"); None when not even one row of
+    a chain whose rows must stay whole fits."""
+    budget = capacity // 2
+    R, C = _size(chain.rows), _size(chain.cols)
+
+    def fits(r: int, c: int) -> bool:
+        return _block_bytes(chain, dtypes, r, c, align) <= budget
+
+    cols = C
+    if not fits(min(R, 8), C):  # (a dynamic C never fits)
+        if chain.reduces_rows:
+            cols = C
+        else:
+            widest = max(d.get_byte() for d in dtypes.values())
+            unit = max(1, granularity // widest)
+            cols = unit
+            while cols * 2 < C and fits(min(R, 8), cols * 2):
+                cols *= 2
+    if fits(R, cols):
+        return BlockPlan(R, cols)
+    rows = 1
+    while rows * 2 < R and fits(rows * 2, cols):
+        rows *= 2
+    if not fits(rows, cols):
+        return None
+    return BlockPlan(rows, cols)
+
+
+def _idx(v: int) -> ConstInt:
+    return ConstInt(v, INDEX)
+
+
+class _Blocker:
+    """Rebuilds the chain's statements for one block at offsets (`i`, `j`)."""
+
+    def __init__(self, chain: _Chain, plan: BlockPlan, i: Expr, j: Expr, carried: dict[Var, Var]) -> None:
+        self.chain, self.plan, self.i, self.j = chain, plan, i, j
+        self.carried = carried          # Out parameter -> the loop's iter arg carrying it
+        self.map: dict[Var, Expr] = {}  # old tensor value -> its block
+        self.out: list[Stmt] = []
+        self.valid: dict[int, Expr] = {}  # axis -> the valid size of a tail (one Expr: types compare it)
+
+    def extent(self, axis: int, full: Dim) -> tuple[int, Expr, Expr | None]:
+        """(block size, offset, valid size or None) along `axis` of a value of extent `full`."""
+        size = self.plan.rows if axis == 0 else self.plan.cols
+        total = self.chain.rows if axis == 0 else self.chain.cols
+        if full == 1:
+            return 1, _idx(0), None
+        off = self.i if axis == 0 else self.j
+        if isinstance(total, int) and total % size == 0:
+            return size, off, None
+        if axis not in self.valid:  # bound once per block: every slice's type names this variable
+            rest = BinaryExpr("sub", _expr(total), off, INDEX)
+            v = Var("rows_valid" if axis == 0 else "cols_valid", INDEX_SCALAR, span=off.span)
+            self.out.append(AssignStmt(v, BinaryExpr("min", _idx(size), rest, INDEX), span=off.span))
+            self.valid[axis] = v
+        return size, off, self.valid[axis]
+
+    def block_of(self, v: Var) -> Expr:
+        if v in self.map:
+            return self.map[v]
+        r, c = self.chain.values[v]
+        (br, oi, vi), (bc, oj, vj) = self.extent(0, r), self.extent(1, c)
+        args: list[Expr] = [v, MakeTuple((_idx(br), _idx(bc))), MakeTuple((oi, oj))]
+        if vi is not None or vj is not None:
+            args.append(MakeTuple((vi or _idx(br), vj or _idx(bc))))
+        call = build_call("tensor.slice", args, {}, v.span)
+        blk = Var(f"{v.name}_blk", call.type, span=v.span)
+        self.out.append(AssignStmt(blk, call, span=v.span))
+        self.map[v] = blk
+        return blk
+
+    def stmt(self, s: AssignStmt) -> None:
+        call: Call = s.value  # type: ignore[assignment]
+        if get_op(call.op).lowering == "store":  # type: ignore[arg-type]
+            target, value, _ = call.args
+            dst = self.carried[target]  # type: ignore[index]
+            st = build_call("tensor.assemble", [dst, self.map[value], MakeTuple((self.i, self.j))],  # type: ignore[index]
+                            dict(call.kwargs), s.span)
+            nv = Var(s.var.name, st.type, span=s.var.span)
+            self.out.append(AssignStmt(nv, st, span=s.span))
+            self.map[s.var] = nv
+            return
+        args = [self.block_of(a) if isinstance(a, Var) and isinstance(a.type, TensorType) else a
+                for a in call.args]
+        nc = build_call(call.op, args, dict(call.kwargs), call.span)  # type: ignore[arg-type]
+        nv = Var(s.var.name, nc.type, span=s.var.span)
+        self.out.append(AssignStmt(nv, nc, span=s.span))
+        self.map[s.var] = nv
+
+
+def _loop(var_name: str, total: Dim, size: int, carried: list[Var], span, body_fn) -> tuple[ForStmt, list[Var]]:  # type: ignore[no-untyped-def]
+    """`for v in pl.range(0, total, size)` carrying `carried`; `body_fn(v, iter_args)` gives
+    (body statements, yielded values)."""
+    lv = Var(var_name, INDEX_SCALAR, span=span)
+    ias = [IterArg(f"{c.name}_it", c.type, init=c, span=span) for c in carried]
+    stmts, yielded = body_fn(lv, ias)
+    rvs = [Var(f"{c.name}_rv", c.type, span=span) for c in carried]
+    body = SeqStmts(tuple(stmts) + (YieldStmt(tuple(yielded), span=span),), span=span)
+    return ForStmt(lv, _idx(0), _expr(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
+
+
+def _stores(chain_stmts: list[AssignStmt]) -> list[AssignStmt]:
+    return [s for s in chain_stmts if get_op(s.value.op).lowering == "store"]  # type: ignore[attr-defined, arg-type]
+
+
+def _row_block(chain: _Chain, plan: BlockPlan, chain_stmts: list[AssignStmt], outs: list[Var], i: Expr,
+               carried: list[Var], span) -> tuple[list[Stmt], list[Expr]]:  # type: ignore[no-untyped-def]
+    """The statements of the row block at row `i` — one block, or a loop over column blocks —
+    writing Out parameter `outs[k]` through the value `carried[k]`; and the written values."""
+    def block(j: Expr, ias: list[Var]):  # type: ignore[no-untyped-def]
+        b = _Blocker(chain, plan, i, j, dict(zip(outs, ias)))
+        for s in chain_stmts:
+            b.stmt(s)
+        last = {s.value.args[0]: b.map[s.var] for s in _stores(chain_stmts)}  # type: ignore[attr-defined]
+        return b.out, [last[o] for o in outs]
+    if plan.cols == chain.cols:
+        return block(_idx(0), carried)
+    loop, rvs = _loop("j", chain.cols, plan.cols, carried, span, block)
+    return [loop], rvs
+
+
+def _split(func: Function) -> tuple[list[AssignStmt], list[Var], ReturnStmt]:
+    body = list(func.body.stmts)
+    chain_stmts: list[AssignStmt] = body[:-1]  # type: ignore[assignment]
+    outs = list(dict.fromkeys(s.value.args[0] for s in _stores(chain_stmts)))  # type: ignore[attr-defined]
+    return chain_stmts, outs, body[-1]  # type: ignore[return-value]
+
+
+def _finish(func: Function, chain_stmts: list[AssignStmt], outs: list[Var], ret: ReturnStmt,
+            written: list[Var], first: list[Stmt]) -> Function:
+    """`func` with body `first` and `ret` returning, for each assemble result, `written[out]`."""
+    by_out = dict(zip(outs, written))
+    final = {s.var: by_out[s.value.args[0]] for s in _stores(chain_stmts)}  # type: ignore[attr-defined]
+    return replace(func, body=SeqStmts(tuple(first) + (IRMutator(dict(final)).visit_stmt(ret),),
+                                       span=func.body.span))
+
+
+def _rebuild(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
+    """`func` with the block loop nest inside it (rows sequential on one core)."""
+    chain_stmts, outs, ret = _split(func)
+    span = func.span
+
+    def rows(i: Expr, ias: list[Var]):  # type: ignore[no-untyped-def]
+        return _row_block(chain, plan, chain_stmts, outs, i, ias, span)
+
+    loop, rvs = _loop("i", chain.rows, plan.rows, outs, span, rows)
+    return _finish(func, chain_stmts, outs, ret, rvs, [loop])
+
+
+def _rebuild_one_row_block(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
+    """`func` computing the row block at its new last parameter `i` (a `pl.Scalar[pl.INDEX]`);
+    the caller loops over `i` (`_Hoist`)."""
+    chain_stmts, outs, ret = _split(func)
+    taken = {p.name for p in func.params}
+    name = next(n for n in ("i", "blk_i", "blk_row") + tuple(f"blk_row{k}" for k in range(len(taken) + 1))
+                if n not in taken)
+    i = Var(name, INDEX_SCALAR, span=func.span)
+    stmts, written = _row_block(chain, plan, chain_stmts, outs, i, outs, func.span)
+    f = _finish(func, chain_stmts, outs, ret, written, stmts)  # type: ignore[arg-type]
+    return replace(f, params=func.params + (i,), param_directions=func.param_directions + (ParamDirection.In,))
+
+
+class _Hoist(IRMutator):
+    """Replaces each call `v = self.f(args)` by `for i, (o_it,) in pl.parallel(0, R, br, init_values=(o,))`
+    calling `f(args with o_it, i)` and yielding its result into `v` (one task per row block)."""
+
+    def __init__(self, funcs: dict[str, tuple[Function, _Chain, BlockPlan]]) -> None:
+        super().__init__()
+        self.funcs = funcs
+
+    def visit_AssignStmt(self, s: AssignStmt) -> Stmt:
+        c = s.value
+        entry = self.funcs.get(c.op.name) if isinstance(c, Call) and isinstance(c.op, GlobalVar) else None
+        if entry is None:
+            return super().visit_AssignStmt(s)
+        func, chain, plan = entry
+        out = _split(func)[1][0]
+        pos = func.params.index(out)
+        arg = c.args[pos]
+        lv = Var("i", INDEX_SCALAR, span=s.span)
+        it = IterArg(f"{getattr(arg, 'name', 'out')}_it", arg.type, init=arg, span=s.span)
+        args = list(c.args)
+        args[pos] = it
+        call = replace(c, args=tuple(args) + (lv,))
+        res = Var(s.var.name + "_blk", s.var.type, span=s.var.span)
+        body = SeqStmts((AssignStmt(res, call, span=s.span), YieldStmt((res,), span=s.span)), span=s.span)
+        return ForStmt(lv, _idx(0), _expr(chain.rows), _idx(plan.rows), (it,), body, (s.var,),
+                       kind=ForKind.Parallel, span=s.span)
+
+
+def _hoistable(func: Function, program: Program) -> bool:
+    """True when the row loop of `func` can move into its callers: one Out tensor, returned; every
+    call an assignment `v = self.f(...)` in an Orchestration function."""
+    _, outs, ret = _split(func)
+    if len(outs) != 1 or len(ret.values) != 1:
+        return False
+    calls = _Calls(func.name)
+    for f in program.functions:
+        if f is not func:
+            calls.visit_function(f)
+    return calls.ok and calls.count > 0
+
+
+class _Calls(IRVisitor):
+    """Counts the calls of function `name`; `ok` is False when one is not `v = self.name(...)` in an
+    Orchestration function."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.count, self.ok, self.assigned = name, 0, True, False
+        self.orch = False
+
+    def visit_function(self, f: Function) -> None:
+        self.orch = f.func_type is FunctionType.Orchestration
+        super().visit_function(f)
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        self.assigned = isinstance(s.value, Call) and isinstance(s.value.op, GlobalVar)
+        super().visit_AssignStmt(s)
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar) and e.op.name == self.name:
+            self.count += 1
+            self.ok = self.ok and self.orch and self.assigned
+        self.assigned = False
+        super().visit_Call(e)
+
+
+class TileTensorBlocks(Pass):
+    """Split a too-large tensor-level InCore chain into blocks (module docstring)."""
+
+    name = "TileTensorBlocks"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        hoisted: dict[str, tuple[Function, _Chain, BlockPlan]] = {}
+        funcs = []
+        for func in program.functions:
+            found = _plan(func, ctx)
+            if found is None:
+                funcs.append(func)
+            elif _hoistable(func, program):
+                hoisted[func.name] = (func, *found)
+                funcs.append(_rebuild_one_row_block(func, *found))
+            else:
+                funcs.append(_rebuild(func, *found))
+        if hoisted:
+            mut = _Hoist(hoisted)
+            funcs = [f if f.name in hoisted else mut.visit_function(f) for f in funcs]
+        return replace(program, functions=tuple(funcs))
+
+
+def _plan(func: Function, ctx: PassContext) -> tuple[_Chain, BlockPlan] | None:
+    """The chain of `func` and its block shape, when `func` is an InCore chain too large for Vec."""
+    if func.func_type is not FunctionType.InCore or not isinstance(func.body, SeqStmts):
+        return None
+    chain = _analyse(func)
+    if chain is None:
+        return None
+    dtypes = {v: v.type.dtype for v in chain.values}  # type: ignore[attr-defined]
+    soc = ctx.soc
+    cap = soc.capacity_of(MemorySpace.Vec)
+    whole = sum(_size(r) * _align(_size(c) * dtypes[v].get_byte(), soc.alignment)
+                for v, (r, c) in chain.values.items())
+    if whole <= cap:
+        return None
+    plan = choose_blocks(chain, dtypes, cap, soc.ddr_access_granularity, soc.alignment)
+    if plan is None or (plan.rows, plan.cols) == (chain.rows, chain.cols):
+        return None
+    return chain, plan

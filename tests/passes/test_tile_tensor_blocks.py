@@ -1,0 +1,278 @@
+"""TileTensorBlocks (issue 11): a tensor-level InCore chain whose values do not fit Vec becomes a
+block loop of slice / chain / assemble; block shapes follow the SoC model (pass docstring)."""
+
+import pytest
+
+import pypto.language as pl
+from pypto import ir
+from pypto.backend import BackendType
+from pypto.passes.base import PassContext
+from pypto.passes.tile_tensor_blocks import TileTensorBlocks
+
+FP32 = pl.FP32
+
+
+def blocked(program, backend=BackendType.Ascend910B):
+    return TileTensorBlocks().run(program, PassContext(backend_type=backend))
+
+
+@pl.program
+class Add256:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[256, 256], FP32], b: pl.Tensor[[256, 256], FP32],
+          c: pl.Out[pl.Tensor[[256, 256], FP32]]) -> pl.Tensor[[256, 256], FP32]:
+        t: pl.Tensor[[256, 256], FP32] = pl.tensor.muls(a, 2.0)
+        s: pl.Tensor[[256, 256], FP32] = pl.tensor.add(t, b)
+        c1: pl.Tensor[[256, 256], FP32] = pl.tensor.assemble(c, s, [0, 0])
+        return c1
+
+
+@pl.program
+class Add256Expected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[256, 256], FP32], b: pl.Tensor[[256, 256], FP32],
+          c: pl.Out[pl.Tensor[[256, 256], FP32]]) -> pl.Tensor[[256, 256], FP32]:
+        # 4 values x 1 KiB per row; budget 92 KiB (half of Vec) -> 16 rows (a power of two)
+        for i, (c_it,) in pl.range(0, 256, 16, init_values=(c,)):
+            a_blk: pl.Tensor[[16, 256], FP32] = pl.tensor.slice(a, [16, 256], [i, 0])
+            t: pl.Tensor[[16, 256], FP32] = pl.tensor.muls(a_blk, 2.0)   # the whole chain per block
+            b_blk: pl.Tensor[[16, 256], FP32] = pl.tensor.slice(b, [16, 256], [i, 0])
+            s: pl.Tensor[[16, 256], FP32] = pl.tensor.add(t, b_blk)
+            c1: pl.Tensor[[256, 256], FP32] = pl.tensor.assemble(c_it, s, [i, 0])
+            c_rv: pl.Tensor[[256, 256], FP32] = pl.yield_(c1)
+        return c_rv
+
+
+def test_a_chain_too_large_for_vec_runs_per_block_of_rows():
+    ir.assert_structural_equal(blocked(Add256), Add256Expected)
+
+
+@pl.program
+class PrimeRows:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[257, 300], FP32],
+          c: pl.Out[pl.Tensor[[257, 300], FP32]]) -> pl.Tensor[[257, 300], FP32]:
+        e: pl.Tensor[[257, 300], FP32] = pl.tensor.exp(a)
+        c1: pl.Tensor[[257, 300], FP32] = pl.tensor.assemble(c, e, [0, 0])
+        return c1
+
+
+@pl.program
+class PrimeRowsExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[257, 300], FP32],
+          c: pl.Out[pl.Tensor[[257, 300], FP32]]) -> pl.Tensor[[257, 300], FP32]:
+        for i, (c_it,) in pl.range(0, 257, 32, init_values=(c,)):
+            rows_valid: pl.INDEX = pl.min(32, 257 - i)
+            # 257 is prime: the last block holds one row (valid_shape)
+            a_blk: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = \
+                pl.tensor.slice(a, [32, 300], [i, 0], [rows_valid, 300])
+            e: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = pl.tensor.exp(a_blk)
+            c1: pl.Tensor[[257, 300], FP32] = pl.tensor.assemble(c_it, e, [i, 0])
+            c_rv: pl.Tensor[[257, 300], FP32] = pl.yield_(c1)
+        return c_rv
+
+
+def test_a_partial_tail_block_has_a_valid_shape():
+    ir.assert_structural_equal(blocked(PrimeRows), PrimeRowsExpected)
+
+
+@pl.program
+class WideRows:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 1000], FP32],
+          c: pl.Out[pl.Tensor[[64, 1000], FP32]]) -> pl.Tensor[[64, 1000], FP32]:
+        r: pl.Tensor[[64, 1000], FP32] = pl.tensor.relu(a)
+        n: pl.Tensor[[64, 1000], FP32] = pl.tensor.neg(r)
+        x: pl.Tensor[[64, 1000], FP32] = pl.tensor.exp(n)
+        y: pl.Tensor[[64, 1000], FP32] = pl.tensor.adds(x, 1.0)
+        c1: pl.Tensor[[64, 1000], FP32] = pl.tensor.assemble(c, y, [0, 0])
+        return c1
+
+
+@pl.program
+class WideRowsExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 1000], FP32],
+          c: pl.Out[pl.Tensor[[64, 1000], FP32]]) -> pl.Tensor[[64, 1000], FP32]:
+        # 8 whole rows of the 5 values need 160 KB > 92 KiB: columns in blocks of 128 x 2^k FP32
+        # (128 = 512 B, the 910B DDR granularity), the last one partial
+        for i, (c_it,) in pl.range(0, 64, 8, init_values=(c,)):
+            for j, (c_it_it,) in pl.range(0, 1000, 512, init_values=(c_it,)):
+                cols_valid: pl.INDEX = pl.min(512, 1000 - j)
+                a_blk: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = \
+                    pl.tensor.slice(a, [8, 512], [i, j], [8, cols_valid])
+                r: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.relu(a_blk)
+                n: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.neg(r)
+                x: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.exp(n)
+                y: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.adds(x, 1.0)
+                c1: pl.Tensor[[64, 1000], FP32] = pl.tensor.assemble(c_it_it, y, [i, j])
+                c_rv: pl.Tensor[[64, 1000], FP32] = pl.yield_(c1)
+            c_rv_1: pl.Tensor[[64, 1000], FP32] = pl.yield_(c_rv)
+        return c_rv_1
+
+
+def test_rows_too_long_for_a_block_of_rows_are_split_into_column_blocks():
+    ir.assert_structural_equal(blocked(WideRows), WideRowsExpected)
+
+
+@pl.program
+class Softmax:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[1000, 97], FP32],
+          y: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        m: pl.Tensor[[1000, 1], FP32] = pl.tensor.row_max(x)
+        d: pl.Tensor[[1000, 97], FP32] = pl.tensor.row_expand_sub(x, m)
+        e: pl.Tensor[[1000, 97], FP32] = pl.tensor.exp(d)
+        s: pl.Tensor[[1000, 1], FP32] = pl.tensor.row_sum(e)
+        r: pl.Tensor[[1000, 97], FP32] = pl.tensor.row_expand_div(e, s)
+        y1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(y, r, [0, 0])
+        return y1
+
+
+@pl.program
+class SoftmaxExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[1000, 97], FP32],
+          y: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        for i, (y_it,) in pl.range(0, 1000, 32, init_values=(y,)):   # rows whole (the reduced dim)
+            rows_valid: pl.INDEX = pl.min(32, 1000 - i)
+            x_blk: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+                pl.tensor.slice(x, [32, 97], [i, 0], [rows_valid, 97])
+            m: pl.Tensor[[32, 1], FP32, pl.TensorView(valid_shape=[rows_valid, 1])] = pl.tensor.row_max(x_blk)
+            d: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+                pl.tensor.row_expand_sub(x_blk, m)
+            e: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.exp(d)
+            s: pl.Tensor[[32, 1], FP32, pl.TensorView(valid_shape=[rows_valid, 1])] = pl.tensor.row_sum(e)
+            r: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+                pl.tensor.row_expand_div(e, s)
+            y1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(y_it, r, [i, 0])
+            y_rv: pl.Tensor[[1000, 97], FP32] = pl.yield_(y1)
+        return y_rv
+
+
+def test_a_softmax_chain_is_blocked_along_rows_with_rows_kept_whole():
+    ir.assert_structural_equal(blocked(Softmax), SoftmaxExpected)
+
+
+@pl.program
+class Small:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 128], FP32], c: pl.Out[pl.Tensor[[64, 128], FP32]]) -> pl.Tensor[[64, 128], FP32]:
+        e: pl.Tensor[[64, 128], FP32] = pl.tensor.exp(a)
+        c1: pl.Tensor[[64, 128], FP32] = pl.tensor.assemble(c, e, [0, 0])
+        return c1
+
+
+@pl.program
+class HugeRow:
+    """One row of the softmax chain (5 values of 16384 FP32) exceeds the budget: left alone."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[4, 16384], FP32], y: pl.Out[pl.Tensor[[4, 16384], FP32]]) -> pl.Tensor[[4, 16384], FP32]:
+        m: pl.Tensor[[4, 1], FP32] = pl.tensor.row_max(x)
+        d: pl.Tensor[[4, 16384], FP32] = pl.tensor.row_expand_sub(x, m)
+        y1: pl.Tensor[[4, 16384], FP32] = pl.tensor.assemble(y, d, [0, 0])
+        return y1
+
+
+@pytest.mark.parametrize("program", [Small, HugeRow], ids=["fits", "row-too-long"])
+def test_a_chain_that_fits_or_cannot_be_blocked_is_unchanged(program):
+    assert blocked(program) is program or ir.structural_equal(blocked(program), program)
+
+
+def _steps(program):
+    """(start, stop, step) of each loop of the blocked function, outermost first."""
+    from pypto.ir.stmt import ForStmt
+
+    out, stmts = [], list(program.functions[0].body.stmts) if hasattr(program.functions[0].body, "stmts") else []
+    while stmts:
+        s = stmts.pop(0)
+        if isinstance(s, ForStmt):
+            out.append((s.start.value, s.stop.value, s.step.value))
+            stmts = list(s.body.stmts)
+    return out
+
+
+def test_the_950_granularity_and_vec_give_other_blocks():
+    # 950: Vec 240 KiB (budget 120 KiB), granularity 128 B = 32 FP32. WideRows: 8 rows x 5 values
+    # fit up to 768 columns -> 32 x 2^4 = 512; 16 rows of 512 would need 160 KiB -> 8 rows.
+    # Add256: 4 values x 1 KiB per row -> 16 rows (32 need 128 KiB). Softmax: 1728 B per row -> 64.
+    assert _steps(blocked(WideRows, BackendType.Ascend950)) == [(0, 64, 8), (0, 1000, 512)]
+    assert _steps(blocked(Add256, BackendType.Ascend950)) == [(0, 256, 16)]
+    assert _steps(blocked(Softmax, BackendType.Ascend950)) == [(0, 1000, 64)]
+
+
+@pl.program
+class Called:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def host(self, a: pl.Tensor[[1000, 97], FP32],
+             c: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        c1: pl.Tensor[[1000, 97], FP32] = self.k(a, c)
+        return c1
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[1000, 97], FP32],
+          c: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        e: pl.Tensor[[1000, 97], FP32] = pl.tensor.exp(a)
+        r: pl.Tensor[[1000, 97], FP32] = pl.tensor.relu(e)
+        c1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(c, r, [0, 0])
+        return c1
+
+
+@pl.program
+class CalledExpected:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def host(self, a: pl.Tensor[[1000, 97], FP32],
+             c: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
+        # one task per row block, spread over the cores as pl.parallel does
+        for i, (c_it,) in pl.parallel(0, 1000, 64, init_values=(c,)):
+            c1_blk: pl.Tensor[[1000, 97], FP32] = self.k(a, c_it, i)
+            c1: pl.Tensor[[1000, 97], FP32] = pl.yield_(c1_blk)
+        return c1
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[1000, 97], FP32], c: pl.Out[pl.Tensor[[1000, 97], FP32]],
+          i: pl.Scalar[pl.INDEX]) -> pl.Tensor[[1000, 97], FP32]:
+        rows_valid: pl.INDEX = pl.min(64, 1000 - i)
+        a_blk: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+            pl.tensor.slice(a, [64, 97], [i, 0], [rows_valid, 97])
+        e: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.exp(a_blk)
+        r: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.relu(e)
+        c1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(c, r, [i, 0])
+        return c1
+
+
+def test_a_kernel_called_from_orchestration_gets_one_parallel_task_per_row_block():
+    ir.assert_structural_equal(blocked(Called), CalledExpected)
+
+
+M = pl.dynamic("M")
+
+
+@pl.program
+class Dynamic:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[M, 300], FP32], y: pl.Out[pl.Tensor[[M, 300], FP32]]) -> pl.Tensor[[M, 300], FP32]:
+        e: pl.Tensor[[M, 300], FP32] = pl.tensor.exp(x)
+        y1: pl.Tensor[[M, 300], FP32] = pl.tensor.assemble(y, e, [0, 0])
+        return y1
+
+
+@pl.program
+class DynamicExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[M, 300], FP32], y: pl.Out[pl.Tensor[[M, 300], FP32]]) -> pl.Tensor[[M, 300], FP32]:
+        # M is only known at run time: always blocked, every block's rows bounded by M
+        for i, (y_it,) in pl.range(0, M, 32, init_values=(y,)):
+            rows_valid: pl.INDEX = pl.min(32, M - i)
+            x_blk: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = \
+                pl.tensor.slice(x, [32, 300], [i, 0], [rows_valid, 300])
+            e: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = pl.tensor.exp(x_blk)
+            y1: pl.Tensor[[M, 300], FP32] = pl.tensor.assemble(y_it, e, [i, 0])
+            y_rv: pl.Tensor[[M, 300], FP32] = pl.yield_(y1)
+        return y_rv
+
+
+def test_a_dynamic_dimension_gets_a_block_loop_with_valid_shape_tails():
+    ir.assert_structural_equal(blocked(Dynamic), DynamicExpected)
