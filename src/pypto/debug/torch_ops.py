@@ -123,6 +123,9 @@ TEMPLATES: dict[str, str] = {
     "get_subblock_idx": "BLOCK['subblock_idx']",
     "system.sync_src": "None", "system.sync_dst": "None", "system.bar_v": "None",
     "system.bar_m": "None", "system.bar_all": "None",
+    # chip-wide system ops (pypto.ops.chip): no data effect; core counts of the chip in CHIP
+    "system.syncall": "None", "system.cacheinvalid": "None", "system.fence": "None", "system.sync_set": "None",
+    "system.available_aiv_count": "CHIP['aiv_count']", "system.available_cluster_count": "CHIP['cluster_count']",
     # cross-core pipes of mixed kernels (torch_cluster)
     **{name: _PIPE[role.kind].format(direction=role.direction) for name, role in PIPE_ROLES.items()},
 }

@@ -1,7 +1,7 @@
 """The operator catalog (SPEC §3): importing this package registers every op family.
 
 One module per family: elementwise (arithmetic, unary math, activations), bitwise, compare,
-reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system. Shared pieces:
+reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system, chip. Shared pieces:
 `registry` (OpSpec, dispatch tables), `typing_rules` (argument checks, dtype classes), `valid`
 (partial-tile valid regions), `families` (elementwise factories), `cost` (cost-model entries) and
 `reference` (the generated operator reference page).
@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (registration)
     block,
     broadcast,
     cast,
+    chip,
     compare,
     creation,
     elementwise,
