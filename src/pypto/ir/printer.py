@@ -411,8 +411,13 @@ class _Printer:
         else:
             ret = ""
         self.emit(depth, f"def {f.name}({', '.join(params)}){ret}:")
+        if f.attrs:  # SPEC §13: the function's metadata is its first statement
+            items = ", ".join(f"{k!r}: {format_value(v)}" for k, v in f.attrs)
+            self.emit(depth + 1, f"pl.func_attr({{{items}}})")
         if f.external is not None:
             self.emit(depth + 1, "...")  # a hand-written C++ kernel has no DSL body
+        elif f.attrs and not f.body.stmts:
+            pass  # the pl.func_attr statement is the body
         else:
             self.body(f.body, depth + 1)
 

@@ -45,6 +45,7 @@ from .dsl import (
     while_,
     yield_,
 )
+from .dsl import func_attr as func_attr  # noqa: PLC0414  (SPEC §13)
 from .dsl import max as max  # noqa: A004, PLC0414
 from .dsl import min as min  # noqa: A004, PLC0414
 from .jit import JITFunction, jit
@@ -90,7 +91,7 @@ __all__ = [
     "Tuple",
     "MemRef", "TensorView", "TileView", "tensor", "tile", "system", "range", "parallel", "unroll", "pipeline",
     "while_", "cond", "yield_", "at", "scope", "split", "cross_core_slot", "static_print",
-    "static_assert", "const", "min", "max", "parse", "loads",
+    "static_assert", "const", "min", "max", "parse", "loads", "func_attr",
     *(d.name for d in _ALL_DTYPES), *unified_ops,
 ]
 _ = (_dt, _dsl)

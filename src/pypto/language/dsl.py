@@ -15,7 +15,7 @@ from ..core.enums import SplitMode
 __all__ = [
     "DSLBuiltin", "range", "parallel", "unroll", "pipeline", "while_", "cond", "yield_", "at",
     "scope", "static_print", "static_assert", "const", "min", "max", "split", "cross_core_slot",
-    "Optimization",
+    "Optimization", "func_attr",
 ]
 
 
@@ -46,6 +46,7 @@ scope = DSLBuiltin("scope", "with pl.scope(): a manual runtime scope (auto_scope
 static_print = DSLBuiltin("static_print", "pl.static_print(x): print x's IR type at parse time.")
 static_assert = DSLBuiltin("static_assert", "pl.static_assert(cond, msg): check a compile-time condition.")
 const = DSLBuiltin("const", "pl.const(value, dtype): a typed scalar constant.")
+func_attr = DSLBuiltin("func_attr", "pl.func_attr({...}): the function's attributes (its first statement).")
 min = DSLBuiltin("min", "pl.min(a, b): scalar minimum.")
 max = DSLBuiltin("max", "pl.max(a, b): scalar maximum.")
 

@@ -715,6 +715,9 @@ class StmtParser:
                                           f"variable)", self.span(call))
             if not cond:
                 raise ParserError(f"static_assert failed: {msg}", self.span(call))
+        elif f.name == "func_attr":
+            raise ParserSyntaxError("pl.func_attr({...}) must be the first statement of a function body "
+                                    "(after its docstring)", self.span(node))
         elif f.name == "cond":
             raise ParserSyntaxError("pl.cond(...) must be the first statement of a pl.while_ loop",
                                     self.span(node))
