@@ -34,6 +34,7 @@ bb = pl.move(bm, target_memory=pl.Mem.Bias)
 pairs = pl.tile.sort32(ta, ti)
 tpairs = pl.tensor.sort32(a, ai)
 popped = pl.system.tpop_from_aic([16, 32], dtype=pl.FP32)
+arr = pl.array.create(8, pl.INT32)
 """
 
 CASES: dict[str, str] = {}
@@ -127,6 +128,9 @@ CASES.update({
     "system.tpop_from_aiv": "pl.system.tpop_from_aiv([16, 32], dtype=pl.FP16)",
     "system.tfree_to_aic": "pl.system.tfree_to_aic(popped)",
     "system.tfree_to_aiv": "pl.system.tfree_to_aiv(hm)",
+    "array.create": "pl.array.create(4, pl.INT64)",
+    "array.get_element": "pl.array.get_element(arr, n)",
+    "array.update_element": "pl.array.update_element(arr, 3, n)",
     "system.syncall": "pl.system.syncall()",
     "system.cacheinvalid": "pl.system.cacheinvalid(a)",
     "system.fence": "pl.system.fence()",

@@ -57,7 +57,7 @@ from .stmt import (
     WhileStmt,
     YieldStmt,
 )
-from .types import MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
+from .types import ArrayType, MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
 from .visitor import IRVisitor
 
 __all__ = ["python_print", "format_value"]
@@ -219,6 +219,8 @@ class _Printer:
             return f"pl.Tile[{', '.join(parts)}]"
         if isinstance(t, TupleType):
             return "tuple[" + ", ".join(self.type(x) for x in t.types) + "]"
+        if isinstance(t, ArrayType):
+            return f"pl.Array[{t.extent}, {t.dtype!r}]"
         raise TypeError(f"cannot print type {t!r}")
 
     def memref(self, m: MemRef) -> str:

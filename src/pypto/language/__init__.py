@@ -49,8 +49,8 @@ from .dsl import func_attr as func_attr  # noqa: PLC0414  (SPEC §13)
 from .dsl import max as max  # noqa: A004, PLC0414
 from .dsl import min as min  # noqa: A004, PLC0414
 from .jit import JITFunction, jit
-from .op_wrappers import system, tensor, tile, unified_ops
-from .typing import RUNTIME, InOut, Out, Scalar, Tensor, Tile, Tuple, dynamic
+from .op_wrappers import array, system, tensor, tile, unified_ops
+from .typing import RUNTIME, Array, InOut, Out, Scalar, Tensor, Tile, Tuple, dynamic
 from .typing import MemRefSpec as MemRef
 from .typing import TensorViewSpec as TensorView
 from .typing import TileViewSpec as TileView
@@ -91,7 +91,7 @@ __all__ = [
     "Tuple",
     "MemRef", "TensorView", "TileView", "tensor", "tile", "system", "range", "parallel", "unroll", "pipeline",
     "while_", "cond", "yield_", "at", "scope", "split", "cross_core_slot", "static_print",
-    "static_assert", "const", "min", "max", "parse", "loads", "func_attr",
+    "static_assert", "const", "min", "max", "parse", "loads", "func_attr", "Array", "array",
     *(d.name for d in _ALL_DTYPES), *unified_ops,
 ]
 _ = (_dt, _dsl)

@@ -117,11 +117,11 @@ _OPS = [  # name, params, rule, compute, attrs, reads, pto, cost, dtypes, doc
 
 for _name, _params, _rule, _fn, _attrs, _reads, _pto, _cost, _dtypes, _doc in _OPS:
     register(OpSpec(f"system.{_name}", _params, _rule, _fn, attrs=dict(_attrs), reads=_reads, traits=_SYS,
-                    pto=_pto, cost=_cost, family="system", dtypes=_dtypes, doc=_doc))
+                    pto=_pto, cost=_cost, family="chip", dtypes=_dtypes, doc=_doc))
 
 for _name, _field, _what in (("available_aiv_count", "aiv_count", "vector cores (AIV)"),
                              ("available_cluster_count", "cluster_count", "clusters (1 AIC + 2 AIV each)")):
     register(OpSpec(f"system.{_name}", (), _index, (lambda f: lambda: getattr(current_chip(), f))(_field),
-                    traits=_SYS, pto=f"pto.{_name}", cost=scalar(), family="system", dtypes="INDEX result",
+                    traits=_SYS, pto=f"pto.{_name}", cost=scalar(), family="chip", dtypes="INDEX result",
                     doc=f"The running chip's number of {_what}, as an INDEX scalar: "
                         f"{'48 / 72' if _field == 'aiv_count' else '24 / 36'} on Ascend910B / Ascend950."))

@@ -35,7 +35,7 @@ from ...ir.stmt import (
     YieldStmt,
 )
 from ...ir.structural import structural_equal
-from ...ir.types import ScalarType, TensorType, TileType, TupleType, Type
+from ...ir.types import ArrayType, ScalarType, TensorType, TileType, TupleType, Type
 from .. import dsl
 from .deps import parse_deps
 from .exprs import make_op_call
@@ -80,6 +80,8 @@ def type_compatible(declared: Type, inferred: Type) -> bool:
     if isinstance(declared, TupleType) and isinstance(inferred, TupleType):
         return len(declared.types) == len(inferred.types) and all(
             type_compatible(a, b) for a, b in zip(declared.types, inferred.types))
+    if isinstance(declared, ArrayType) and isinstance(inferred, ArrayType):
+        return declared.extent == inferred.extent and declared.dtype is inferred.dtype
     return False
 
 
