@@ -12,6 +12,8 @@ Facts the stub fixes (and the generator honours):
 - A tensor's dimension is read with `x.shape(axis)` (and a stride with `x.stride(axis)`), both for
   the `tensor.dim` op and for the dynamic dimensions passed after a kernel's parameters; there is
   no second spelling.
+- Tasks (SPEC §13): `submit_*_task` returns the task's `TaskId`, which `add_dep` accepts as well
+  as a tensor; `PTO2_SCOPE(rt, PTO2ScopeMode::MANUAL)` opens a MANUAL scope.
 - Host ops without an OpSpec `host` form are free functions `<namespace>_<op>(operands...,
   attrs...)`; `HOST_FUNCTIONS` lists those the header declares.
 """
@@ -65,23 +67,35 @@ class Tensor {
 };
 Tensor make_external_tensor(uint64_t addr, std::initializer_list<int64_t> shape, DataType dt);
 template <typename T> T scalar_arg(uint64_t bits);
+// The id of a submitted task (SPEC §13): copyable, default-constructible (no task).
+struct TaskId { TaskId(); TaskId(const TaskId&); TaskId& operator=(const TaskId&); };
 struct TaskArgs {
-  void add_input(const Tensor&); void add_output(const Tensor&); void add_inout(const Tensor&);
+  // no_dep: the argument takes no part in dependency tracking (no_dep_args=)
+  void add_input(const Tensor&, bool no_dep = false); void add_output(const Tensor&, bool no_dep = false);
+  void add_inout(const Tensor&, bool no_dep = false);
   template <typename T> void add_scalar(T);
+  void add_block_idx_scalar();  // the block index of an SPMD launch, as a scalar argument
   void add_dep(const Tensor&);  // explicit dependency: wait for the earlier writers of a tensor
+  void add_dep(const TaskId&);  // explicit dependency: wait for that task
+  void set_name(const char*); void set_allow_early_resolve(bool);
+  void set_block_num(int32_t); void set_sync_start(bool);  // an SPMD launch of N blocks
 };
 void push_task_deps(PTO2Runtime*, std::initializer_list<Tensor> tensors);
 void pop_task_deps(PTO2Runtime*);
-void submit_aiv_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
-void submit_aic_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
+void push_block_num(PTO2Runtime*, int32_t blocks, bool sync_start = false);  // every task until pop: N blocks
+void pop_block_num(PTO2Runtime*);
+TaskId last_task_id(PTO2Runtime*);
+TaskId submit_aiv_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
+TaskId submit_aic_task(PTO2Runtime*, int32_t func_id, const TaskArgs&);
 struct MixedPart { int32_t func_id; const TaskArgs& args; };
 void submit_mixed_task(PTO2Runtime*, std::initializer_list<MixedPart> parts);
 enum class MixedSplit { NONE, UP_DOWN, LEFT_RIGHT };
 struct MixedConfig { MixedSplit split; int32_t vector_cores; int32_t c2v_slots; int64_t c2v_slot_bytes;
                      int32_t v2c_slots; int64_t v2c_slot_bytes; int64_t gm_bytes; };
 void submit_mixed_task(PTO2Runtime*, std::initializer_list<MixedPart> parts, const MixedConfig&);
-struct PTO2ScopeGuard { explicit PTO2ScopeGuard(PTO2Runtime*); ~PTO2ScopeGuard(); };
-#define PTO2_SCOPE(rt) if (PTO2ScopeGuard pto2_scope_guard{rt}; true)
+enum class PTO2ScopeMode { AUTO, MANUAL };  // MANUAL: no derived dependencies, only add_dep
+struct PTO2ScopeGuard { explicit PTO2ScopeGuard(PTO2Runtime*, PTO2ScopeMode = PTO2ScopeMode::AUTO); ~PTO2ScopeGuard(); };
+#define PTO2_SCOPE(...) if (PTO2ScopeGuard pto2_scope_guard{__VA_ARGS__}; true)
 """.replace("DTYPES", ", ".join(d.name for d in ALL_DTYPES)) + _HOST_OPS
 
 

@@ -182,7 +182,7 @@ def test_deps_entry_that_is_not_a_tensor():
                      n: pl.Scalar[pl.INDEX]) -> pl.Tensor[H, pl.FP32]:
                 o = self.k(a, o, deps=[n])  # MARK-scalar
                 return o
-    assert ei.value.message == "deps= entry 'n' is a pl.Scalar[pl.INDEX], not a tensor; only tensors order tasks"
+    assert ei.value.message == "deps= entry 'n' is a pl.Scalar[pl.INDEX], not a tensor or a pl.TaskId; only those order tasks"
     located(ei.value, "MARK-scalar")
 
 
@@ -209,10 +209,10 @@ def test_deps_entry_with_an_unknown_name():
     ("[self.k(a, o)]", ParserSyntaxError, "deps= entries name tensors; 'self.k(a, o)' calls a program "
                                           "function (it would submit a task): call it before and name its "
                                           "result"),
-    ("[3]", ParserTypeError, "deps= entry '3' is a pl.Scalar[pl.INDEX], not a tensor; only tensors order "
-                             "tasks"),
-    ("[a[0, 0]]", ParserTypeError, "deps= entry 'a[0, 0]' is a pl.Scalar[pl.FP32], not a tensor; only "
-                                   "tensors order tasks"),
+    ("[3]", ParserTypeError, "deps= entry '3' is a pl.Scalar[pl.INDEX], not a tensor or a pl.TaskId; only "
+                             "those order tasks"),
+    ("[a[0, 0]]", ParserTypeError, "deps= entry 'a[0, 0]' is a pl.Scalar[pl.FP32], not a tensor or a "
+                                   "pl.TaskId; only those order tasks"),
 ])
 def test_deps_that_are_not_a_list_of_tensors(deps, cls, message):
     text = f'''
@@ -237,7 +237,7 @@ class P:
 
 
 def test_deps_on_a_runtime_scope_and_on_an_inline_helper():
-    with pytest.raises(ParserTypeError, match=r"pl.scope\(\) takes no arguments"):
+    with pytest.raises(ParserTypeError, match=r"pl.scope\(\) takes only mode="):
         @pl.function(type=pl.FunctionType.Orchestration)
         def f(a: pl.Tensor[S, pl.FP32]) -> pl.Tensor[S, pl.FP32]:
             with pl.scope(deps=[a]):

@@ -10,7 +10,7 @@ import enum
 
 __all__ = [
     "MemorySpace", "FunctionType", "Level", "Role", "ForKind", "ParamDirection", "TensorLayout",
-    "PadValue", "SplitMode", "ScopeKind",
+    "PadValue", "SplitMode", "ScopeKind", "ScopeMode",
 ]
 
 
@@ -124,10 +124,21 @@ class SplitMode(_DSLEnum):
 
 
 class ScopeKind(_DSLEnum):
-    """Kinds of scope statement: an InCore region (`pl.at`) or a runtime scope (`pl.scope`)."""
+    """Kinds of scope statement: an InCore region (`pl.at`), a runtime scope (`pl.scope`), an SPMD
+    launch (`pl.spmd`) or a group of kernels run on one cluster (`pl.cluster`)."""
 
     InCore = "InCore"
     Runtime = "Runtime"
+    Spmd = "Spmd"
+    Cluster = "Cluster"
 
 
-_DSL_PREFIX = {'MemorySpace': 'pl.Mem', 'FunctionType': 'pl.FunctionType', 'Level': 'pl.Level', 'Role': 'pl.Role', 'ForKind': 'pl.ForKind', 'ParamDirection': 'pl.Direction', 'TensorLayout': 'pl.TensorLayout', 'PadValue': 'pl.PadValue', 'SplitMode': 'pl.SplitMode', 'ScopeKind': 'pl.ScopeKind'}
+class ScopeMode(_DSLEnum):
+    """How a runtime scope orders its tasks (SPEC §13): `AUTO` derives the order from overlapping
+    tensor regions; `MANUAL` derives none (only TaskIds and `deps=` order its tasks)."""
+
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
+
+
+_DSL_PREFIX = {'MemorySpace': 'pl.Mem', 'FunctionType': 'pl.FunctionType', 'Level': 'pl.Level', 'Role': 'pl.Role', 'ForKind': 'pl.ForKind', 'ParamDirection': 'pl.Direction', 'TensorLayout': 'pl.TensorLayout', 'PadValue': 'pl.PadValue', 'SplitMode': 'pl.SplitMode', 'ScopeKind': 'pl.ScopeKind', 'ScopeMode': 'pl.ScopeMode'}

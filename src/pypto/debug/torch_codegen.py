@@ -36,10 +36,11 @@ from __future__ import annotations
 import inspect
 import keyword
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..core.dtype import DataType
-from ..core.enums import FunctionType, ParamDirection
+from ..core.enums import FunctionType, ParamDirection, ScopeKind
 from ..ir import expr as ex
 from ..ir import stmt as st
 from ..ir.function import Function, Program
@@ -157,6 +158,11 @@ class _FunctionEmitter:
             raise NotImplementedError(f"call of function '{name}', which program '{self.program.name}' "
                                       f"does not define")
         fn, args = self.fnames[name], "".join(f"{self.expr(a)}, " for a in c.args)
+        if c.attr("submit"):  # pl.submit: the outputs, then the TaskId (orders nothing here: None)
+            plain = replace(c, kwargs=())
+            call = self.call_function(plain) if c.attr("core_num") is None else \
+                f"_spmd_call({c.attr('core_num')}, {fn}, {args})"
+            return f"({call}, None)" if len(callee.return_types) == 1 else f"(*{call}, None)"
         if self.group is not None and callee.func_type in KERNEL_TYPES:
             writes = tuple(i for i, d in enumerate(callee.param_directions) if d in _OUT)
             return f"_g.call({name!r}, {self.plan.cores[name]!r}, {fn}, ({args}), {writes})"
@@ -227,6 +233,10 @@ class _FunctionEmitter:
                                           else "(" + ", ".join(vals) + ")"))
         elif isinstance(s, st.SeqStmts):
             self.block(d, s)
+        elif isinstance(s, st.ScopeStmt) and s.kind is ScopeKind.Spmd:
+            bv = self.name(s.block_var) if s.block_var is not None else "_"
+            self.emit(d, f"for {bv} in _blocks({s.attr('core_num')}):  # pl.spmd: the body once per block")
+            self.block(d + 1, s.body)
         elif isinstance(s, st.ScopeStmt):
             self.emit(d, f"# {s.kind.name} scope")
             self.block(d, s.body)

@@ -249,3 +249,20 @@ def _mrgsort(src, block_len=32):
     """Rows of sorted runs of `block_len` (value, index) pairs merged into one descending run."""
     pairs = src.reshape(src.shape[0], -1, 2)
     return _sorted_pairs(pairs[..., 0], pairs[..., 1].long())
+
+
+def _blocks(n):
+    """The block indices of an SPMD launch of `n` blocks (SPEC §13), setting BLOCK for each; block
+    0 of 1 again afterwards. Blocks run one after the other: they write disjoint parts."""
+    for b in range(n):
+        BLOCK.update(block_idx=b, block_num=n)
+        yield b
+    BLOCK.update(block_idx=0, block_num=1)
+
+
+def _spmd_call(n, fn, *args):
+    """`pl.spmd_submit(fn, *args, core_num=n)`: `fn` once per block; its result (the last block's)."""
+    out = None
+    for _ in _blocks(n):
+        out = fn(*args)
+    return out

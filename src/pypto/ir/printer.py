@@ -27,7 +27,7 @@ import math
 from typing import Any
 
 from ..core.dtype import FP32, INDEX, DataType
-from ..core.enums import ParamDirection, ScopeKind
+from ..core.enums import ParamDirection, ScopeKind, ScopeMode
 from .expr import (
     BINARY_OPS,
     BinaryExpr,
@@ -284,12 +284,28 @@ class _Printer:
 
     def call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
+        if isinstance(e.op, GlobalVar) and e.attr("submit"):
+            return self.submit(e, args)
         args += [f"{k}={format_value(v)}" for k, v in _shown_kwargs(e)]
         if e.deps:
             args.append(self.deps(e.deps))
         if isinstance(e.op, GlobalVar):
             return f"{self.expr(e.op)}({', '.join(args)})"
         return f"pl.{_op_spelling(e.op)}({', '.join(args)})"
+
+    def submit(self, e: Call, args: list[str]) -> str:
+        """`pl.submit(self.k, a, b, deps=[...], ...)` / `pl.spmd_submit(..., core_num=N)` (SPEC §13)."""
+        attrs = dict(e.kwargs)
+        helper = "pl.spmd_submit" if "core_num" in attrs else "pl.submit"
+        args = [self.expr(e.op), *args]  # type: ignore[arg-type]
+        for k, v in e.kwargs:
+            if k == "no_dep_args":
+                args.append("no_dep_args=[" + ", ".join(self.expr(e.args[i]) for i in v) + "]")
+            elif k != "submit":
+                args.append(f"{k}={format_value(v)}")
+        if e.deps:
+            args.append(self.deps(e.deps))
+        return f"{helper}({', '.join(args)})"
 
     def deps(self, deps: tuple[Expr, ...]) -> str:
         """`deps=[x, y]`: the explicit task dependencies of a call or a `pl.at` region."""
@@ -354,8 +370,12 @@ class _Printer:
             self.emit(depth, "break")
         elif isinstance(s, ContinueStmt):
             self.emit(depth, "continue")
+        elif isinstance(s, ScopeStmt) and s.block_var is not None:
+            self.emit(depth, f"for {self.namer.name(s.block_var)} in {self.scope_head(s)}:")
+            self.body(s.body, depth + 1, yield_targets)
         elif isinstance(s, ScopeStmt):
-            self.emit(depth, f"with {self.scope_head(s)}:")
+            tid = f" as {self.namer.name(s.task_id)}" if s.task_id is not None else ""
+            self.emit(depth, f"with {self.scope_head(s)}{tid}:")
             self.body(s.body, depth + 1, yield_targets)
         else:
             raise TypeError(f"cannot print statement {type(s).__name__}")
@@ -374,7 +394,13 @@ class _Printer:
 
     def scope_head(self, s: ScopeStmt) -> str:
         if s.kind is ScopeKind.Runtime:
-            return "pl.scope()"
+            return "pl.scope()" if s.mode is ScopeMode.AUTO else "pl.manual_scope()"
+        if s.kind is ScopeKind.Cluster:
+            return "pl.cluster()"
+        if s.kind is ScopeKind.Spmd:
+            kw = [f"core_num={s.attr('core_num')}"] + [f"{k}={format_value(v)}" for k, v in s.attrs
+                                                       if k != "core_num"]
+            return f"pl.spmd({', '.join(kw)})"
         args = []
         if s.level is not None:
             args.append(f"level={s.level!r}")
@@ -382,6 +408,9 @@ class _Printer:
             args.append(_optimizations_text(s.optimizations))
         if s.deps:
             args.append(self.deps(s.deps))
+        if s.no_dep_args:
+            args.append("no_dep_args=[" + ", ".join(self.expr(d) for d in s.no_dep_args) + "]")
+        args += [f"{k}={format_value(v)}" for k, v in s.attrs]
         return f"pl.at({', '.join(args)})"
 
     # ---- functions -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.enums import ForKind, Level, ScopeKind
+from ..core.enums import ForKind, Level, ScopeKind, ScopeMode
 from ..core.span import Span
 from .expr import Expr, IterArg, Var
 
@@ -103,14 +103,23 @@ class ContinueStmt(Stmt):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ScopeStmt(Stmt):
-    """A scoped region: `pl.at(level=..., optimizations=[...], deps=[...])` (InCore) or `pl.scope()`
-    (Runtime).
+    """A scoped region (SPEC §1, §13):
+
+    - `pl.at(level=..., optimizations=[...], deps=[...], no_dep_args=[...], name_hint=...,
+      allow_early_resolve=...) [as tid]` (kind InCore): one task;
+    - `pl.scope(mode=...)` / `pl.manual_scope()` (kind Runtime): a runtime scope whose `mode`
+      (AUTO / MANUAL) says whether the runtime derives task order from overlapping regions;
+    - `pl.spmd(core_num=N, sync_start=...)` / `for b in pl.spmd(N)` (kind Spmd): the tasks the
+      body submits run once per block `b` in 0..N-1 (`block_var` binds it in the loop form).
 
     `optimizations` is a tuple of (name, ((key, value), ...)) pairs, e.g.
     `("split", (("mode", SplitMode.UP_DOWN),))` or `("cross_core_slot", (("slot_num", 4),))`.
-    `deps` (InCore scopes only): tensor-typed Exprs, used before the scope, whose earlier writers
-    the region's task(s) wait for; outlining moves them onto the call that replaces the scope
-    (`Call.deps`).
+    `deps` (InCore scopes only): tensor- or TaskId-typed Exprs, used before the scope: the
+    region's task(s) wait for the tensor's earlier writers / the named tasks; outlining moves them
+    onto the call that replaces the scope (`Call.deps`). `no_dep_args`: values the region reads or
+    writes that take no part in dependency tracking. `task_id` (a binding site, InCore only): the
+    Var `as tid` binds to the region's TaskId. `attrs`: plain values — `name_hint` and
+    `allow_early_resolve` of a region, `core_num` and `sync_start` of an SPMD scope.
     """
 
     kind: ScopeKind
@@ -118,3 +127,14 @@ class ScopeStmt(Stmt):
     level: Level | None = None
     optimizations: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     deps: tuple[Expr, ...] = ()
+    mode: ScopeMode = ScopeMode.AUTO
+    no_dep_args: tuple[Expr, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()
+    task_id: Var | None = None
+    block_var: Var | None = None
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default

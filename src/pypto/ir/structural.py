@@ -42,6 +42,7 @@ _BINDING: dict[type, frozenset[str]] = {
     ForStmt: frozenset({"loop_var", "iter_args", "return_vars"}),
     WhileStmt: frozenset({"iter_args", "return_vars"}),
     IfStmt: frozenset({"return_vars"}),
+    ScopeStmt: frozenset({"task_id", "block_var"}),
     Function: frozenset({"params"}),
 }
 # Visiting order where the declared field order would see a use before its binding.
@@ -49,7 +50,8 @@ _ORDER: dict[type, tuple[str, ...]] = {
     AssignStmt: ("value", "var"),
     ForStmt: ("start", "stop", "step", "iter_args", "loop_var", "body", "return_vars", "kind"),
     WhileStmt: ("iter_args", "cond", "body", "return_vars"),
-    ScopeStmt: ("kind", "deps", "body"),  # deps are evaluated before the region runs
+    # deps are evaluated before the region runs; its TaskId is bound once it is submitted
+    ScopeStmt: ("kind", "mode", "deps", "no_dep_args", "block_var", "body", "task_id"),
 }
 _IGNORED: dict[type, frozenset[str]] = {Program: frozenset({"name", "functions"}),
                                         Function: frozenset({"name"}), GlobalVar: frozenset({"name"})}
@@ -189,6 +191,8 @@ class _Equal:
         self.a2b[a], self.b2a[b] = b, a
 
     def bind(self, a: Any, b: Any) -> None:
+        if a is None and b is None:  # an optional binding site left empty (ScopeStmt.task_id)
+            return None
         if isinstance(a, tuple) or isinstance(b, tuple):
             return self.seq(a, b, True)
         if not (isinstance(a, Var) and isinstance(b, Var)):

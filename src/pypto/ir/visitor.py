@@ -193,9 +193,13 @@ class IRVisitor:
     visit_ContinueStmt = visit_BreakStmt
 
     def visit_ScopeStmt(self, s: ScopeStmt) -> None:
-        for d in s.deps:
+        for d in (*s.deps, *s.no_dep_args):
             self.visit_expr(d)
+        if s.block_var is not None:
+            self.visit_expr(s.block_var)
         self.visit_stmt(s.body)
+        if s.task_id is not None:
+            self.visit_expr(s.task_id)
 
 
 def _same(a: tuple, b: list) -> bool:
@@ -390,8 +394,14 @@ class IRMutator:
 
     def visit_ScopeStmt(self, s: ScopeStmt) -> Stmt:
         deps = [self.visit_expr(d) for d in s.deps]
+        nda = [self.visit_expr(d) for d in s.no_dep_args]
+        bv = self.visit_binding(s.block_var) if s.block_var is not None else None
         body = self.visit_seq(s.body)
-        return s if body is s.body and _same(s.deps, deps) else replace(s, body=body, deps=tuple(deps))
+        tid = self.visit_binding(s.task_id) if s.task_id is not None else None
+        if body is s.body and _same(s.deps, deps) and _same(s.no_dep_args, nda) and bv is s.block_var \
+                and tid is s.task_id:
+            return s
+        return replace(s, body=body, deps=tuple(deps), no_dep_args=tuple(nda), block_var=bv, task_id=tid)
 
 
 

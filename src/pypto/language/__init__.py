@@ -22,6 +22,7 @@ from ..core.enums import (
     PadValue,
     Role,
     ScopeKind,
+    ScopeMode,
     SplitMode,
     TensorLayout,
 )
@@ -31,16 +32,22 @@ from . import dsl as _dsl
 from .decorators import InlineFunction, function, inline, program
 from .dsl import (
     at,
+    cluster,
     cond,
     const,
     cross_core_slot,
+    manual_scope,
     parallel,
     pipeline,
     range,
     scope,
     split,
+    split_aiv,
+    spmd,
+    spmd_submit,
     static_assert,
     static_print,
+    submit,
     unroll,
     while_,
     yield_,
@@ -50,7 +57,7 @@ from .dsl import max as max  # noqa: A004, PLC0414
 from .dsl import min as min  # noqa: A004, PLC0414
 from .jit import JITFunction, jit
 from .op_wrappers import array, system, tensor, tile, unified_ops
-from .typing import RUNTIME, Array, InOut, Out, Scalar, Tensor, Tile, Tuple, dynamic
+from .typing import RUNTIME, Array, InOut, Out, Scalar, TaskId, Tensor, Tile, Tuple, dynamic
 from .typing import MemRefSpec as MemRef
 from .typing import TensorViewSpec as TensorView
 from .typing import TileViewSpec as TileView
@@ -92,6 +99,8 @@ __all__ = [
     "MemRef", "TensorView", "TileView", "tensor", "tile", "system", "range", "parallel", "unroll", "pipeline",
     "while_", "cond", "yield_", "at", "scope", "split", "cross_core_slot", "static_print",
     "static_assert", "const", "min", "max", "parse", "loads", "func_attr", "Array", "array",
+    # scopes and tasks, SPMD and grouping (SPEC §13)
+    "ScopeMode", "TaskId", "manual_scope", "submit", "spmd", "spmd_submit", "cluster", "split_aiv",
     *(d.name for d in _ALL_DTYPES), *unified_ops,
 ]
 _ = (_dt, _dsl)

@@ -15,7 +15,7 @@ from ..core.enums import SplitMode
 __all__ = [
     "DSLBuiltin", "range", "parallel", "unroll", "pipeline", "while_", "cond", "yield_", "at",
     "scope", "static_print", "static_assert", "const", "min", "max", "split", "cross_core_slot",
-    "Optimization", "func_attr",
+    "Optimization", "func_attr", "manual_scope", "submit", "spmd", "spmd_submit", "cluster", "split_aiv",
 ]
 
 
@@ -42,7 +42,17 @@ while_ = DSLBuiltin("while_", "pl.while_(init_values=(...)): loop while the firs
 cond = DSLBuiltin("cond", "pl.cond(expr): the condition of the enclosing pl.while_ loop.")
 yield_ = DSLBuiltin("yield_", "pl.yield_(*values): carry values out of a loop iteration or if branch.")
 at = DSLBuiltin("at", "with pl.at(level=..., optimizations=[...], deps=[...]): an InCore region.")
-scope = DSLBuiltin("scope", "with pl.scope(): a manual runtime scope (auto_scope=False).")
+scope = DSLBuiltin("scope", "with pl.scope(mode=pl.ScopeMode.AUTO | MANUAL): a runtime scope placed by "
+                   "hand; MANUAL derives no task order (SPEC §13).")
+manual_scope = DSLBuiltin("manual_scope", "with pl.manual_scope(): pl.scope(mode=pl.ScopeMode.MANUAL).")
+submit = DSLBuiltin("submit", "outs..., tid = pl.submit(kernel, *args, deps=[...]): submit a kernel call and "
+                    "get its outputs and its pl.TaskId (SPEC §13).")
+spmd = DSLBuiltin("spmd", "with pl.spmd(core_num=N, sync_start=False): / for b in pl.spmd(N): the tasks of the "
+                  "body run once per block 0..N-1 (pl.get_block_idx() inside the kernel).")
+spmd_submit = DSLBuiltin("spmd_submit", "outs..., tid = pl.spmd_submit(kernel, *args, core_num=N): "
+                         "pl.submit of N blocks of one kernel.")
+cluster = DSLBuiltin("cluster", "with pl.cluster(): the kernels called inside run together on one cluster "
+                     "(a cube core and its two vector cores), as a Group function.")
 static_print = DSLBuiltin("static_print", "pl.static_print(x): print x's IR type at parse time.")
 static_assert = DSLBuiltin("static_assert", "pl.static_assert(cond, msg): check a compile-time condition.")
 const = DSLBuiltin("const", "pl.const(value, dtype): a typed scalar constant.")
@@ -64,6 +74,20 @@ def split(mode: SplitMode) -> Optimization:
     if not isinstance(mode, SplitMode):
         raise TypeError(f"pl.split expects a pl.SplitMode, got {mode!r}")
     return Optimization("split", (("mode", mode),))
+
+
+def split_aiv(num: int = 2, mode: SplitMode = SplitMode.UP_DOWN) -> Optimization:
+    """`pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN)`: the explicit form of a vector split inside a
+    mixed kernel (SPEC §13) — the AIV half runs on both vector cores of the cluster, each on half
+    of the rows (UP_DOWN) or columns (LEFT_RIGHT). The same optimization as `pl.split(mode)`.
+
+    Raises:
+        ValueError: `num` is not 2 (a cluster has two vector cores, SPEC §6).
+        TypeError: `mode` is not a pl.SplitMode.
+    """
+    if num != 2 or isinstance(num, bool):
+        raise ValueError(f"pl.split_aiv splits over the 2 vector cores of a cluster; got {num!r}")
+    return split(mode)
 
 
 def cross_core_slot(slot_num: int) -> Optimization:

@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.dtype import INDEX, DataType
+from ..core.dtype import INDEX, TASK_ID, DataType
 from ..core.enums import MemorySpace, PadValue, ParamDirection, TensorLayout
 from ..core.errors import ArgumentValueError
 from ..core.span import Span
@@ -33,6 +33,7 @@ from ..ir.types import (
 )
 
 __all__ = [
+    "TaskId",
     "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "DynVar", "dynamic", "TensorAnnotation",
     "TileAnnotation", "ScalarAnnotation", "DirectionAnnotation", "TensorViewSpec", "TileViewSpec",
     "MemRefSpec", "AnnotationError", "to_ir_type", "to_dim", "RUNTIME", "Tuple",
@@ -294,6 +295,10 @@ class _TupleMeta(type):
 class Tuple(metaclass=_TupleMeta):
     """`pl.Tuple[T1, T2, ...]` (SPEC §13): a return annotation of several values, the same as the
     Python tuple `tuple[T1, T2, ...]`."""
+
+
+# `pl.TaskId`: the id of a submitted task, `pl.Scalar[pl.TASK_ID]` (SPEC §13).
+TaskId = ScalarAnnotation(TASK_ID)
 
 
 class _DirMeta(type):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..ir.expr import Call, Expr, Var
-from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt
+from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, Stmt, WhileStmt
 from ..ir.types import TileType, Type
 from ..ir.visitor import IRVisitor
 
@@ -38,6 +38,13 @@ class _Defs(IRVisitor):
         self.visit_stmt(s.then_body)
         if s.else_body is not None:
             self.visit_stmt(s.else_body)
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        if s.block_var is not None:
+            self.defs[s.block_var] = None
+        self.visit_stmt(s.body)
+        if s.task_id is not None:
+            self.defs[s.task_id] = None
 
 
 def defined_vars(s: Stmt) -> dict[Var, None]:
@@ -97,6 +104,11 @@ class UseVisitor(IRVisitor):
         self.visit_stmt(s.then_body)
         if s.else_body is not None:
             self.visit_stmt(s.else_body)
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        for d in (*s.deps, *s.no_dep_args):
+            self.visit_expr(d)
+        self.visit_stmt(s.body)
 
 
 class _Uses(UseVisitor):

@@ -10,8 +10,12 @@ and the regions `tensor_access` traces through slices, in-place writes and loops
 - WAR: a later site writes what an earlier site reads;
 - WAW: both write;
 - explicit: a later site names, in its `deps=[...]`, a tensor an earlier site writes (Out/InOut)
-  any region of (`self.k(x, y, deps=[t])`, SPEC §1). Added to the edge's kinds when the sites also
-  conflict on regions.
+  any region of (`self.k(x, y, deps=[t])`, SPEC §1), or the TaskId of the earlier site (`o, t =
+  pl.submit(...)`, `with pl.at(...) as t`, SPEC §13: the task lists it under `"task_deps"`). Added
+  to the edge's kinds when the sites also conflict on regions.
+
+A site in a MANUAL runtime scope (`"manual": true`) gets no region edges, and arguments named in
+`no_dep_args` take part in none (SPEC §13).
 
 Two regions of one root tensor overlap unless both are boxes with constant offsets and shapes
 that are disjoint; anything else (a loop-variant offset, a whole-tensor access) may overlap, and
@@ -84,9 +88,11 @@ def _edge(src: CallSite, dst: CallSite, loop_carried: bool) -> dict[str, Any] | 
     kinds: list[str] = []
     tensors: list[str] = []
     exact = True
-    for _, d1, r1 in src.args:
-        for _, d2, r2 in dst.args:
-            if r1 is None or r2 is None:
+    if dst.manual:  # a MANUAL scope derives no order (SPEC §13)
+        return None
+    for n1, d1, r1 in src.args:
+        for n2, d2, r2 in dst.args:
+            if r1 is None or r2 is None or n1 in src.untracked or n2 in dst.untracked:
                 continue
             k = _kinds(d1, d2)
             if not k:
@@ -105,9 +111,12 @@ def _edge(src: CallSite, dst: CallSite, loop_carried: bool) -> dict[str, Any] | 
 
 
 def _explicit(src: CallSite, dst: CallSite, loop_carried: bool) -> tuple[list[str], bool] | None:
-    """(tensors, exact) when `dst` names in its deps a region `src` writes, else None."""
+    """(tensors, exact) when `dst` names in its deps a region `src` writes (or the TaskId of
+    `src`: no tensors, exact), else None."""
     tensors: list[str] = []
     exact = True
+    if src.index in dst.task_deps and not loop_carried:
+        return [], True
     for r in dst.deps:
         for _, d, w in src.args:
             if w is None or d is D.In:
@@ -152,7 +161,9 @@ def task_graph(calls: list[CallSite]) -> dict[str, Any]:
               "args": [{"param": n, "direction": d.name, "tensor": r.root.name if r else None,
                         "offsets": _dims(r.offsets) if r else None, "shape": _dims(r.shape) if r else None}
                        for n, d, r in c.args],
-              "deps": [_region_json(r) for r in c.deps]} for c in calls]
+              "deps": [_region_json(r) for r in c.deps],
+              **({"task_deps": list(c.task_deps)} if c.task_deps else {}),
+              **({"manual": True} if c.manual else {})} for c in calls]
     edges = []
     for j, later in enumerate(calls):
         for earlier in calls[:j]:

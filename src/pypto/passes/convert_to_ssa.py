@@ -73,7 +73,7 @@ def _flow_stmt(st: Stmt, v: Var) -> str:
     if isinstance(st, SeqStmts):
         return _flow(st.stmts, v)
     if isinstance(st, ScopeStmt):  # explicit deps are read before the region runs
-        return _READ if any(reads_var(d, v) for d in st.deps) else _flow(st.body.stmts, v)
+        return _READ if any(reads_var(d, v) for d in (*st.deps, *st.no_dep_args)) else _flow(st.body.stmts, v)
     if isinstance(st, IfStmt):
         if reads_var(st.cond, v):
             return _READ
@@ -166,7 +166,8 @@ class _SSABuilder:
         if isinstance(s, SeqStmts):
             return list(self.block(s).stmts)
         if isinstance(s, ScopeStmt):  # explicit deps are read before the region runs
-            return [replace(s, deps=tuple(self.use(d) for d in s.deps), body=self.block(s.body))]
+            return [replace(s, deps=tuple(self.use(d) for d in s.deps),
+                            no_dep_args=tuple(self.use(d) for d in s.no_dep_args), body=self.block(s.body))]
         if isinstance(s, ForStmt):
             return [self.loop(s)]
         if isinstance(s, WhileStmt):

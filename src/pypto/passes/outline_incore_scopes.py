@@ -9,7 +9,11 @@ For a scope in function `f`, the k-th outlined function is `f_incore_<k>`:
   it with `tensor.create` and the body assembles the value into it.
 The scope is replaced by the call; values used afterwards are bound to the call's results.
 The scope's `optimizations` (`pl.split`, `pl.cross_core_slot`) go onto the outlined function, where
-ExpandMixedKernel reads them; its explicit `deps=[...]` go onto the call that replaces it.
+ExpandMixedKernel reads them; its explicit `deps=[...]` go onto the call that replaces it. A region
+that names its task (`with pl.at(...) as tid`) or sets task options (`no_dep_args`, `name_hint`,
+`allow_early_resolve`) becomes a `pl.submit` of the outlined function, its TaskId bound to `tid`
+(SPEC §13). Last, each `pl.cluster()` scope, whose regions are now kernel calls, becomes the call
+of a Group function (`scope_outline.outline_cluster_groups`).
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ from ..ops import get_op
 from .analysis import defined_vars, used_vars
 from .base import Pass, PassContext
 from .rewrite import FreshBindings, is_dynamic_dim, rebuild_children, uses_outside
+from .scope_outline import outline_cluster_groups
+from .tasks import submit_result_type
 
 __all__ = ["OutlineIncoreScopes"]
 
-_OUTLINED_FROM = (FunctionType.Orchestration, FunctionType.Opaque)
+_OUTLINED_FROM = (FunctionType.Orchestration, FunctionType.Opaque, FunctionType.Spmd)
 
 
 class _AssembleTargets(IRVisitor):
@@ -233,6 +239,8 @@ class _Outliner:
         self.new_funcs.append(Function(name, FunctionType.InCore, tuple(params), tuple(dirs), ret_types,
                                        body, scope.level, optimizations=scope.optimizations,
                                        span=scope.span))
+        if _is_task(scope):
+            return pre + _submit(scope, name, args, ret_types, outputs, slot)
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
         call = Call(GlobalVar(name), tuple(args), (), rt, scope.deps, span=scope.span)
         if not outputs:
@@ -247,6 +255,28 @@ class _Outliner:
             value = res if len(ret_values) == 1 else TupleGetItem(res, slot[o])
             stmts.append(AssignStmt(o, value, span=scope.span))
         return stmts
+
+
+def _is_task(scope: ScopeStmt) -> bool:
+    """Whether the region names its task (`as tid`) or sets task options: it becomes a pl.submit."""
+    return scope.task_id is not None or bool(scope.attrs) or bool(scope.no_dep_args)
+
+
+def _submit(scope: ScopeStmt, name: str, args: list[Expr], ret_types: tuple, outputs: list[Var],
+            slot: dict[Var, int]) -> list[Stmt]:
+    """`outs..., tid = pl.submit(self.<name>, *args, ...)` for a region with a TaskId or task
+    options (SPEC §13): its `no_dep_args` become argument positions, `name_hint` /
+    `allow_early_resolve` stay attributes, `deps` stay deps."""
+    excluded = tuple(i for i, a in enumerate(args) if any(a is x for x in scope.no_dep_args))
+    kwargs: tuple = (("submit", True),) + ((("no_dep_args", excluded),) if excluded else ()) + scope.attrs
+    rt = submit_result_type(ret_types)
+    call = Call(GlobalVar(name), tuple(args), kwargs, rt, scope.deps, span=scope.span)
+    res = Var(f"{name}_task", rt, span=scope.span)
+    stmts: list[Stmt] = [AssignStmt(res, call, span=scope.span)]
+    stmts += [AssignStmt(o, TupleGetItem(res, slot[o]), span=scope.span) for o in outputs]
+    if scope.task_id is not None:
+        stmts.append(AssignStmt(scope.task_id, TupleGetItem(res, len(ret_types)), span=scope.span))
+    return stmts
 
 
 def _final_values(body: SeqStmts, targets: _AssembleTargets) -> dict[Var, Var]:
@@ -349,7 +379,8 @@ class OutlineIncoreScopes(Pass):
                 funcs.append(replace(f, body=body))
             else:
                 funcs.append(f)
-        return replace(program, functions=tuple(funcs)) if changed else program
+        out = replace(program, functions=tuple(funcs)) if changed else program
+        return outline_cluster_groups(out)   # pl.cluster(): the kernels it now calls form a Group
 
 
 # Old private names, still imported by passes written before `rewrite.py` existed.

@@ -1,7 +1,9 @@
 """Outlining `pl.at(level=...)` scopes above the core level into functions of that level.
 
 Shared by OutlineHierarchyScopes (CHIP_DIE, CHIP, HOST) and OutlineClusterScopes (CLUSTER_0..2,
-GLOBAL); InCore scopes (AIV, AIC, CORE_GROUP: level 0) are OutlineIncoreScopes' business.
+GLOBAL); InCore scopes (AIV, AIC, CORE_GROUP: level 0) are OutlineIncoreScopes' business, which
+also outlines `pl.cluster()` scopes here, into Group functions `f_group_<k>` (same rules, the
+function type Group instead of a level's Orchestration function).
 
 A scope `with pl.at(level=L): body` in function `f` becomes the k-th function `f_<l>_<k>` (`<l>`
 the level's name in lower case) of type Orchestration, level L, role Orchestrator — the code that
@@ -41,13 +43,13 @@ _KERNELS = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
 class _Outliner:
     def __init__(self, func: Function, program: Program, taken: set[str],
-                 wanted: Callable[[Level], bool]) -> None:
+                 wanted: Callable[[ScopeStmt], bool]) -> None:
         self.func, self.program, self.taken, self.wanted = func, program, taken, wanted
         self.count: dict[str, int] = {}
         self.new_funcs: list[Function] = []
 
-    def fresh_name(self, level: Level) -> str:
-        stem = f"{self.func.name}_{level.name.lower()}"
+    def fresh_name(self, suffix: str) -> str:
+        stem = f"{self.func.name}_{suffix}"
         while True:
             k = self.count.get(stem, 0)
             self.count[stem] = k + 1
@@ -58,8 +60,7 @@ class _Outliner:
     def block(self, s: SeqStmts) -> SeqStmts:
         out: list[Stmt] = []
         for st in s.stmts:
-            if isinstance(st, ScopeStmt) and st.kind is ScopeKind.InCore and st.level is not None \
-                    and self.wanted(st.level):
+            if isinstance(st, ScopeStmt) and self.wanted(st):
                 out.extend(self.outline(st, self.block(st.body)))
             else:
                 out.append(_rebuild_children(st, self.block))
@@ -67,7 +68,8 @@ class _Outliner:
             else replace(s, stmts=tuple(out))
 
     def outline(self, scope: ScopeStmt, body: SeqStmts) -> list[Stmt]:
-        level: Level = scope.level  # type: ignore[assignment]
+        level = scope.level
+        group = scope.kind is ScopeKind.Cluster
         inner = defined_vars(body)
         after = _uses_outside(self.func.body, scope)
         order = {p: i for i, p in enumerate(self.func.params)}
@@ -78,10 +80,14 @@ class _Outliner:
         stmts = body.stmts + (ReturnStmt(tuple(outputs), span=scope.span),)
         new_body = _FreshBindings(dict(param_of)).visit_seq(SeqStmts(stmts, span=scope.span))
         params = tuple(param_of[v] for v in inputs)
-        name = self.fresh_name(level)
+        name = self.fresh_name("group" if group else level.name.lower())  # type: ignore[union-attr]
         ret_types = tuple(v.type for v in outputs)
-        fn = Function(name, FunctionType.Orchestration, params, (ParamDirection.In,) * len(params),
-                      ret_types, new_body, level, Role.Orchestrator, span=scope.span)
+        if group:  # pl.cluster(): its kernels run together on one cluster (SPEC §13)
+            fn = Function(name, FunctionType.Group, params, (ParamDirection.In,) * len(params), ret_types,
+                          new_body, span=scope.span)
+        else:
+            fn = Function(name, FunctionType.Orchestration, params, (ParamDirection.In,) * len(params),
+                          ret_types, new_body, level, Role.Orchestrator, span=scope.span)
         fn = replace(fn, param_directions=self.directions(fn))
         self.new_funcs.append(fn)
         rt = ret_types[0] if len(ret_types) == 1 else TupleType(ret_types)
@@ -105,6 +111,18 @@ class _Outliner:
 def outline_level_scopes(program: Program, wanted: Callable[[Level], bool]) -> Program:
     """`program` with every InCore-kind scope whose level satisfies `wanted` outlined (module doc).
     Returns `program` itself when there is none."""
+    return _outline(program, lambda s: s.kind is ScopeKind.InCore and s.level is not None and wanted(s.level))
+
+
+def outline_cluster_groups(program: Program) -> Program:
+    """`program` with every `pl.cluster()` scope (kind Cluster) outlined into a Group function
+    `<f>_group_<k>` whose body calls the kernels the scope called (module doc); the scope becomes
+    the call of that Group function, which runs as one unit on a cube core and its two vector cores
+    (SPEC §13). Returns `program` itself when there is none."""
+    return _outline(program, lambda s: s.kind is ScopeKind.Cluster)
+
+
+def _outline(program: Program, wanted: Callable[[ScopeStmt], bool]) -> Program:
     taken = set(program.function_names)
     funcs: list[Function] = []
     changed = False

@@ -22,14 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.enums import ParamDirection
+from ..core.enums import ParamDirection, ScopeKind, ScopeMode
 from ..ir.expr import BinaryExpr, Call, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
 from ..ir.function import Function
-from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, Stmt, WhileStmt, YieldStmt
+from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ScopeStmt, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TensorType
 from ..ir.visitor import IRVisitor
 from ..ops import get_op
 from .simplify import simplify_expr
+from .tasks import is_submit, is_task_id
 
 __all__ = ["Region", "CallSite", "TensorAccess", "DirectionsOf"]
 
@@ -48,7 +49,9 @@ class Region:
 @dataclass(eq=False)
 class CallSite:
     """One call of a program function: `args[i]` is (param name, direction, Region or None);
-    `deps` the regions its explicit `deps=[...]` name (whose earlier writers it waits for)."""
+    `deps` the regions its explicit `deps=[...]` name (whose earlier writers it waits for),
+    `task_deps` the earlier sites whose TaskIds it names; `manual` and `untracked` say which
+    region conflicts order it (none in a MANUAL scope; not through `no_dep_args`)."""
 
     index: int
     callee: str
@@ -57,6 +60,9 @@ class CallSite:
     args: list[tuple[str, ParamDirection, Region | None]]
     loops: tuple[int, ...] = ()
     deps: tuple[Region, ...] = ()
+    task_deps: tuple[int, ...] = ()   # sites whose TaskIds its deps= name (SPEC §13)
+    manual: bool = False              # submitted in a MANUAL runtime scope: no derived order
+    untracked: frozenset[str] = frozenset()   # its no_dep_args (parameter names)
 
 
 class TensorAccess(IRVisitor):
@@ -82,6 +88,9 @@ class TensorAccess(IRVisitor):
         self.calls: list[CallSite] = []
         self.pos = 0
         self.loops: list[int] = []
+        self.modes: list[ScopeMode] = []          # enclosing runtime scopes
+        self.submit_site: dict[Var, int] = {}     # result tuple of a pl.submit -> its site
+        self.task_site: dict[Var, int] = {}       # TaskId var -> the site it names
 
     # ---- helpers -------------------------------------------------------------------------------
     def region_of(self, e: Expr) -> Region | None:
@@ -109,7 +118,12 @@ class TensorAccess(IRVisitor):
 
     # ---- statements ----------------------------------------------------------------------------
     def visit_AssignStmt(self, s: AssignStmt) -> None:
+        v = s.value
+        if isinstance(v, TupleGetItem) and v.tuple_value in self.submit_site and is_task_id(v):
+            self.task_site[s.var] = self.submit_site[v.tuple_value]  # type: ignore[index]
         got = self.value(s.value, s)
+        if is_submit(v):
+            self.submit_site[s.var] = len(self.calls) - 1
         if isinstance(got, list):
             self.tuples[s.var] = got
         elif got is not None and isinstance(s.var.type, TensorType):
@@ -163,10 +177,25 @@ class TensorAccess(IRVisitor):
             if d is not ParamDirection.In:
                 outs.append(r)
         deps = tuple(r for r in (self.region_of(d) for d in v.deps) if r is not None)
-        self.calls.append(CallSite(len(self.calls), name, v, s, args, tuple(self.loops), deps))
+        tasks = tuple(dict.fromkeys(self.task_site[d] for d in v.deps if d in self.task_site))
+        manual = bool(self.modes) and self.modes[-1] is ScopeMode.MANUAL
+        untracked = frozenset(names[i] for i in v.attr("no_dep_args", ()) if i < len(names))
+        self.calls.append(CallSite(len(self.calls), name, v, s, args, tuple(self.loops), deps, tasks, manual,
+                                   untracked))
+        if is_submit(v):  # pl.submit: the outputs, then the TaskId
+            return [*outs, None]
         if len(outs) == 1:
             return outs[0]
         return outs if outs else None
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        if s.kind is ScopeKind.Runtime:
+            self.modes.append(s.mode)
+        try:
+            self.visit_stmt(s.body)
+        finally:
+            if s.kind is ScopeKind.Runtime:
+                self.modes.pop()
 
     def _carry(self, s: ForStmt | WhileStmt) -> None:
         for ia, rv in zip(s.iter_args, s.return_vars):

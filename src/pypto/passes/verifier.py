@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..core.errors import VerificationError
 from ..ir.expr import Call, GlobalVar, Var
 from ..ir.function import Function, Program
-from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, WhileStmt
+from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, WhileStmt
 from ..ir.visitor import IRVisitor
 
 __all__ = ["verify_basic", "verify_roundtrip"]
@@ -88,6 +88,15 @@ class _Scoped(IRVisitor):
         # Before ConvertToSSA (Python semantics) a variable assigned in both branches exists after
         # the if; ConvertToSSA turns it into a return var.
         self.scopes[-1].update(then_defs & else_defs)
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        for d in (*s.deps, *s.no_dep_args):
+            self.visit_expr(d)
+        if s.block_var is not None:
+            self.scopes[-1].add(s.block_var)
+        self.visit_stmt(s.body)
+        if s.task_id is not None:  # `with pl.at(...) as tid`: bound once the region is submitted
+            self.scopes[-1].add(s.task_id)
 
 
 def _dims_of(func: Function) -> set[Var]:

@@ -40,7 +40,7 @@ def c_type(t: Type) -> str:
     if isinstance(t, TensorType):
         return "Tensor"
     if isinstance(t, ScalarType):
-        return c_scalar_type(t.dtype)
+        return "TaskId" if t.dtype.name == "TASK_ID" else c_scalar_type(t.dtype)
     if isinstance(t, TupleType):
         return "std::tuple<" + ", ".join(c_type(x) for x in t.types) + ">"
     raise CodegenError(f"a {type(t).__name__} cannot live in host code")

@@ -16,7 +16,11 @@ named on the task argument list — `add_dep(x)`: the task waits for the earlier
 tensor `x` — and, for a call of another host function (a Group function, a nested orchestration),
 bracket the call — `push_task_deps(rt, {x, y}); ...; pop_task_deps(rt);` — so every task it submits
 waits for them. Runtime scopes (`pl.scope()`) become
-`PTO2_SCOPE(rt) { ... }`. The entry function with `auto_scope=True` (the default) runs its whole
+`PTO2_SCOPE(rt) { ... }`, MANUAL ones (`pl.manual_scope()`) `PTO2_SCOPE(rt, PTO2ScopeMode::MANUAL)`.
+A `pl.submit` keeps the submission's id (`TaskId t = submit_aiv_task(...)`), which a later
+`add_dep(t)` names; `no_dep_args` add `/*no_dep=*/true` to the argument, `name_hint` /
+`allow_early_resolve` become `set_name` / `set_allow_early_resolve`, and an SPMD launch
+(`pl.spmd`, `pl.spmd_submit`) `set_block_num(N)` (+ `set_sync_start(true)`) (SPEC §13). The entry function with `auto_scope=True` (the default) runs its whole
 body inside one AUTO scope, which the compiler places: hand-placed scopes in it — those of an
 inline helper declared `auto_scope=False`, spliced into the entry — nest inside that AUTO scope
 (Language Guide, `@pl.jit` family); with `auto_scope=False` only the hand-placed scopes are
@@ -35,7 +39,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...backend import BackendType, SoCModel, get_soc
-from ...core.enums import FunctionType, ParamDirection, ScopeKind
+from ...core.enums import FunctionType, ParamDirection, ScopeKind, ScopeMode
 from ...core.span import Span
 from ...ir.expr import Call, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
 from ...ir.function import Function, Program
@@ -100,9 +104,11 @@ class _FunctionEmitter:
         self.depth = 1
         self.tasks = 0
         self.pops = 0   # push_task_deps of the current statement, popped after it
+        self.after: list[str] = []   # lines closing what the current statement opened (SPMD launch)
         self.yields: list[list[str]] = []   # target C++ names of the enclosing loop / if
         # A Group function's kernels (AIC + AIV of a split mixed kernel) are one cluster task.
         self.mixed: list[tuple[str, str, str]] | None = [] if func.func_type is FunctionType.Group else None
+        self.spmd: tuple[int, bool, Var | None] | None = None   # the enclosing pl.spmd scope
         self.span = func.span
 
     def emit(self, line: str) -> None:
@@ -194,6 +200,9 @@ class _FunctionEmitter:
             for _ in range(self.pops):
                 self.emit("pop_task_deps(rt);")
             self.pops = 0
+            for line in self.after:
+                self.emit(line)
+            self.after = []
         finally:
             self.span = prev
 
@@ -214,12 +223,33 @@ class _FunctionEmitter:
             self.emit(f"{decl or c_type(v.type)} {self.bind(v)} = {text};")
 
     def scope(self, s: ScopeStmt) -> None:
+        if s.kind is ScopeKind.Spmd:
+            self.spmd_scope(s)
+            return
         if s.kind is not ScopeKind.Runtime:
             raise self.fail("an InCore scope (pl.at) is left in host code; OutlineIncoreScopes must "
                             "outline it before codegen", s.span)
-        self.emit("PTO2_SCOPE(rt) {")
+        if s.mode is ScopeMode.MANUAL:
+            self.emit("PTO2_SCOPE(rt, PTO2ScopeMode::MANUAL) {  // no derived dependencies: only add_dep")
+        else:
+            self.emit("PTO2_SCOPE(rt) {")
         self.depth += 1
         self.stmt(s.body)
+        self.depth -= 1
+        self.emit("}")
+
+    def spmd_scope(self, s: ScopeStmt) -> None:
+        """`pl.spmd(core_num=N)`: every task submitted in the block launches N blocks; the loop
+        form's block index is passed to a kernel as the runtime's block-index scalar."""
+        saved = self.spmd
+        self.spmd = (s.attr("core_num"), bool(s.attr("sync_start", False)), s.block_var)
+        self.emit(f"{{  // pl.spmd(core_num={s.attr('core_num')}): each task below runs on "
+                  f"{s.attr('core_num')} blocks")
+        self.depth += 1
+        try:
+            self.stmt(s.body)
+        finally:
+            self.spmd = saved
         self.depth -= 1
         self.emit("}")
 
@@ -241,6 +271,15 @@ class _FunctionEmitter:
                 self.emit(f"push_task_deps(rt, {{{deps}}});  // every task {callee.name} submits waits "
                           f"for the earlier writers of these")
                 self.pops += 1
+            if e.attr("core_num") is not None:  # pl.spmd_submit of a Spmd function
+                sync = ", /*sync_start=*/true" if e.attr("sync_start") else ""
+                self.emit(f"push_block_num(rt, {e.attr('core_num')}{sync});  // every task {callee.name} "
+                          f"submits runs on {e.attr('core_num')} blocks")
+                self.after.append("pop_block_num(rt);")
+            if e.attr("submit"):  # the value ends with the id of the last task it submitted
+                ret = f"{callee.name}({args})"
+                ret = f"std::make_tuple({ret})" if len(callee.return_types) == 1 else ret
+                return f"std::tuple_cat({ret}, std::make_tuple(last_task_id(rt)))"
             return f"{callee.name}({args})"
         spec = get_op(e.op)
         host_ok = spec.namespace != "tile" and (spec.traits & _HOST_TRAITS or isinstance(e.type, ScalarType))
@@ -268,26 +307,53 @@ class _FunctionEmitter:
         where = span_or(e.span, span, self.span)
         self.emit(f"TaskArgs {t};  // {kernel.name}(...)" + (f" at {where}" if where.is_known() else ""))
         outs: list[str] = []
-        for a, p, d in zip(e.args, kernel.params, kernel.param_directions):
+        no_dep = set(e.attr("no_dep_args", ()))
+        block_var = self.spmd[2] if self.spmd is not None else None
+        for i, (a, p, d) in enumerate(zip(e.args, kernel.params, kernel.param_directions)):
+            if block_var is not None and a is block_var:
+                self.emit(f"{t}.add_block_idx_scalar();  // the block index of pl.spmd")
+                continue
             val = self.expr(a)
             if isinstance(p.type, TensorType):
-                self.emit(f"{t}.{_ADD[d]}({val});")
+                flag = ", /*no_dep=*/true" if i in no_dep else ""  # excluded from dependency tracking
+                self.emit(f"{t}.{_ADD[d]}({val}{flag});")
                 if d is not ParamDirection.In:
                     outs.append(val)
             else:
                 self.emit(f"{t}.add_scalar({val});")
         for _, i, kind, axis in dynamic_dims(kernel):  # the kernel's dynamic dims follow its params
             self.emit(f"{t}.add_scalar({self.expr(e.args[i])}.{kind}({axis}));")
-        for dep in e.deps:  # explicit: wait for the earlier tasks that wrote this tensor
+        for dep in e.deps:  # explicit: wait for the named task / the earlier writers of this tensor
             self.emit(f"{t}.add_dep({self.expr(dep)});")
+        self.task_options(e, t)
         core = kernel_core_type(kernel)
+        tid = ""
         if self.mixed is not None and self.depth == 1:
             self.mixed.append((kernel_enum_name(kernel.name), t, core))
+        elif e.attr("submit"):  # pl.submit: the value ends with the task's id
+            tid = self.names.fresh(f"{t}_id")
+            self.emit(f"TaskId {tid} = submit_{core}_task(rt, {kernel_enum_name(kernel.name)}, {t});")
+            outs.append(tid)
         else:
             self.emit(f"submit_{core}_task(rt, {kernel_enum_name(kernel.name)}, {t});")
         if not outs:
             return "std::make_tuple()"
-        return outs[0] if len(outs) == 1 else "std::make_tuple(" + ", ".join(outs) + ")"
+        return outs[0] if len(outs) == 1 and not tid else "std::make_tuple(" + ", ".join(outs) + ")"
+
+    def task_options(self, e: Call, t: str) -> None:
+        """Task options of `pl.submit` / `pl.at` (name_hint, allow_early_resolve) and the SPMD
+        launch (`pl.spmd_submit(core_num=)` or an enclosing `pl.spmd` scope), SPEC §13."""
+        if e.attr("name_hint") is not None:
+            self.emit(f"{t}.set_name({c_literal(e.attr('name_hint'))});")
+        if e.attr("allow_early_resolve") is not None:
+            self.emit(f"{t}.set_allow_early_resolve({c_literal(e.attr('allow_early_resolve'))});")
+        blocks, sync = e.attr("core_num"), bool(e.attr("sync_start", False))
+        if blocks is None and self.spmd is not None:
+            blocks, sync = self.spmd[0], self.spmd[1]
+        if blocks is not None:
+            self.emit(f"{t}.set_block_num({blocks});")
+            if sync:
+                self.emit(f"{t}.set_sync_start(true);")
 
     def _carry(self, iter_args: tuple, return_vars: tuple) -> list[str]:
         names = []

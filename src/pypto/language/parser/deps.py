@@ -9,7 +9,8 @@ InCore region take one:
     with pl.at(level=pl.Level.CORE_GROUP, deps=[t0]):   # the region's task waits too
         ...
 
-Each entry is a tensor value in scope: a parameter, the result of an earlier call or region, an
+Each entry is a `pl.TaskId` (of a `pl.submit` or a `with pl.at(...) as tid`: the task(s) it names,
+SPEC §13) or a tensor value in scope: a parameter, the result of an earlier call or region, an
 element `r[i]` of a tuple result, or a view of one (`b[0:16]`). The task(s) of the call wait for
 every earlier task of the run that wrote any part of that tensor (its region: the whole buffer for
 a parameter, the box for a view), on top of the region-derived dependencies. Only code that submits
@@ -17,7 +18,7 @@ tasks may say this: an Orchestration, Opaque or Inline function, outside `pl.at`
 
 Errors (all at the user's line): `deps=` on an op call or an inline helper (ParserTypeError), in an
 InCore / AIC / AIV / Group function or inside a `pl.at` body (InvalidOperationError), a value that
-is not a list (ParserSyntaxError), an entry that is not a tensor (ParserTypeError) or that calls a
+is not a list (ParserSyntaxError), an entry that is neither a tensor nor a TaskId (ParserTypeError) or that calls a
 program function (ParserSyntaxError: it would submit a task), an unknown name
 (UndefinedVariableError).
 """
@@ -34,8 +35,9 @@ from ...ir.types import TensorType
 
 __all__ = ["parse_deps", "reject_deps", "HOST_TYPES"]
 
-# Functions whose calls submit tasks (the orchestration side).
-HOST_TYPES = frozenset({FunctionType.Orchestration, FunctionType.Opaque, FunctionType.Inline})
+# Functions whose calls submit tasks (the orchestration side; a Spmd function submits the kernels
+# of an SPMD launch, SPEC §13).
+HOST_TYPES = frozenset({FunctionType.Orchestration, FunctionType.Opaque, FunctionType.Inline, FunctionType.Spmd})
 
 
 def _check_place(parser: Any, node: ast.AST) -> None:
@@ -72,14 +74,21 @@ def parse_deps(parser: Any, value: ast.expr, node: ast.AST) -> tuple[Expr, ...]:
                                     f"function (it would submit a task): call it before and name "
                                     f"its result", parser.span(elt))
         v = parser.to_expr(parser.parse_value(elt), elt)
-        if not isinstance(v.type, TensorType):
+        if not isinstance(v.type, TensorType) and not _is_task_id(v):
             from .stmts import type_text
 
             raise ParserTypeError(f"deps= entry '{ast.unparse(elt)}' is a {type_text(v.type)}, not a "
-                                  f"tensor; only tensors order tasks", parser.span(elt))
+                                  f"tensor or a pl.TaskId; only those order tasks", parser.span(elt))
         if not any(v is x for x in out):
             out.append(v)
     return tuple(out)
+
+
+def _is_task_id(e: Expr) -> bool:
+    from ...core.dtype import TASK_ID
+    from ...ir.types import ScalarType
+
+    return isinstance(e.type, ScalarType) and e.type.dtype is TASK_ID
 
 
 def _is_function(parser: Any, call: ast.Call) -> bool:

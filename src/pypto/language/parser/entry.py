@@ -159,10 +159,11 @@ def parse_program(cls: type | None, *, info: SourceInfo | None = None, ns: Names
             raise ParserSyntaxError("a @pl.program class may only contain @pl.function methods",
                                     info.span(node))
     headers = {}
-    for fdef, _ in methods:
+    for fdef, fopts in methods:
         method = vars(cls).get(fdef.name) if cls is not None else None
         evaluated = getattr(getattr(method, "__pypto_pyfunc__", None), "__annotations__", None)
         headers[fdef.name] = parse_header(fdef, info, ns, is_method=True, evaluated=evaluated)
+        headers[fdef.name].func_type = fopts.func_type
     ctx.headers = headers
     funcs: dict[str, Function] = {}
 

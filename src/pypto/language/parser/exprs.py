@@ -11,7 +11,7 @@ import ast
 from typing import Any
 
 from ... import ops as _ops
-from ...core.dtype import BOOL, FP32, INDEX, DataType, promote
+from ...core.dtype import BOOL, FP32, INDEX, TASK_ID, DataType, promote
 from ...core.enums import ParamDirection
 from ...core.errors import (
     InvalidOperationError,
@@ -40,6 +40,7 @@ from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
 from ..typing import DynVar
 from .deps import parse_deps, reject_deps
 from .source import MISSING
+from .tasks import parse_submit, reject_task_id
 
 __all__ = ["ExprParser", "make_op_call"]
 
@@ -80,6 +81,10 @@ def scalar_binary(op: str, lhs: Expr, rhs: Expr, span: Span) -> Expr:
     lt, rt = lhs.type, rhs.type
     if not (isinstance(lt, ScalarType) and isinstance(rt, ScalarType)):
         raise ParserTypeError(f"operator '{op}' needs scalar operands", span)
+    if lt.dtype is TASK_ID or rt.dtype is TASK_ID:
+        name = next(getattr(v, "name", "a TaskId") for v in (lhs, rhs) if v.type.dtype is TASK_ID)  # type: ignore[attr-defined]
+        raise ParserTypeError(f"'{name}' is a pl.TaskId, which only orders tasks (deps=[{name}]); it "
+                              f"cannot be used as an operand of '{op}'", span)
     if op in COMPARE_OPS or op in ("and", "or"):
         return BinaryExpr(op, lhs, rhs, BOOL, span=span)
     a, b = lt.dtype, rt.dtype
@@ -365,6 +370,7 @@ class ExprParser:
         operands = [MISSING if i >= n_required and o is None else o for i, o in enumerate(operands)]
         while len(operands) > n_required and operands[-1] is MISSING:
             operands.pop()
+        reject_task_id(self, [*operands, *attrs.values()], node, f"an operand of {op_name}")
         if len(operands) < n_required or any(o is MISSING for o in operands):
             missing = [p for i, p in enumerate(spec.params) if i >= len(operands) or operands[i] is MISSING]
             raise ParserTypeError(f"{op_name}: missing argument '{missing[0]}'", self.span(node))
@@ -442,6 +448,8 @@ class ExprParser:
             if dt is BOOL:
                 return ConstBool(bool(value), span=span)
             return ConstInt(int(value), dt, span=span)
+        if b.name in ("submit", "spmd_submit"):
+            return parse_submit(self, node, b.name == "spmd_submit")
         if b.name in ("min", "max"):
             a, c = (self.parse_expr(x) for x in node.args)
             return scalar_binary(b.name, a, c, span)
@@ -460,6 +468,7 @@ class ExprParser:
         if len(args) != len(params):
             raise ParserTypeError(f"function '{gv.name}' takes {len(params)} arguments, got {len(args)}",
                                   self.span(node))
+        reject_task_id(self, args, node, f"an argument of '{gv.name}'")
         for a, d, p in zip(args, _dirs, params):
             if d is not ParamDirection.In:
                 self.check_writable(a, f"it is passed as {d.name} parameter '{p.name}' of '{gv.name}'", node)

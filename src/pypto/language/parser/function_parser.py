@@ -34,6 +34,7 @@ class FunctionHeader:
     params: list[Var]
     directions: list[ParamDirection]
     return_types: list[Type] | None  # None: infer from the return statement
+    func_type: FunctionType | None = None  # from the decorator, when known (pl.submit checks it)
 
 
 @dataclass

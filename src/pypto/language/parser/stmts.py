@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, replace
 
 from ...core.dtype import BOOL, INDEX
-from ...core.enums import ForKind, Level, ScopeKind
+from ...core.enums import ForKind
 from ...core.errors import (
     ParserError,
     ParserSyntaxError,
@@ -28,7 +28,6 @@ from ...ir.stmt import (
     ForStmt,
     IfStmt,
     ReturnStmt,
-    ScopeStmt,
     SeqStmts,
     Stmt,
     WhileStmt,
@@ -37,9 +36,9 @@ from ...ir.stmt import (
 from ...ir.structural import structural_equal
 from ...ir.types import ArrayType, ScalarType, TensorType, TileType, TupleType, Type
 from .. import dsl
-from .deps import parse_deps
 from .exprs import make_op_call
 from .loop_names import branch_type_error, note_loop_rebinds
+from .tasks import parse_with, spmd_loop
 
 __all__ = ["StmtParser", "PendingYield"]
 
@@ -318,10 +317,12 @@ class StmtParser:
             raise ParserSyntaxError("for ... else is not supported", self.span(node))
         it = node.iter
         helper = self.parse_value(it.func) if isinstance(it, ast.Call) else None
-        if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in (*_LOOP_KINDS, "while_"):
+        if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in (*_LOOP_KINDS, "while_", "spmd"):
             raise ParserSyntaxError("a kernel loop must iterate over pl.range(...), pl.parallel(...), "
-                                    "pl.unroll(...) or pl.while_(...)", self.span(it))
-        if helper.name == "while_":
+                                    "pl.unroll(...), pl.while_(...) or pl.spmd(...)", self.span(it))
+        if helper.name == "spmd":
+            spmd_loop(self, node, it)
+        elif helper.name == "while_":
             self.while_loop(node, it)
         else:
             self.for_loop(node, it, _LOOP_KINDS[helper.name])
@@ -594,51 +595,7 @@ class StmtParser:
 
     # ---- scopes --------------------------------------------------------------------------
     def stmt_With(self, node: ast.With) -> None:
-        if len(node.items) != 1 or node.items[0].optional_vars is not None:
-            raise ParserSyntaxError("use 'with pl.at(...):' or 'with pl.scope():'", self.span(node))
-        call = node.items[0].context_expr
-        helper = self.parse_value(call.func) if isinstance(call, ast.Call) else None
-        if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in ("at", "scope"):
-            raise ParserSyntaxError("only 'with pl.at(...)' and 'with pl.scope()' are supported",
-                                    self.span(node))
-        deps_node = next((k.value for k in call.keywords if k.arg == "deps"), None)
-        kw = {k.arg: self.parse_value(k.value) for k in call.keywords if k.arg != "deps"}
-        deps: tuple[Expr, ...] = ()
-        if helper.name == "scope":
-            if call.args or kw or deps_node is not None:
-                raise ParserTypeError("pl.scope() takes no arguments", self.span(call))
-            kind, level, opts = ScopeKind.Runtime, None, ()
-        else:
-            if call.args or set(kw) - {"level", "optimizations"}:
-                raise ParserTypeError("pl.at takes keyword arguments level=, optimizations= and deps=",
-                                      self.span(call))
-            if deps_node is not None:
-                deps = parse_deps(self, deps_node, call)
-            level = kw.get("level", Level.CORE_GROUP)
-            if not isinstance(level, Level):
-                raise ParserTypeError(f"pl.at level must be a pl.Level, got {level!r}", self.span(call))
-            if self.core_region is not None:
-                raise ParserSyntaxError(f"pl.at inside InCore code: this code is already {self.core_region}, "
-                                        f"and InCore regions do not nest; remove this 'with pl.at(...)'",
-                                        self.span(node))
-            raw = kw.get("optimizations", [])
-            if not isinstance(raw, (list, tuple)) or not all(isinstance(o, dsl.Optimization) for o in raw):
-                raise ParserTypeError("optimizations must be a list of pl.split(...) / "
-                                      "pl.cross_core_slot(...)", self.span(call))
-            kind, opts = ScopeKind.InCore, tuple((o.name, o.params) for o in raw)
-        saved_region = self.core_region
-        if kind is ScopeKind.InCore and level.level_number == 0:  # type: ignore[union-attr]
-            self.core_region = (f"in the InCore region of the pl.at at line {self.span(node).begin_line} "
-                                f"(put any optimizations on that one)")
-        self.incore_depth += kind is ScopeKind.InCore
-        try:
-            body, py = self.parse_block(node.body)
-        finally:
-            self.incore_depth -= kind is ScopeKind.InCore
-            self.core_region = saved_region
-        if py is not None:  # a yield inside a scope belongs to the enclosing construct
-            self.pending_yield = py
-        self.emit(ScopeStmt(kind, body, level, opts, deps, span=self.span(node)))
+        parse_with(self, node)  # pl.at / pl.scope / pl.manual_scope / pl.spmd (parser/tasks.py)
 
     # ---- simple statements ---------------------------------------------------------------
     def stmt_Pass(self, node: ast.Pass) -> None:

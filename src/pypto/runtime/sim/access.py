@@ -13,7 +13,8 @@ arguments:
   sizes, or a tile whose static shape is the box (a `valid_shape` only shrinks what is moved);
 - offsets are evaluated as integer *intervals* from the scalar arguments: constants, scalar
   parameters (their value in this task), the dynamic dimensions of tensor parameters (the
-  argument's size), scalar variables assigned once from such expressions, and for-loop variables
+  argument's size), scalar variables assigned once from such expressions, the block index and count of an SPMD
+  task (`pl.get_block_idx()`, `pl.get_block_num()`), and for-loop variables
   (from start to stop, when the step is a nonzero constant or a scalar whose sign is known),
   combined by `+ - * min max`, `//` and `%` by a positive constant, negation and integer casts.
   Every intermediate result must fit its dtype — the simulator wraps integers around like the
@@ -23,7 +24,7 @@ arguments:
 
 Anything else makes the analysis give up *for that argument*, which then counts as touched
 whole, as before: an offset built from a loop-carried scalar, a scalar variable assigned more
-than once (the simulator runs non-SSA IR as written), a tensor value, a block index or any other
+than once (the simulator runs non-SSA IR as written), a tensor value or any other
 expression; a tensor argument passed to an op without a declared box (or inside a tuple, or to a
 function call); a scalar argument that is not an int. Accesses through other tensor variables
 count for the parameter the variable aliases — found flow-insensitively, as the one parameter
@@ -238,7 +239,17 @@ class _Intervals:
         """An operand-less op whose result lies in a declared range (`OpSpec.scalar_range`)."""
         if e.args or not isinstance(e.op, str) or not has_op(e.op):
             return None
-        rng = get_op(e.op).scalar_range
+        spec = get_op(e.op)
+        rng = spec.scalar_range
+        if rng is None and spec.has_trait("block"):
+            # the launch's block index / count: known when the task's regions are computed (the
+            # device computes them inside the task's block context, SPEC §13 SPMD)
+            fn = spec.compute
+
+            def block(args: Sequence[Any], memo: Memo) -> Interval:
+                v = fn()
+                return v, v
+            return block
         if rng is None:
             return None
         lo, hi = rng

@@ -107,23 +107,28 @@ class DepTracker:
                     seen.update(id(e) for e in bucket if e.alive)
         return len(seen)
 
-    def add(self, task_id: int, accesses: Iterable[Access], since: int | None = None) -> dict[int, str]:
+    def add(self, task_id: int, accesses: Iterable[Access], since: int | None = None,
+            derive: bool = True) -> dict[int, str]:
         """Record the accesses of task `task_id`; return {earlier task id: "RAW" | "WAW" | "WAR"}.
 
         When a pair conflicts in several ways, RAW wins over WAW, and WAW over WAR. With `since`,
         accesses of tasks numbered `since` or later (the other tasks of the same Group call, which
         run together and are ordered by their pipes) are neither dependencies nor dropped as
-        covered.
+        covered. With `derive=False` (a task of a MANUAL runtime scope, SPEC §13) the accesses are
+        only recorded, for the tasks after it: nothing is returned and nothing is dropped (no
+        dependency orders this task after the ones it would cover).
         """
+        if not derive:
+            for region, reads, writes in accesses:
+                idx = self._index(region)
+                if writes or reads:
+                    idx[1 if writes else 0].insert(_Entry(region, task_id, writes))
+            return {}
         lo = task_id if since is None else since
         deps: dict[int, str] = {}
         new: list[tuple[_Index, _Entry]] = []
         for region, reads, writes in accesses:
-            idx = self._buffers.get(region.key)
-            if idx is None:
-                size = _bucket_size(region.hi - region.lo)
-                idx = self._buffers[region.key] = (_Index(size), _Index(size))
-            readers, writers = idx
+            readers, writers = self._index(region)
             for e in writers.candidates(region):
                 if e.task >= lo or not e.region.overlaps(region):
                     continue
@@ -147,6 +152,14 @@ class DepTracker:
         for index, e in new:
             index.insert(e)
         return deps
+
+    def _index(self, region: Region) -> tuple[_Index, _Index]:
+        """(readers, writers) of `region`'s buffer (created on first use)."""
+        idx = self._buffers.get(region.key)
+        if idx is None:
+            size = _bucket_size(region.hi - region.lo)
+            idx = self._buffers[region.key] = (_Index(size), _Index(size))
+        return idx
 
 
 _RANK = {"RAW": 0, "WAW": 1, "WAR": 2}

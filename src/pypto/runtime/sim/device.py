@@ -33,13 +33,14 @@ run therefore executes with one intra-op thread and restores the caller's settin
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
 
 from ...backend.soc import BackendType, get_soc
 from ...codegen.cluster_config import ClusterConfig, cluster_config
-from ...core.enums import FunctionType, ParamDirection
+from ...core.enums import FunctionType, ParamDirection, ScopeMode
 from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ...ir.function import Function, Program
@@ -56,7 +57,7 @@ from .record import RunRecord, ScopeInfo
 from .regions import region_of
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
 from .scheduler import EventScheduler, named_error
-from .task import Task
+from .task import BLOCK_INDEX, Task, TaskOptions
 
 __all__ = ["SimDevice"]
 
@@ -91,6 +92,8 @@ class SimDevice:
         self._sanitize = False
         self._sanitizer: list[Sanitizer | None] = [None]
         self._scope_stack: list[int] = []
+        self._modes: list[ScopeMode] = []
+        self._spmd: list[tuple[int, bool]] = []
         self._scopes: list[ScopeInfo] = []
         self._clock = 0
 
@@ -146,45 +149,87 @@ class SimDevice:
 
     # ---- submission ----------------------------------------------------------------------------
     def submit(self, func: Function, args: Sequence[Any], deps: Iterable[int] = (),
-               span: Span | None = None) -> Task:
+               span: Span | None = None, options: TaskOptions | None = None) -> Task:
         """Record a call of kernel `func` with `args` as a Task and queue it.
 
         Args:
             deps: ids of earlier tasks of this run it must wait for, besides those found from
-                overlapping DDR regions.
+                overlapping DDR regions (none are found in a MANUAL runtime scope, SPEC §13).
             span: source location of the call (named by diagnostics).
+            options: `pl.submit` / `pl.at` task options (no_dep_args, name_hint,
+                allow_early_resolve) and the SPMD launch (`blocks` tasks, one per block; an
+                argument equal to `BLOCK_INDEX` becomes the block's index). Inside a `pl.spmd`
+                scope the launch comes from the scope.
 
+        Returns the (first) Task; an SPMD launch numbers its blocks' tasks consecutively.
         Inside `submit_group` the call is only collected (None is returned).
 
         Raises:
             ValueError: a dependency on a task id that is not an earlier task of this run.
+            RuntimeSimError: an SPMD launch with sync_start needs more cores than the chip has.
         """
         if self._collect is not None:
             self._collect.append((func, tuple(args), span))
             return None  # type: ignore[return-value]
+        opts = options or TaskOptions()
+        if self._spmd and opts.blocks == 1:
+            opts = replace(opts, blocks=self._spmd[-1][0], sync_start=self._spmd[-1][1])
         ex = self.kernel(func)
-        first = tid = len(self.tasks)
+        first = len(self.tasks)
         deps = tuple(deps)
         for d in deps:
-            if not isinstance(d, int) or not 0 <= d < tid:
-                raise ValueError(f"task {tid} ('{func.name}'): dependency {d!r} is not an earlier task "
+            if not isinstance(d, int) or not 0 <= d < first:
+                raise ValueError(f"task {first} ('{func.name}'): dependency {d!r} is not an earlier task "
                                  f"of this run")
+        if opts.sync_start and opts.blocks > self.num_cores(ex.core_type):
+            raise RuntimeSimError(f"SPMD launch of '{func.name}' with sync_start=True needs {opts.blocks} "
+                                  f"{ex.core_type} cores at once; {self.backend.name} has "
+                                  f"{self.num_cores(ex.core_type)}", span)
+        manual = bool(self._modes) and self._modes[-1] is ScopeMode.MANUAL
+        # an external kernel declared with core_num=N launches N blocks, like pl.spmd(core_num=N)
+        ext_blocks = getattr(ex, "core_num", 1)
+        if ext_blocks > 1 and opts.blocks == 1:
+            opts = replace(opts, blocks=ext_blocks)
         self._clock += int(const("orch_submit"))
-        # an external kernel with core_num=N is N tasks (blocks 0..N-1), not ordered among themselves
-        blocks = getattr(ex, "core_num", 1)
-        for b in range(blocks):
-            bex = ex.instance(b) if blocks > 1 else ex  # type: ignore[attr-defined]
+        launch: list[Task] = []
+        for b in range(opts.blocks):
             tid = len(self.tasks)
-            accesses = self._accesses(bex, func, args)
-            found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=first) \
-                if self._auto_deps else {}
+            bargs = tuple(b if a is BLOCK_INDEX else a for a in args)
+            bex = ex.instance(b) if ext_blocks > 1 else ex  # type: ignore[attr-defined]
+            with block_context(b, opts.blocks):
+                accesses = self._accesses(bex, func, bargs)
+            tracked = [(r, rd, wr) for i, r, rd, wr in accesses if i not in opts.no_dep]
+            found = self._tracker.add(tid, tracked, since=first, derive=self._auto_deps and not manual)
             _add_explicit(found, deps)
-            task = Task(tid, func.name, ex.core_type, tuple(args), func.param_directions, executor=bex,
+            task = Task(tid, func.name, ex.core_type, bargs, func.param_directions, executor=bex,
                         span=span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
-                        submit_cycle=self._clock)
+                        submit_cycle=self._clock, manual=manual, name_hint=opts.name_hint,
+                        allow_early_resolve=opts.allow_early_resolve, block_idx=b, block_num=opts.blocks,
+                        launch=first if opts.blocks > 1 else None, sync_start=opts.sync_start,
+                        untracked=opts.no_dep)
             self.tasks.append(task)
-            self.scheduler.submit(task)
-        return task
+            launch.append(task)
+        if opts.sync_start and opts.blocks > 1:
+            self.scheduler.submit_gang(launch)
+        else:
+            for task in launch:
+                self.scheduler.submit(task)
+        return launch[0]
+
+    def push_spmd(self, core_num: int, sync_start: bool, span: Span | None = None) -> None:
+        """Enter a `pl.spmd` scope: every kernel submitted until `pop_spmd` launches `core_num`
+        blocks (SPEC §13). Raises RuntimeSimError for a nested SPMD scope."""
+        if self._spmd:
+            raise RuntimeSimError("pl.spmd scopes do not nest", span)
+        self._spmd.append((core_num, sync_start))
+
+    def spmd_active(self) -> bool:
+        """Whether submissions are inside a `pl.spmd` scope."""
+        return bool(self._spmd)
+
+    def pop_spmd(self) -> None:
+        """Leave the innermost `pl.spmd` scope."""
+        self._spmd.pop()
 
     def _accesses(self, ex: KernelExecutor, func: Function, args: Sequence[Any]) -> tuple:
         """(argument index, Region, reads, writes) per tensor argument of a call of `func`: the
@@ -237,6 +282,7 @@ class SimDevice:
             if not isinstance(d, int) or not 0 <= d < gid:
                 raise ValueError(f"group '{group.name}': dependency {d!r} is not an earlier task of this run")
         stats = PipeStats(group.name, cfg.split, dict(cfg.depth), dict(cfg.route))
+        manual = bool(self._modes) and self._modes[-1] is ScopeMode.MANUAL
         tasks: list[Task] = []
         for func, args, cspan in calls:
             core = self.kernel(func).core_type
@@ -244,12 +290,12 @@ class SimDevice:
                 ex = self.kernel(func, member=sub or 0)
                 tid = len(self.tasks)
                 accesses = self._accesses(ex, func, args)
-                found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=gid) \
-                    if self._auto_deps else {}
+                found = self._tracker.add(tid, [(r, rd, wr) for _, r, rd, wr in accesses], since=gid,
+                                          derive=self._auto_deps and not manual)
                 _add_explicit(found, deps)
                 task = Task(tid, func.name, core, args, func.param_directions, executor=ex,
                             span=cspan or span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
-                            submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats)
+                            submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats, manual=manual)
                 self.tasks.append(task)
                 tasks.append(task)
         self.scheduler.submit_group(tasks)
@@ -315,17 +361,24 @@ class SimDevice:
         name = f"'{t.kernel}'" + (f" (vector core {t.subblock})" if t.subblock is not None else "")
         return ClusterMember(name, run, ex.cycles_so_far, after, enter, leave)
 
-    def push_scope(self, name: str, span: Span | None = None) -> int:
-        """Enter a runtime scope; later submissions belong to it. Returns its id."""
+    def push_scope(self, name: str, span: Span | None = None, mode: ScopeMode | None = None) -> int:
+        """Enter a runtime scope; later submissions belong to it. Returns its id.
+
+        `mode` (SPEC §13): AUTO derives task order from overlapping regions, MANUAL derives none;
+        None (the body of a called orchestration function) keeps the enclosing scope's mode.
+        """
         parent = self._scope_stack[-1] if self._scope_stack else None
         sid = len(self._scopes)
-        self._scopes.append(ScopeInfo(sid, name, parent, span))
+        inherited = self._modes[-1] if self._modes else ScopeMode.AUTO
+        self._scopes.append(ScopeInfo(sid, name, parent, span, mode or inherited))
         self._scope_stack.append(sid)
+        self._modes.append(mode or inherited)
         return sid
 
     def pop_scope(self) -> None:
         """Leave the innermost runtime scope."""
         self._scope_stack.pop()
+        self._modes.pop()
 
     def sync(self) -> int:
         """Run every pending task to completion; the orchestrator waits for them. Returns the
@@ -340,7 +393,8 @@ class SimDevice:
         san = self._sanitizer[0]
         if san is not None:
             san.begin_task(task, arena)
-        task.cost = task.executor.run(task.args, arena)
+        with block_context(task.block_idx, task.block_num):
+            task.cost = task.executor.run(task.args, arena)
 
     # ---- a whole run ---------------------------------------------------------------------------
     def begin_run(self, program: str = "", entry: str = "", *, sanitize: bool = False,
@@ -360,6 +414,7 @@ class SimDevice:
         self._auto_deps, self._sanitize = auto_deps, sanitize
         self._sanitizer[0] = Sanitizer() if sanitize else None
         self._scope_stack, self._scopes, self._clock = [], [], 0
+        self._modes, self._spmd = [], []
         self.last_run = RunRecord(program, entry, self.backend.name, self.soc.num_aic, self.soc.num_aiv,
                                   auto_deps=auto_deps, sanitize=sanitize, tasks=self.tasks,
                                   scopes=self._scopes)
@@ -376,7 +431,7 @@ class SimDevice:
             self.sync()
             rec.orchestrator_cycles = submitted
             rec.makespan_cycles = self._clock
-            if san is not None and not self._auto_deps:
+            if san is not None and (not self._auto_deps or any(not t.derived_all for t in self.tasks)):
                 check_ordering(san, self.tasks)
         finally:
             self._sanitizer[0] = None

@@ -23,6 +23,12 @@ regions. The ids go to `SimDevice.submit` / `submit_group` as `deps`; for a nest
 function they apply to every task it submits (`Orchestrator.run(args, deps)`), together with the
 caller's own inherited ones.
 
+TaskIds (SPEC §13): a `pl.submit` call (attribute `submit`) yields its outputs followed by the
+TaskId, at run time the tuple of the ids of the tasks it submitted; a TaskId in `deps=` names
+exactly those tasks. An SPMD scope (`pl.spmd`) runs its body once with the device in SPMD mode:
+every kernel submitted launches `core_num` blocks (`SimDevice.submit`); so does every kernel a
+function submits when it is called by `pl.spmd_submit(f, ..., core_num=N)` (a Spmd function).
+
 Runtime scopes: the entry function's body is the outermost scope; a call of a nested orchestration
 function and a `pl.scope()` block (`ScopeStmt` of kind Runtime) each open a scope inside it. Tasks
 record the scopes they were submitted in (for the scope statistics of the DFX outputs).
@@ -44,6 +50,7 @@ from ...ir.types import ScalarType, TensorType
 from .interp import Env, ExprFn, FunctionCompiler, StmtFn
 from .kernel import KERNEL_TYPES
 from .regions import region_of
+from .task import BLOCK_INDEX, TaskOptions
 
 if TYPE_CHECKING:
     from .device import SimDevice
@@ -62,11 +69,14 @@ def _pick(values: Sequence[Any] | None) -> Any:
 
 def writers(device: SimDevice, value: Any, span: Any = None) -> list[int]:
     """Ids of the tasks of the current run that write (Out/InOut) any part of tensor `value`'s DDR
-    region, in submission order.
+    region, in submission order; for a TaskId value (the tuple of task ids a submission made,
+    SPEC §13), those tasks.
 
     Raises:
-        RuntimeSimError: `value` is not a DDR tensor.
+        RuntimeSimError: `value` is neither a DDR tensor nor a TaskId.
     """
+    if isinstance(value, tuple) and all(isinstance(i, int) for i in value):
+        return list(value)
     if not isinstance(value, torch.Tensor):
         raise RuntimeSimError(f"deps= names a {type(value).__name__}, not a DDR tensor", span)
     r = region_of(value)
@@ -105,19 +115,38 @@ class _OrchCompiler(FunctionCompiler):
         return synced
 
     def compile_scope(self, s: ScopeStmt) -> StmtFn:
+        if s.kind is ScopeKind.Spmd:
+            return self._spmd_scope(s)
         if s.kind is not ScopeKind.Runtime:
             return super().compile_scope(s)
         body, device = self.compile_block(s.body), self.device
         name = f"scope@{s.span.begin_line}" if s.span.is_known() else "scope"
-        span = s.span
+        span, mode = s.span, s.mode
 
         def scoped(env: Env) -> Any:
-            device.push_scope(name, span)
+            device.push_scope(name, span, mode)
             try:
                 return body(env)
             finally:
                 device.pop_scope()
         return scoped
+
+    def _spmd_scope(self, s: ScopeStmt) -> StmtFn:
+        """`pl.spmd(core_num=N)`: the body runs once; each kernel it submits launches N blocks,
+        and the loop form's block index is passed to the kernels as each block's index."""
+        slot = self.define(s.block_var) if s.block_var is not None else None
+        body, device = self.compile_block(s.body), self.device
+        n, sync, span = s.attr("core_num"), bool(s.attr("sync_start", False)), s.span
+
+        def spmd(env: Env) -> Any:
+            if slot is not None:
+                env[slot] = BLOCK_INDEX
+            device.push_spmd(n, sync, span)
+            try:
+                return body(env)
+            finally:
+                device.pop_spmd()
+        return spmd
 
     def _call_function(self, call: Call) -> ExprFn:
         name = call.op.name  # type: ignore[union-attr]
@@ -142,28 +171,53 @@ class _OrchCompiler(FunctionCompiler):
                 ids.update(dict.fromkeys(writers(device, f(env), span)))
             return tuple(ids)
 
+        submitted = bool(call.attr("submit"))  # pl.submit: the outputs, then the TaskId (SPEC §13)
+        opts = TaskOptions(tuple(call.attr("no_dep_args", ())), call.attr("name_hint"),
+                           call.attr("allow_early_resolve"), call.attr("core_num", 1),
+                           bool(call.attr("sync_start", False)))
         if callee.func_type in KERNEL_TYPES:
             outs = tuple(i for i, d in enumerate(callee.param_directions) if d in _OUT)
 
             def submit(env: Env) -> Any:
                 args = tuple([f(env) for f in arg_fns])
-                device.submit(callee, args, deps(env), span=span)
+                t = device.submit(callee, args, deps(env), span=span, options=opts)
+                if submitted:
+                    return (*[args[i] for i in outs], tuple(range(t.task_id, t.task_id + t.block_num)))
                 return _pick([args[i] for i in outs])
             return submit
         if callee.func_type is FunctionType.Group:
+            if opts.blocks > 1:
+                raise RuntimeSimError(f"pl.spmd_submit of Group function '{name}': the simulator launches "
+                                      f"SPMD blocks of single-core kernels only", span)
+
             def group(env: Env) -> Any:
                 args = [f(env) for f in arg_fns]
-                return _pick(device.submit_group(program, callee, args, span, deps(env)))
+                if device.spmd_active():
+                    raise RuntimeSimError(f"Group function '{name}' called inside pl.spmd: the simulator "
+                                          f"launches SPMD blocks of single-core kernels only", span)
+                first = len(device.tasks)
+                res = device.submit_group(program, callee, args, span, deps(env))
+                if submitted:
+                    return (*(res or ()), tuple(range(first, len(device.tasks))))
+                return _pick(res)
             return group
 
         def nested(env: Env) -> Any:
             args = [f(env) for f in arg_fns]
             ids = deps(env)
+            first = len(device.tasks)
             device.push_scope(name, span)
+            if opts.blocks > 1:  # pl.spmd_submit of a Spmd function: its kernels launch N blocks
+                device.push_spmd(opts.blocks, opts.sync_start, span)
             try:
-                return _pick(device.orchestrator(program, callee).run(args, ids))
+                res = device.orchestrator(program, callee).run(args, ids)
             finally:
+                if opts.blocks > 1:
+                    device.pop_spmd()
                 device.pop_scope()
+            if submitted:
+                return (*(res or ()), tuple(range(first, len(device.tasks))))
+            return _pick(res)
         return nested
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ...core.enums import ScopeMode
 from ...core.span import Span
 
 if TYPE_CHECKING:
@@ -22,12 +23,13 @@ __all__ = ["ScopeInfo", "RunRecord"]
 class ScopeInfo:
     """One runtime scope instance: `name` (the orchestration function's name for its body, or
     `scope@<line>` for a `pl.scope()` block), its parent instance id (None for the entry), and its
-    source location. Its `path` joins the names from the entry down, e.g. `main/scope@12`."""
+    source location, and its mode (AUTO or MANUAL, SPEC §13). Its `path` joins the names from the entry down, e.g. `main/scope@12`."""
 
     scope_id: int
     name: str
     parent: int | None
     span: Span | None = None
+    mode: ScopeMode = ScopeMode.AUTO
 
     def path(self, scopes: list[ScopeInfo]) -> str:
         """Names from the outermost scope to this one, joined with '/'."""

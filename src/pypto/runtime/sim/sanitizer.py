@@ -9,6 +9,8 @@ It reports, each naming the kernel, the op and the user's source line:
 - **ddr-out-of-bounds**: a load/store region outside its DDR tensor;
 - **unordered-conflict**: two tasks touch overlapping DDR regions, at least one writing, and no
   chain of dependencies orders them (their order, hence the numbers, could differ on the chip).
+  Checked for runs where dependencies are not all derived: `RunConfig(auto_deps=False)`, tasks of
+  a MANUAL scope, SPMD blocks, `no_dep_args` (SPEC §13).
 
 How on-chip bytes are tracked: every tile write gets a fresh *value id*; a shadow array per core
 and memory space holds, per byte, the id of the value that last wrote it. Each tile variable knows

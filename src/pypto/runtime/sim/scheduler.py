@@ -14,6 +14,8 @@ simulates the chip until every submitted task has finished:
   cluster is 1 AIC + 2 AIV) — all idle; among such clusters the one whose cores have been idle the
   longest is chosen (ties: the lowest c). Groups are dispatched before single tasks at the same
   instant; a single task may still take a core of a cluster a waiting group needs (backfilling);
+- the blocks of an SPMD launch with `sync_start=True` (a *gang*) start at the same cycle, once
+  as many cores of their type as there are blocks are idle (gangs go after groups, before singles);
 - a task lasts `task.cycles` (see `cost_model`; for a group task its own work plus its pipe
   stalls, starting `offset_cycles` after the group), so independent tasks on different cores
   overlap. A group holds its three cores until its last task has finished; tasks that depend on
@@ -112,6 +114,11 @@ class EventScheduler:
         """Queue `task` (already numbered, with its deps and submit cycle) for the next drain."""
         self.pending.append([task])
 
+    def submit_gang(self, tasks: list[Task]) -> None:
+        """Queue the blocks of one SPMD launch with `sync_start=True`: they start at the same
+        cycle, each on its own core of their type, once that many cores are idle (SPEC §13)."""
+        self.pending.append(list(tasks))
+
     def submit_group(self, tasks: list[Task]) -> None:
         """Queue the tasks of one Group call; they start together on one cluster."""
         self.pending.append(list(tasks))
@@ -139,6 +146,7 @@ class EventScheduler:
         heapq.heapify(events)
         singles: dict[str, list[tuple[int, int, Task]]] = {}
         groups: list[tuple[int, int, list[Task]]] = []
+        gangs: list[tuple[int, int, list[Task]]] = []
         done, total = 0, sum(len(u) for u in units)
         while events:
             now = events[0][0]
@@ -158,9 +166,12 @@ class EventScheduler:
                         self._of(core_type).free(i, now)
                 elif len(x) == 1 and x[0].group is None:
                     heapq.heappush(singles.setdefault(x[0].core_type, []), (now, x[0].task_id, x[0]))
+                elif x[0].group is None:
+                    heapq.heappush(gangs, (now, x[0].task_id, x))
                 else:
                     heapq.heappush(groups, (now, x[0].task_id, x))
             self._start_groups(groups, now, events)
+            self._start_gangs(gangs, now, events)
             for core_type, queue in singles.items():
                 cores = self._of(core_type)
                 while queue:
@@ -196,6 +207,21 @@ class EventScheduler:
                 end = max(end, t.end_cycle)
                 heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
             heapq.heappush(events, (end, _FREE, unit[0].task_id, cores))
+
+    def _start_gangs(self, queue: list[tuple[int, int, list[Task]]], now: int,
+                     events: list[tuple[int, int, int, Any]]) -> None:
+        """Start every queued SPMD gang (in queue order) while enough cores of its type are idle."""
+        while queue:
+            unit = queue[0][2]
+            cores = self._of(unit[0].core_type)
+            if sum(s is not None for s in cores.since) < len(unit):
+                return
+            heapq.heappop(queue)
+            for t in unit:
+                t.core_index, t.start_cycle = cores.take_longest_idle(), now
+                run_task(self.device, t)
+                t.end_cycle = now + t.cycles
+                heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
 
     def _cluster_cores(self, c: int) -> list[tuple[str, int]]:
         n_aiv = self.device.num_cores("AIV")

@@ -14,7 +14,31 @@ from ...core.enums import ParamDirection
 from ...core.span import Span
 from .cost_model import TaskCost
 
-__all__ = ["Task"]
+__all__ = ["Task", "TaskOptions", "BLOCK_INDEX"]
+
+
+class _BlockIndex:
+    """The block index of the loop form of `pl.spmd` (`for b in pl.spmd(N)`) while the body is
+    submitted: a kernel argument equal to it becomes each block's index."""
+
+    def __repr__(self) -> str:
+        return "BLOCK_INDEX"
+
+
+BLOCK_INDEX = _BlockIndex()
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """How a kernel call is submitted (SPEC §13): argument positions left out of dependency
+    tracking (`no_dep`), `name_hint`, `allow_early_resolve`, and the SPMD launch (`blocks` tasks,
+    started together with `sync_start`)."""
+
+    no_dep: tuple[int, ...] = ()
+    name_hint: str | None = None
+    allow_early_resolve: bool | None = None
+    blocks: int = 1
+    sync_start: bool = False
 
 
 @dataclass(eq=False)
@@ -46,6 +70,15 @@ class Task:
             kernel of its group whose DDR accesses it conflicts with).
         stall_cycles: cycles it waited on its cross-core pipes (empty on a pop, full on a push).
         pipes: for the tasks of a group, the group's `PipeStats` (shared by them).
+        manual: submitted in a MANUAL runtime scope: no dependency was derived from its regions
+            (SPEC §13); only TaskIds and `deps=` order it.
+        name_hint: the task name given by `name_hint=` (or None).
+        allow_early_resolve: the `allow_early_resolve=` of its submission (None: not given).
+        block_idx / block_num: its block of an SPMD launch (0 of 1 otherwise); `launch` is the
+            task id of the launch's first block (None outside SPMD). The blocks of one launch do
+            not depend on each other.
+        sync_start: the blocks of its SPMD launch start together.
+        untracked: argument positions left out of dependency tracking (`no_dep_args=`).
     """
 
     task_id: int
@@ -68,6 +101,21 @@ class Task:
     offset_cycles: int = 0
     stall_cycles: int = 0
     pipes: Any = field(default=None, repr=False)
+    manual: bool = False
+    name_hint: str | None = None
+    allow_early_resolve: bool | None = None
+    block_idx: int = 0
+    block_num: int = 1
+    launch: int | None = None
+    sync_start: bool = False
+    untracked: tuple[int, ...] = ()
+
+    @property
+    def derived_all(self) -> bool:
+        """Whether every dependency its regions imply was derived: not in a MANUAL scope, not an
+        SPMD block (blocks of one launch are not ordered), no argument left out of tracking. The
+        sanitizer checks the ordering of runs with any task for which this is False."""
+        return not self.manual and self.launch is None and not self.untracked
 
     def __repr__(self) -> str:
         def brief(a: Any) -> str:
