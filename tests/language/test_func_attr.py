@@ -113,3 +113,32 @@ def test_attrs_reach_kernel_config_and_compiled_meta(tmp_path):
     meta = json.loads((Path(cp.output_dir) / "compiled_meta.json").read_text())
     assert {f["name"]: f.get("attrs") for f in meta["functions"]} == {"k": want, "main": None}
     assert [k.get("attrs") for k in meta["kernels"]] == [want]
+
+
+def test_the_kernels_expand_mixed_kernel_derives_keep_the_attrs():
+    from pypto.passes.base import PassContext
+    from pypto.passes.expand_mixed_kernel import ExpandMixedKernel
+
+    @pl.program
+    class Mixed:
+        @pl.function(type=pl.FunctionType.InCore)
+        def mm_exp(self, a: pl.Tensor[[32, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.FP16],
+                   c: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+            pl.func_attr({"tag": "mixed"})
+            a1 = pl.load(a, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+            b1 = pl.load(b, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+            p = pl.matmul(pl.move(a1, target_memory=pl.Mem.Left), pl.move(b1, target_memory=pl.Mem.Right))
+            e = pl.exp(p)
+            c1 = pl.store(e, [0, 0], c)
+            return c1
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[32, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.FP16],
+                 c: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+            c = self.mm_exp(a, b, c)
+            return c
+
+    out = ExpandMixedKernel().run(Mixed, PassContext())
+    attrs = {f.name: f.attrs for f in out.functions}
+    assert attrs == {"main": (), "mm_exp": (("tag", "mixed"),), "mm_exp_aic": (("tag", "mixed"),),
+                     "mm_exp_aiv": (("tag", "mixed"),)}
