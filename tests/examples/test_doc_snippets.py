@@ -1,4 +1,4 @@
-"""The code blocks of docs/language.md's "Scopes and tasks" and "SPMD" sections are the examples'
+"""The code blocks of docs/language.md's "Scopes and tasks", "SPMD" and "Directives" sections are the examples'
 marked regions (which `test_examples` runs), so the documented code is code that runs."""
 
 import re
@@ -24,6 +24,7 @@ def _section_code(title: str) -> str:
 @pytest.mark.parametrize("title, example, tag", [
     ("Scopes and tasks", "scopes_and_tasks.py", "scopes-and-tasks"),
     ("SPMD", "spmd.py", "spmd"),
+    ("Directives", "directives.py", "directives"),
 ])
 def test_doc_section_shows_the_example_that_runs(title, example, tag):
     assert _section_code(title) == _marked(ROOT / "examples" / example, tag)

@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 import pypto.ir as ir
-from pypto.core.dtype import BOOL, FP16, FP32, INDEX
+from pypto.core.dtype import BOOL, FP16, FP32, INDEX, INT32
 from pypto.core.enums import (
     ForKind,
     FunctionType,
@@ -59,6 +59,7 @@ from pypto.ir import (
 )
 from pypto.ir.serialize import deserialize, serialize
 from pypto.ir.structural import assert_structural_equal, structural_equal
+from pypto.ir.types import ArrayType
 
 IDX = ScalarType(INDEX)
 
@@ -98,6 +99,8 @@ def build() -> Program:
         IfStmt(UnaryExpr("not", flag, BOOL), SeqStmts((ContinueStmt(),)), SeqStmts(())),
         YieldStmt((acc,), span=sp(21)),
     ))
+    arr_t = ArrayType(4, INT32)
+    arr = Var("arr", arr_t, span=sp(12))
     kernel_body = SeqStmts((
         AssignStmt(t, Call("tile.load", (a, MakeTuple((c(0), c(0))), MakeTuple((c(32), c(64)))), kw,
                            tile, span=sp(10)), span=sp(10)),
@@ -110,6 +113,7 @@ def build() -> Program:
         ScopeStmt(ScopeKind.InCore, SeqStmts((EvalStmt(Call("system.bar_all", (), (), TupleType(()))),)),
                   Level.CORE_GROUP, (("split", (("mode", SplitMode.LEFT_RIGHT),)),)),
         EvalStmt(Call("tile.store", (r, MakeTuple((c(0), c(0))), out), (), out.var_type)),
+        AssignStmt(arr, Call("array.create", (), (("extent", 4), ("dtype", INT32)), arr_t)),
         ReturnStmt((out,)),
     ))
     kernel = Function("kernel", FunctionType.InCore, (a, out), (ParamDirection.In, ParamDirection.InOut),
@@ -120,7 +124,7 @@ def build() -> Program:
     main = Function("main", FunctionType.Orchestration, (x, y), (ParamDirection.In, ParamDirection.Out),
                     (), SeqStmts((EvalStmt(Call(GlobalVar("kernel"), (x, y), (("alpha", f.value),),
                                                 TupleType(()))),
-                                  EvalStmt(f), ReturnStmt(()))))
+                                  EvalStmt(f), ReturnStmt(()))), attrs=(("ids", (1, 2)), ("owner", "me")))
     ext = Function("ext", FunctionType.AIV, (Var("e", tensor),), (ParamDirection.InOut,), (tensor,), SeqStmts(()),
                    external=ExternalKernel("/src/k.cpp", ("/inc",), "e.numel() // 4", 2), span=sp(30))
     return Program("prog", (kernel, main, ext), span=sp(8))

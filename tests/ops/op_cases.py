@@ -34,6 +34,7 @@ bb = pl.move(bm, target_memory=pl.Mem.Bias)
 pairs = pl.tile.sort32(ta, ti)
 tpairs = pl.tensor.sort32(a, ai)
 popped = pl.system.tpop_from_aic([16, 32], dtype=pl.FP32)
+arr = pl.array.create(8, pl.INT32)
 """
 
 CASES: dict[str, str] = {}
@@ -128,13 +129,26 @@ CASES.update({
     "system.tpop_from_aiv": "pl.system.tpop_from_aiv([16, 32], dtype=pl.FP16)",
     "system.tfree_to_aic": "pl.system.tfree_to_aic(popped)",
     "system.tfree_to_aiv": "pl.system.tfree_to_aiv(hm)",
+    "array.create": "pl.array.create(4, pl.INT64)",
+    "array.get_element": "pl.array.get_element(arr, n)",
+    "array.update_element": "pl.array.update_element(arr, 3, n)",
+    "system.syncall": "pl.system.syncall()",
+    "system.cacheinvalid": "pl.system.cacheinvalid(a)",
+    "system.fence": "pl.system.fence()",
+    "system.sync_set": "pl.system.sync_set(set_pipe=\"MTE3\", event_id=12)",
+    "system.available_aiv_count": "pl.system.available_aiv_count()",
+    "system.available_cluster_count": "pl.system.available_cluster_count()",
 })
+
+
+_VALUED = ("tpop", "available_")  # system ops with a result
 
 
 def function_text(call: str) -> str:
     """A complete `@pl.function` whose body is PRELUDE plus `r = <call>` (or `<call>` alone for ops
     without a value)."""
-    no_value = (call.startswith("pl.system.") and "tpop" not in call) or call.startswith("pl.tensor.dump_tag")
+    no_value = (call.startswith("pl.system.") and not any(w in call for w in _VALUED)) or \
+        call.startswith("pl.tensor.dump_tag")
     stmt = call if no_value else f"r = {call}"
     body = "\n".join("    " + line for line in (PRELUDE.strip() + "\n" + stmt).splitlines())
     return f"import pypto.language as pl\n\n\n@pl.function\ndef f({PARAMS}):\n{body}\n"

@@ -21,7 +21,7 @@ def test_every_registered_op_has_an_example_case():
 
 @pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)
 def test_op_is_complete(spec):
-    assert spec.namespace in ("tensor", "tile", "system")
+    assert spec.namespace in ("tensor", "tile", "system", "array")
     assert spec.doc and spec.doc.endswith(".")
     assert isinstance(spec.cost, Cost) and spec.cost.unit in UNITS and spec.cost.pipe in PIPES
     assert spec.cost.measure in MEASURES

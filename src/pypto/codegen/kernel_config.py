@@ -37,7 +37,8 @@ class KernelEntry:
 
     A hand-written C++ kernel (SPEC §10) has `external=True`, no `.pto` (`pto` is None), its own
     `.cpp` (absolute path) as `source` and its include dirs as `extra_include_dirs`; `as_dict()`
-    (the `kernel_config.py` entry) has those two keys only for such kernels."""
+    (the `kernel_config.py` entry) has those two keys only for such kernels. A kernel with
+    `pl.func_attr` metadata (`Function.attrs`) has it as `attrs` (a dict; absent when empty)."""
 
     func_id: int
     name: str
@@ -46,12 +47,15 @@ class KernelEntry:
     source: str
     external: bool = False
     extra_include_dirs: tuple[str, ...] = ()
+    attrs: dict[str, object] | None = None
 
     def as_dict(self) -> dict[str, object]:
         d: dict[str, object] = {"func_id": self.func_id, "name": self.name, "core_type": self.core_type,
                                 "pto": self.pto, "source": self.source}
         if self.external:
             d.update(external=True, extra_include_dirs=list(self.extra_include_dirs))
+        if self.attrs:
+            d["attrs"] = dict(self.attrs)
         return d
 
 
@@ -70,11 +74,11 @@ def kernel_table(program: Program) -> list[KernelEntry]:
     for f in program.functions:
         if is_kernel(f) and f.external is not None:
             out.append(KernelEntry(len(out), f.name, kernel_core_type(f), None, f.external.source, True,
-                                   f.external.include_dirs))
+                                   f.external.include_dirs, f.attrs_json() or None))
         elif is_kernel(f):
             core = kernel_core_type(f)
             path = f"kernels/{core}/{f.name}.pto"
-            out.append(KernelEntry(len(out), f.name, core, path, path))
+            out.append(KernelEntry(len(out), f.name, core, path, path, attrs=f.attrs_json() or None))
     return out
 
 

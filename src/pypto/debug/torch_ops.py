@@ -124,6 +124,12 @@ TEMPLATES: dict[str, str] = {
     "get_subblock_idx": "BLOCK['subblock_idx']",
     "system.sync_src": "None", "system.sync_dst": "None", "system.bar_v": "None",
     "system.bar_m": "None", "system.bar_all": "None",
+    # small on-core integer arrays (pypto.ops.array): 1-D int tensors, updated out of place
+    "array.create": "torch.zeros({extent}, dtype={dtype})", "array.get_element": "int({0}[{1}])",
+    "array.update_element": "{0}.index_put((torch.tensor([{1}]),), torch.tensor({2}, dtype={0}.dtype))",
+    # chip-wide system ops (pypto.ops.chip): no data effect; core counts of the chip in CHIP
+    "system.syncall": "None", "system.cacheinvalid": "None", "system.fence": "None", "system.sync_set": "None",
+    "system.available_aiv_count": "CHIP['aiv_count']", "system.available_cluster_count": "CHIP['cluster_count']",
     # cross-core pipes of mixed kernels (torch_cluster)
     **{name: _PIPE[role.kind].format(direction=role.direction) for name, role in PIPE_ROLES.items()},
 }

@@ -18,6 +18,9 @@ import torch
 # the identity of the running kernel instance; a Group call's runner (torch_cluster) sets the
 # vector subblock of each kernel it resumes
 BLOCK = {"block_idx": 0, "block_num": 1, "subblock_idx": 0, "subblock_num": 1}
+# the chip's core counts (pl.system.available_aiv_count / available_cluster_count): Ascend910B's;
+# edit them to mimic another chip (Ascend950: 72 / 36)
+CHIP = {"aiv_count": 48, "cluster_count": 24}
 
 
 def _region(offsets, shape):

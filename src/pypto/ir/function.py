@@ -44,6 +44,12 @@ class Function:
     ExpandMixedKernel reads them and leaves them on the Group function it makes.
     `external` marks a hand-written C++ kernel (SPEC §10): its body is empty and every pass leaves
     the function as it is.
+    `attrs` holds the metadata of `pl.func_attr({...})` (SPEC §13): (key, value) pairs sorted by
+    key, values JSON-able scalars (bool, int, float, str, None) or tuples of them (lists in the
+    DSL). Keys with a meaning of their own (level, role, optimizations) are decorator options and
+    never appear here. Passes keep them on the kernels they derive from a function (AIC / AIV
+    kernels of a mixed kernel); codegen copies them into `kernel_config.py` and the build's
+    `compiled_meta.json`.
     """
 
     name: str
@@ -58,7 +64,12 @@ class Function:
     auto_scope: bool = True
     optimizations: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     external: ExternalKernel | None = None
+    attrs: tuple[tuple[str, Any], ...] = ()
     span: Span = field(default=_NO_SPAN, kw_only=True, compare=False, repr=False)
+
+    def attrs_json(self) -> dict[str, Any]:
+        """`attrs` as a JSON-able dict (tuples become lists), for build files."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.attrs}
 
 
 @dataclass(frozen=True, slots=True, eq=False)

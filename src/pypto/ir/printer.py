@@ -57,7 +57,7 @@ from .stmt import (
     WhileStmt,
     YieldStmt,
 )
-from .types import MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
+from .types import ArrayType, MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
 from .visitor import IRVisitor
 
 __all__ = ["python_print", "format_value"]
@@ -219,6 +219,8 @@ class _Printer:
             return f"pl.Tile[{', '.join(parts)}]"
         if isinstance(t, TupleType):
             return "tuple[" + ", ".join(self.type(x) for x in t.types) + "]"
+        if isinstance(t, ArrayType):
+            return f"pl.Array[{t.extent}, {t.dtype!r}]"
         raise TypeError(f"cannot print type {t!r}")
 
     def memref(self, m: MemRef) -> str:
@@ -440,8 +442,13 @@ class _Printer:
         else:
             ret = ""
         self.emit(depth, f"def {f.name}({', '.join(params)}){ret}:")
+        if f.attrs:  # SPEC §13: the function's metadata is its first statement
+            items = ", ".join(f"{k!r}: {format_value(v)}" for k, v in f.attrs)
+            self.emit(depth + 1, f"pl.func_attr({{{items}}})")
         if f.external is not None:
             self.emit(depth + 1, "...")  # a hand-written C++ kernel has no DSL body
+        elif f.attrs and not f.body.stmts:
+            pass  # the pl.func_attr statement is the body
         else:
             self.body(f.body, depth + 1)
 

@@ -1,4 +1,4 @@
-"""IR types (SPEC §4): ScalarType, TensorType, TileType, TupleType, and the memory descriptors.
+"""IR types (SPEC §4): ScalarType, TensorType, TileType, TupleType, ArrayType, and the memory descriptors.
 
 Types are immutable. Shapes are tuples of IR expressions: `ConstInt` for static dimensions, a `Var`
 of INDEX type for a `pl.dynamic` dimension. Compare types with `pypto.ir.structural_equal`.
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .expr import Expr
 
 __all__ = [
-    "Type", "ScalarType", "TensorType", "TileType", "TupleType", "MemRef", "TensorView", "TileView",
+    "Type", "ScalarType", "TensorType", "TileType", "TupleType", "ArrayType", "MemRef", "TensorView", "TileView",
     "static_shape", "num_elements",
 ]
 
@@ -96,6 +96,16 @@ class TupleType(Type):
     """The type of a multi-value result (a call returning several tensors)."""
 
     types: tuple[Type, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ArrayType(Type):
+    """`pl.Array[extent, dtype]` (SPEC §13): a small on-core array of `extent` integers of `dtype`,
+    held in scalar registers (not a tile: no memory space, no MemRef). A value: `array.update_element`
+    returns a new array (`pypto.ops.array`)."""
+
+    extent: int
+    dtype: DataType
 
 
 def static_shape(ty: Type) -> tuple[int, ...]:

@@ -52,11 +52,12 @@ from .dsl import (
     while_,
     yield_,
 )
+from .dsl import func_attr as func_attr  # noqa: PLC0414  (SPEC §13)
 from .dsl import max as max  # noqa: A004, PLC0414
 from .dsl import min as min  # noqa: A004, PLC0414
 from .jit import JITFunction, jit
-from .op_wrappers import system, tensor, tile, unified_ops
-from .typing import RUNTIME, InOut, Out, Scalar, TaskId, Tensor, Tile, Tuple, dynamic
+from .op_wrappers import array, system, tensor, tile, unified_ops
+from .typing import RUNTIME, Array, InOut, Out, Scalar, TaskId, Tensor, Tile, Tuple, dynamic
 from .typing import MemRefSpec as MemRef
 from .typing import TensorViewSpec as TensorView
 from .typing import TileViewSpec as TileView
@@ -106,7 +107,7 @@ __all__ = [
     "Tuple",
     "MemRef", "TensorView", "TileView", "tensor", "tile", "system", "range", "parallel", "unroll", "pipeline",
     "while_", "cond", "yield_", "at", "scope", "split", "cross_core_slot", "static_print",
-    "static_assert", "const", "min", "max", "parse", "loads",
+    "static_assert", "const", "min", "max", "parse", "loads", "func_attr", "Array", "array",
     # scopes and tasks, SPMD and grouping (SPEC §13)
     "ScopeMode", "TaskId", "manual_scope", "submit", "spmd", "spmd_submit", "cluster", "split_aiv",
     *(d.name for d in _ALL_DTYPES), *unified_ops,

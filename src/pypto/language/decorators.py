@@ -42,7 +42,7 @@ def _is_method(fn: Callable) -> bool:
 def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Opaque,
              level: Level | None = None, role: Role | None = None, strict_ssa: bool = False,
              auto_scope: bool = True, optimizations: list | tuple = (), external_source: Any = None,
-             include_dirs: Any = None, cost: Any = None, core_num: Any = None) -> Any:
+             include_dirs: Any = None, cost: Any = None, core_num: Any = None, attrs: dict | None = None) -> Any:
     """Parse a Python function into an `ir.Function` (or mark a `@pl.program` method).
 
     `optimizations=[pl.split(...), pl.cross_core_slot(...)]` records the cross-core options of a
@@ -51,12 +51,15 @@ def function(fn: Callable | None = None, *, type: FunctionType = FunctionType.Op
     with `include_dirs=[...]`, `cost=` (simulated cycles: int, formula str or callable) and
     `core_num=` (blocks per call) — SPEC §10, docs/tools.md "External C++ kernels".
 
+    `attrs={...}` is the older spelling of the body's first statement `pl.func_attr({...})` (SPEC §13;
+    `parser.func_attr`).
+
     Raises the ParserError subclasses of SPEC §2.4 at the user's file and line (a wrong `type=`
     or `optimizations=` value: ParserTypeError at the decorator, as inside a `@pl.program`).
     """
     try:
         opts = FunctionOptions(type, level, role, strict_ssa, auto_scope, optimizations, external_source,
-                               include_dirs, cost, core_num)
+                               include_dirs, cost, core_num, attrs=attrs)
     except TypeError as e:
         raise ParserTypeError(str(e), user_call_span()) from None
 

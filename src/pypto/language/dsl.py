@@ -15,7 +15,7 @@ from ..core.enums import SplitMode
 __all__ = [
     "DSLBuiltin", "range", "parallel", "unroll", "pipeline", "while_", "cond", "yield_", "at",
     "scope", "static_print", "static_assert", "const", "min", "max", "split", "cross_core_slot",
-    "Optimization", "manual_scope", "submit", "spmd", "spmd_submit", "cluster", "split_aiv",
+    "Optimization", "func_attr", "manual_scope", "submit", "spmd", "spmd_submit", "cluster", "split_aiv",
 ]
 
 
@@ -56,6 +56,7 @@ cluster = DSLBuiltin("cluster", "with pl.cluster(): the kernels called inside ru
 static_print = DSLBuiltin("static_print", "pl.static_print(x): print x's IR type at parse time.")
 static_assert = DSLBuiltin("static_assert", "pl.static_assert(cond, msg): check a compile-time condition.")
 const = DSLBuiltin("const", "pl.const(value, dtype): a typed scalar constant.")
+func_attr = DSLBuiltin("func_attr", "pl.func_attr({...}): the function's attributes (its first statement).")
 min = DSLBuiltin("min", "pl.min(a, b): scalar minimum.")
 max = DSLBuiltin("max", "pl.max(a, b): scalar maximum.")
 

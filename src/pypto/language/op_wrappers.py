@@ -12,7 +12,7 @@ from typing import Any
 from .. import ops as _ops
 from ..ir.types import ScalarType, TensorType, TileType, Type
 
-__all__ = ["OpRef", "UnifiedOp", "tensor", "tile", "system", "unified_ops", "resolve_unified"]
+__all__ = ["OpRef", "UnifiedOp", "tensor", "tile", "system", "array", "unified_ops", "resolve_unified"]
 
 
 class _ParsedOnly:
@@ -77,6 +77,7 @@ def _namespace(ns: str) -> types.SimpleNamespace:
 tensor = _namespace("tensor")
 tile = _namespace("tile")
 system = _namespace("system")
+array = _namespace("array")  # pl.array.* (SPEC §13; pypto.ops.array)
 unified_ops: dict[str, UnifiedOp] = {name: UnifiedOp(name) for name in _ops.UNIFIED}
 
 

@@ -20,11 +20,21 @@ from ..core.enums import MemorySpace, PadValue, ParamDirection, TensorLayout
 from ..core.errors import ArgumentValueError
 from ..core.span import Span
 from ..ir.expr import ConstInt, Expr, Var
-from ..ir.types import MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
+from ..ir.types import (
+    ArrayType,
+    MemRef,
+    ScalarType,
+    TensorType,
+    TensorView,
+    TileType,
+    TileView,
+    TupleType,
+    Type,
+)
 
 __all__ = [
     "TaskId",
-    "Tensor", "Tile", "Scalar", "Out", "InOut", "DynVar", "dynamic", "TensorAnnotation",
+    "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "DynVar", "dynamic", "TensorAnnotation",
     "TileAnnotation", "ScalarAnnotation", "DirectionAnnotation", "TensorViewSpec", "TileViewSpec",
     "MemRefSpec", "AnnotationError", "InvalidAnnotation", "to_ir_type", "to_dim", "RUNTIME", "Tuple",
 ]
@@ -319,6 +329,33 @@ class RUNTIME(metaclass=_RuntimeMeta):
     is a run-time value). Outside `@pl.jit` a bare `pl.RUNTIME` needs a dtype."""
 
 
+@dataclass(frozen=True)
+class ArrayAnnotation(Annotation):
+    extent: Any
+    dtype: DataType
+
+    def to_ir(self) -> ArrayType:
+        from ..ops.array import check_array
+
+        try:
+            check_array(self.extent, self.dtype)
+        except ValueError as e:
+            raise AnnotationError(str(e)) from None
+        return ArrayType(self.extent, self.dtype)
+
+
+class _ArrayMeta(type):
+    def __getitem__(cls, item: Any) -> ArrayAnnotation:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise AnnotationError("pl.Array takes [extent, dtype], e.g. pl.Array[8, pl.INT32]")
+        return ArrayAnnotation(item[0], _dtype(item[1]))
+
+
+class Array(metaclass=_ArrayMeta):
+    """`pl.Array[extent, dtype]` (SPEC §13): a small on-core integer array (`pl.array.create`,
+    `pl.array.get_element`, `pl.array.update_element`; `pypto.ops.array`)."""
+
+
 class _TupleMeta(type):
     def __getitem__(cls, item: Any) -> tuple:
         return tuple(item) if isinstance(item, tuple) else (item,)
@@ -356,7 +393,7 @@ def to_ir_type(ann: Any) -> Type:
     """Convert an evaluated annotation to an IR type. Raises AnnotationError."""
     if ann is Tensor:
         ann = TensorAnnotation()
-    if isinstance(ann, (TensorAnnotation, TileAnnotation, ScalarAnnotation, InvalidAnnotation)):
+    if isinstance(ann, (TensorAnnotation, TileAnnotation, ScalarAnnotation, ArrayAnnotation, InvalidAnnotation)):
         return ann.to_ir()
     if isinstance(ann, DataType):
         return ScalarType(ann)

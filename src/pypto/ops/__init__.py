@@ -1,17 +1,19 @@
 """The operator catalog (SPEC §3): importing this package registers every op family.
 
 One module per family: elementwise (arithmetic, unary math, activations), bitwise, compare,
-reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system. Shared pieces:
+reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system, chip, array. Shared pieces:
 `registry` (OpSpec, dispatch tables), `typing_rules` (argument checks, dtype classes), `valid`
 (partial-tile valid regions), `families` (elementwise factories), `cost` (cost-model entries) and
 `reference` (the generated operator reference page).
 """
 
 from . import (  # noqa: F401  (registration)
+    array,
     bitwise,
     block,
     broadcast,
     cast,
+    chip,
     compare,
     creation,
     elementwise,

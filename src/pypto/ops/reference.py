@@ -42,6 +42,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "gather": ("Gather, scatter and sort", "gather"),
     "block": ("Block identity", "block"),
     "system": ("System (`pl.system.*`)", "system"),
+    "chip": ("Chip-wide system ops (`pl.system.*`)", "chip"),
+    "array": ("Small on-core arrays (`pl.Array`, `pl.array.*`)", "array"),
 }
 
 _INTRO = """\

@@ -46,7 +46,7 @@ class OpSpec:
     """Everything PyPTO knows about one op.
 
     Attributes:
-        name: IR name, `<namespace>.<op>` (`tile.add`); namespaces are tensor, tile, system.
+        name: IR name, `<namespace>.<op>` (`tile.add`); namespaces are tensor, tile, system, array.
         params: names of the positional arguments (IR operands), in order.
         infer: `(args, attrs) -> Type`; raises OpTypeError naming the argument.
         compute: torch semantics `(*arg_values, **attrs) -> value`. Tensors/tiles arrive as torch

@@ -101,7 +101,8 @@ def _meta(program: Program, compiled: Any, strategy: OptimizationStrategy, kerne
 
     funcs = [{"name": f.name, "type": f.func_type.name,
               "params": [{"name": p.name, "type": python_print(p.type), "direction": d.name}
-                         for p, d in zip(f.params, f.param_directions)]} for f in program.functions]
+                         for p, d in zip(f.params, f.param_directions)],
+              **({"attrs": f.attrs_json()} if f.attrs else {})} for f in program.functions]
     return {"format": META_FORMAT, "program": program.name, "backend": compiled.backend_type.name,
             "platform": compiled.platform, "strategy": strategy.name, "entry": compiled.entry,
             "program_ir": PROGRAM_IR_FILE, "orchestration_args": _abi(compiled.entry_function),

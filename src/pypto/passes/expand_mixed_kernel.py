@@ -313,7 +313,7 @@ def _kernel(func: Function, side: str, body: SeqStmts, name: str, returned: list
     nb = FreshBindings(dict(fresh)).visit_seq(body)
     ftype = FunctionType.AIC if side == C else FunctionType.AIV
     k = Function(name, ftype, tuple(fresh[p] for p in params), (ParamDirection.In,) * len(params),
-                 tuple(func.return_types[i] for i in returned), nb, func.level, span=func.span)
+                 tuple(func.return_types[i] for i in returned), nb, func.level, attrs=func.attrs, span=func.span)
     acc = TensorAccess(lambda n: None)
     acc.visit_function(k)
     dirs = tuple(derived_direction(acc, p) if isinstance(p.type, TensorType) else ParamDirection.In

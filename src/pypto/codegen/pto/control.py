@@ -12,10 +12,10 @@ from typing import Any, NamedTuple
 from ...core.dtype import BOOL, INDEX
 from ...ir.expr import Var
 from ...ir.stmt import ForStmt, IfStmt, SeqStmts, WhileStmt, YieldStmt
-from ...ir.types import TensorType, TileType
+from ...ir.types import ArrayType, TensorType, TileType
 from .scalars import Scalar
 from .types import elem, tile_buf_type
-from .values import TileVal, Value
+from .values import ArrayVal, TileVal, Value, array_type_str
 
 __all__ = ["ControlFlow"]
 
@@ -45,6 +45,8 @@ class ControlFlow:
                 continue
             if isinstance(ia.type, TileType):
                 init = self.move_into(init, ia.type, None, ia.span, f"{ia.name}_init")
+            elif isinstance(ia.type, ArrayType):
+                pass  # an array value is carried as it is
             else:
                 init = self.sc.coerce(init, ia.type.dtype, self.loc(ia.span))
             out.append((pos, ia, rv, init))
@@ -52,10 +54,11 @@ class ControlFlow:
 
     @staticmethod
     def _type_str(v: Value) -> str:
-        return v.tstr if isinstance(v, TileVal) else elem(v.dtype)
+        return v.tstr if isinstance(v, (TileVal, ArrayVal)) else elem(v.dtype)
 
     def _bind(self, var: Var, name: str, like: Value) -> Value:
-        v = TileVal(name, var.type, like.tstr) if isinstance(like, TileVal) else Scalar(name, var.type.dtype)
+        v = TileVal(name, var.type, like.tstr) if isinstance(like, TileVal) else \
+            ArrayVal(name, var.type, like.tstr) if isinstance(like, ArrayVal) else Scalar(name, var.type.dtype)
         self.env[var] = v
         return v
 
@@ -109,6 +112,8 @@ class ControlFlow:
             v = self.value(s.values[pos])
             if isinstance(var.type, TileType):
                 v = self.move_into(v, var.type, target, s.span, var.name)
+            elif isinstance(var.type, ArrayType):
+                pass
             else:
                 v = self.sc.coerce(v, var.type.dtype, self.loc(s.span))
             vals.append(v)
@@ -126,8 +131,8 @@ class ControlFlow:
         if s.return_vars and s.else_body is None:
             raise self.fail("an if with results needs an else branch", s.span)
         lhs, res = self._results(rvs[0][1].name if len(rvs) == 1 else "if", len(rvs))
-        types = [tile_buf_type(rv.type) if isinstance(rv.type, TileType) else elem(rv.type.dtype)
-                 for _, rv in rvs]
+        types = [tile_buf_type(rv.type) if isinstance(rv.type, TileType) else array_type_str(rv.type)
+                 if isinstance(rv.type, ArrayType) else elem(rv.type.dtype) for _, rv in rvs]
         self.emit(f"{lhs}scf.if {cond.name}" + (f" -> ({', '.join(types)})" if rvs else "") + " {")
         y = _Yield("if", [(pos, rv, None) for pos, rv in rvs], tensors)
         self._region(s.then_body, y)
@@ -138,6 +143,8 @@ class ControlFlow:
         for r, (_, rv) in zip(res, rvs):
             if isinstance(rv.type, TileType):
                 self.env[rv] = TileVal(r, rv.type, tile_buf_type(rv.type))
+            elif isinstance(rv.type, ArrayType):
+                self.env[rv] = ArrayVal(r, rv.type, array_type_str(rv.type))
             else:
                 self.env[rv] = Scalar(r, rv.type.dtype)
 

@@ -52,14 +52,14 @@ from ...ir.stmt import (
     WhileStmt,
     YieldStmt,
 )
-from ...ir.types import ScalarType, TensorType, TileType, TupleType
+from ...ir.types import ArrayType, ScalarType, TensorType, TileType, TupleType
 from ...ops import get_op
 from ..common import CodegenError, NameAllocator, dynamic_dims, kernel_core_type, span_or
 from .attrs import format_attrs
 from .control import ControlFlow
 from .scalars import Scalar, ScalarBuilder
 from .types import elem, partition_type, pto_dims, ptr_type, tensor_view_type, tile_buf_type
-from .values import TensorVal, TileVal, Value, buffer_key, mlir_loc
+from .values import ArrayVal, TensorVal, TileVal, Value, array_type_str, buffer_key, mlir_loc
 
 __all__ = ["emit_kernel", "mlir_loc"]
 
@@ -341,6 +341,9 @@ class KernelEmitter(ControlFlow):
             elif isinstance(t, ScalarType):
                 sv = self.scalar(a)
                 ins.append((sv.name, elem(sv.dtype)))
+            elif isinstance(t, ArrayType):
+                av = self.value(a)
+                ins.append((av.name, av.tstr))
             else:
                 raise self.fail(f"op '{spec.name}': unsupported argument of type {type(t).__name__}", a.span)
         result: Any = None
@@ -354,6 +357,8 @@ class KernelEmitter(ControlFlow):
             result = written_tensor
         elif isinstance(rt, ScalarType):
             result = Scalar("%" + self.names.fresh(hint), rt.dtype)
+        elif isinstance(rt, ArrayType):
+            result = ArrayVal("%" + self.names.fresh(var.name if var is not None else "arr"), rt, array_type_str(rt))
         elif not (isinstance(rt, TupleType) and not rt.types):
             raise self.fail(f"op '{spec.name}' returns a {type(rt).__name__}", call.span)
         text = spec.pto
@@ -364,6 +369,8 @@ class KernelEmitter(ControlFlow):
         text += format_attrs(spec.shown_kwargs(call.kwargs))
         if isinstance(result, Scalar):
             text = f"{result.name} = {text} -> {elem(result.dtype)}"
+        elif isinstance(result, ArrayVal):
+            text = f"{result.name} = {text} -> {result.tstr}"
         self.emit(f"{text} {loc}")
         if var is not None:
             self.env[var] = result

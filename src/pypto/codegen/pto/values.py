@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ...core.span import Span
-from ...ir.types import TensorType, TileType
+from ...ir.types import ArrayType, TensorType, TileType
 from .types import tile_space
 
-__all__ = ["TileVal", "TensorVal", "Value", "mlir_loc", "buffer_key"]
+__all__ = ["TileVal", "TensorVal", "ArrayVal", "array_type_str", "Value", "mlir_loc", "buffer_key"]
 
 
 class TileVal(NamedTuple):
@@ -26,7 +26,20 @@ class TensorVal(NamedTuple):
     type: TensorType
 
 
-Value = Any  # TileVal | TensorVal | Scalar
+class ArrayVal(NamedTuple):
+    """A small on-core integer array (`pl.Array`): SSA name, IR type and `!pto.array<N x T>` spelling."""
+
+    name: str
+    type: ArrayType
+    tstr: str
+
+
+def array_type_str(t: ArrayType) -> str:
+    """`!pto.array<8xi32>`: the MLIR type of a `pl.Array[8, pl.INT32]`."""
+    return f"!pto.array<{t.extent}x{t.dtype.pto_name}>"
+
+
+Value = Any  # TileVal | TensorVal | ArrayVal | Scalar
 
 
 def mlir_loc(span: Span) -> str:

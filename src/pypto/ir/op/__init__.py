@@ -20,7 +20,7 @@ from ...core.span import Span
 from ...ops import OpTypeError, all_ops, get_op
 from ..expr import Call, ConstBool, ConstFloat, ConstInt, Expr, MakeTuple
 
-__all__ = ["make_call", "tensor", "tile", "system"]
+__all__ = ["make_call", "tensor", "tile", "system", "array"]
 
 
 def make_call(op: str, args: list[Expr] | tuple[Expr, ...], attrs: dict[str, Any] | None = None,
@@ -82,3 +82,4 @@ class _Namespace:
 tensor = _Namespace("tensor")
 tile = _Namespace("tile")
 system = _Namespace("system")
+array = _Namespace("array")

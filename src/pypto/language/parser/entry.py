@@ -38,13 +38,13 @@ class FunctionOptions:
     `optimizations` value, or external-kernel options without `external_source`.
     """
 
-    __slots__ = ("func_type", "level", "role", "strict_ssa", "auto_scope", "optimizations", "external")
+    __slots__ = ("func_type", "level", "role", "strict_ssa", "auto_scope", "optimizations", "external", "attrs")
 
     def __init__(self, type: FunctionType = FunctionType.Opaque, level: Level | None = None,
                  role: Role | None = None, strict_ssa: bool = False, auto_scope: bool = True,
                  optimizations: list | tuple = (), external_source: Any = None,
                  include_dirs: Any = None, cost: Any = None, core_num: Any = None,
-                 external: ExternalOptions | None = None) -> None:
+                 external: ExternalOptions | None = None, attrs: dict | None = None) -> None:
         from ..dsl import Optimization
 
         if external is None and external_source is not None:
@@ -64,11 +64,24 @@ class FunctionOptions:
         self.func_type, self.level, self.role = type, level, role
         self.strict_ssa, self.auto_scope = strict_ssa, auto_scope
         self.optimizations = tuple((o.name, o.params) for o in optimizations)
+        self.attrs: tuple = ()
+        if attrs is not None:  # the older spelling of pl.func_attr({...}) (parser.func_attr)
+            from .func_attr import FuncAttrError, merge_options, split_attrs
+
+            if not isinstance(attrs, dict):
+                raise TypeError(f"@pl.function(attrs=...) expects a dict, got {attrs!r}")
+            try:
+                options, self.attrs = split_attrs(attrs)
+                merged = merge_options({"level": level, "role": role, "optimizations": self.optimizations},
+                                       options)
+            except FuncAttrError as e:
+                raise TypeError(str(e).replace("pl.func_attr", "@pl.function(attrs=...)")) from None
+            self.level, self.role, self.optimizations = merged["level"], merged["role"], merged["optimizations"]
 
     def kwargs(self) -> dict[str, Any]:
         return dict(func_type=self.func_type, level=self.level, role=self.role,
                     strict_ssa=self.strict_ssa, auto_scope=self.auto_scope,
-                    optimizations=self.optimizations, external=self.external)
+                    optimizations=self.optimizations, external=self.external, attrs=self.attrs)
 
 
 def find_def(info: SourceInfo, name: str | None = None) -> ast.FunctionDef | ast.ClassDef:

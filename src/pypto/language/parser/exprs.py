@@ -413,6 +413,11 @@ class ExprParser:
             value, dt = self.parse_value(node.args[0]), self.parse_value(node.args[1])
             if not isinstance(dt, DataType):
                 raise ParserTypeError("pl.const: second argument must be a data type", span)
+            if not isinstance(value, (bool, int, float)):
+                raise ParserTypeError(f"pl.const: the value must be a Python number known at parse time, "
+                                      f"got {type(value).__name__}", span)
+            if not dt.is_float() and dt is not BOOL and value != int(value):
+                raise ParserTypeError(f"pl.const: {value!r} is not an integer, as {dt.name} needs", span)
             if dt.is_float():
                 return ConstFloat(float(value), dt, span=span)
             if dt is BOOL:

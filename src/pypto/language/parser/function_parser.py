@@ -165,11 +165,12 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
     def __init__(self, fdef: ast.FunctionDef, header: FunctionHeader, info: SourceInfo, ns: Namespace, *,
                  func_type: FunctionType, level: Level | None = None, role: Role | None = None,
                  strict_ssa: bool = False, auto_scope: bool = True, optimizations: tuple = (),
-                 program: ProgramContext | None = None, external: Any = None) -> None:
+                 program: ProgramContext | None = None, external: Any = None, attrs: tuple = ()) -> None:
         self.fdef, self.header, self.info, self.ns = fdef, header, info, ns
         self.external = external  # parser.external.ExternalOptions of a hand-written C++ kernel
         self.func_type, self.level, self.role = func_type, level, role
         self.strict_ssa, self.auto_scope, self.optimizations = strict_ssa, auto_scope, optimizations
+        self.attrs = attrs  # Function.attrs (pl.func_attr metadata; parser.func_attr)
         self.program = program
         self.env: dict[str, Expr] = {v.name: v for v in header.params}
         self.param_dirs = dict(zip(header.params, header.directions))
@@ -239,11 +240,12 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
     def parse(self) -> Function:
         if self.external is not None:
             return self._parse_external()
+        stmts = self.take_func_attr(self.fdef.body)  # may set level= (pl.func_attr)
         if self.func_type is FunctionType.InCore:
             at = next((k for d in self.fdef.decorator_list for k in getattr(d, "keywords", ())
                        if k.arg == "level"), self.fdef)
             check_core_level(self.level, "@pl.function(type=pl.FunctionType.InCore, ", self.span(at))
-        body, py = self.parse_block(self.fdef.body)
+        body, py = self.parse_block(stmts)
         if py is not None:
             raise ParserSyntaxError("pl.yield_ outside a loop or if body", py.span)
         rets = self.header.return_types
@@ -258,7 +260,30 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
             check_core_side(body, self.level, f"kernel '{self.fdef.name}' is {self.decorator}")  # type: ignore[arg-type]
         return Function(self.fdef.name, self.func_type, tuple(self.header.params),
                         tuple(self.header.directions), tuple(rets), body, self.level, self.role,
-                        self.strict_ssa, self.auto_scope, self.optimizations, span=self.span(self.fdef))
+                        self.strict_ssa, self.auto_scope, self.optimizations, attrs=self.attrs,
+                        span=self.span(self.fdef))
+
+    def take_func_attr(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """`body` without its leading `pl.func_attr({...})`, whose options and metadata this
+        function takes (SPEC §13; `parser.func_attr`)."""
+        from .func_attr import FuncAttrError, func_attr_call, merge_options, parse_func_attr
+
+        i = func_attr_call(self, body)
+        if i is None:
+            return body
+        call = body[i].value
+        assert isinstance(call, ast.Call)
+        options, meta = parse_func_attr(self, call)
+        try:
+            merged = merge_options({"level": self.level, "role": self.role,
+                                    "optimizations": self.optimizations}, options)
+        except FuncAttrError as e:
+            raise ParserTypeError(str(e), self.span(call)) from None
+        self.level, self.role, self.optimizations = merged["level"], merged["role"], merged["optimizations"]
+        if self.attrs and meta and dict(self.attrs) != dict(meta):
+            raise ParserTypeError("pl.func_attr: the decorator's attrs= differ from this pl.func_attr", self.span(call))
+        self.attrs = meta or self.attrs
+        return body[:i] + body[i + 1:]
 
     def _parse_external(self) -> Function:
         """A hand-written C++ kernel (SPEC §10): no body, its signature is the contract."""
@@ -272,4 +297,4 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
         h.return_types = rets
         return Function(self.fdef.name, self.func_type, tuple(h.params), tuple(h.directions), tuple(rets),
                         SeqStmts((), span=self.span(self.fdef)), self.level, self.role, self.strict_ssa,
-                        self.auto_scope, self.optimizations, ext, span=self.span(self.fdef))
+                        self.auto_scope, self.optimizations, ext, attrs=self.attrs, span=self.span(self.fdef))

@@ -34,7 +34,7 @@ from ...ir.stmt import (
     YieldStmt,
 )
 from ...ir.structural import structural_equal
-from ...ir.types import ScalarType, TensorType, TileType, TupleType, Type
+from ...ir.types import ArrayType, ScalarType, TensorType, TileType, TupleType, Type
 from .. import dsl
 from .conditions import const_condition
 from .exprs import make_op_call
@@ -80,6 +80,8 @@ def type_compatible(declared: Type, inferred: Type) -> bool:
     if isinstance(declared, TupleType) and isinstance(inferred, TupleType):
         return len(declared.types) == len(inferred.types) and all(
             type_compatible(a, b) for a, b in zip(declared.types, inferred.types))
+    if isinstance(declared, ArrayType) and isinstance(inferred, ArrayType):
+        return declared.extent == inferred.extent and declared.dtype is inferred.dtype
     return False
 
 
@@ -674,6 +676,9 @@ class StmtParser:
                                           f"variable)", self.span(call))
             if not cond:
                 raise ParserError(f"static_assert failed: {msg}", self.span(call))
+        elif f.name == "func_attr":
+            raise ParserSyntaxError("pl.func_attr({...}) must be the first statement of a function body "
+                                    "(after its docstring)", self.span(node))
         elif f.name == "cond":
             raise ParserSyntaxError("pl.cond(...) must be the first statement of a pl.while_ loop",
                                     self.span(node))

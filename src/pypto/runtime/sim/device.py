@@ -52,6 +52,7 @@ from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ...ir.function import Function, Program
 from ...ops.block import block_context
+from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
 from .arena import CoreArena
 from .argdump import ArgDumper
@@ -585,7 +586,8 @@ class SimDevice:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
+            with chip_context(self.soc.num_aiv, self.soc.num_aic):  # pl.system.available_*_count
+                return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
         finally:
             torch.set_num_threads(threads)
 
