@@ -345,10 +345,12 @@ class ArrayAnnotation(Annotation):
 
 
 class _ArrayMeta(type):
-    def __getitem__(cls, item: Any) -> ArrayAnnotation:
-        if not isinstance(item, tuple) or len(item) != 2:
-            raise AnnotationError("pl.Array takes [extent, dtype], e.g. pl.Array[8, pl.INT32]")
-        return ArrayAnnotation(item[0], _dtype(item[1]))
+    def __getitem__(cls, item: Any) -> Annotation:
+        if isinstance(item, tuple) and len(item) > 2:
+            return InvalidAnnotation(f"pl.Array takes [extent, dtype], e.g. pl.Array[8, pl.INT32], got "
+                                     f"pl.Array[{_text(item)}]")
+        return _subscript("pl.Array", "[extent, dtype], e.g. pl.Array[8, pl.INT32]", item,
+                          lambda it: ArrayAnnotation(it[0], it[1]))
 
 
 class Array(metaclass=_ArrayMeta):
