@@ -35,7 +35,7 @@ def _line(marker: str) -> int:
 
 
 _SKIPS = ("strategy=DebugTileOptimization skips the tensor-level passes (OutlineHierarchyScopes, "
-          "OutlineIncoreScopes, OutlineClusterScopes, ConvertTensorToTileOps) and compiles tile-level "
+          "OutlineIncoreScopes, OutlineClusterScopes, TileTensorBlocks, ConvertTensorToTileOps) and compiles tile-level "
           "programs only, but ")
 _FIX = ("; compile with strategy=ir.OptimizationStrategy.Default (the default), or write the kernel at "
         "tile level (an InCore function using pl.load, tile ops and pl.store)")
