@@ -87,6 +87,18 @@ def runtime_scalar_dtype(value: Any, param: str) -> DataType:
                             f"float, got {type(value).__name__}")
 
 
+def _dim_key(d: Any, n: Any) -> Any:
+    """One dimension of a cache key: a dynamic one (`pl.dynamic("M")` or an expression over such)
+    by its name, any other by its size `n`."""
+    if isinstance(d, (DynVar, Var)):
+        return ("dyn", d.name)
+    if isinstance(d, Expr) and not isinstance(d, ConstInt):
+        from ..ir.printer import python_print
+
+        return ("dyn", python_print(d))
+    return n
+
+
 def _dims_key(ann: Any, shape: tuple[int, ...]) -> tuple:
     """The shape part of a tensor argument's cache key: a dimension the annotation declares
     dynamic (`pl.dynamic("M")` or an expression over such) enters by its name, so one build
@@ -94,17 +106,43 @@ def _dims_key(ann: Any, shape: tuple[int, ...]) -> tuple:
     dims = ann.shape if isinstance(ann, TensorAnnotation) else None
     if not isinstance(dims, (list, tuple)) or len(dims) != len(shape):
         return shape
-    key: list[Any] = []
-    for d, n in zip(dims, shape):
-        if isinstance(d, (DynVar, Var)):
-            key.append(("dyn", d.name))
-        elif isinstance(d, Expr) and not isinstance(d, ConstInt):
-            from ..ir.printer import python_print
+    return tuple(_dim_key(d, n) for d, n in zip(dims, shape))
 
-            key.append(("dyn", python_print(d)))
-        else:  # an int (or ConstInt): the program is specialised to it
-            key.append(n)
-    return tuple(key)
+
+def _annotated_key(ann: Any) -> Any:
+    """The cache-key part of a parameter from its annotation alone (`compile()` without sample
+    arguments): the same as `cache_key` gives a torch argument of that shape and dtype."""
+    if not isinstance(ann, TensorAnnotation):
+        return "S"
+    dims = tuple(_dim_key(d, d.value if isinstance(d, ConstInt) else d) for d in ann.shape)
+    dt = ann.dtype
+    return ("T", dims, str(dt.to_torch(strict=False)) if dt.has_torch_dtype else dt.name)
+
+
+def unannotated_params(fn: Callable) -> list[str]:
+    """Parameters of a `@pl.jit` entry whose type only a call's argument gives: no annotation,
+    bare `pl.Tensor` (no shape or dtype) or bare `pl.RUNTIME`. `compile()` needs sample
+    arguments exactly when this list is not empty (Language Guide "JITFunction.compile()")."""
+    out = []
+    for name, ann in _param_annotations(fn).items():
+        if ann is inspect.Parameter.empty or ann is RUNTIME or ann is Tensor or (
+                isinstance(ann, TensorAnnotation) and (ann.shape is None or ann.dtype is None)):
+            out.append(name)
+    return out
+
+
+def _param_span(fn: Callable, name: str) -> Span | None:
+    """Where parameter `name` is written in the definition of `fn` (None if the source is gone)."""
+    from .parser.source import source_of
+
+    try:
+        info = source_of(fn)
+    except Exception:
+        return None
+    fdef = next((n for n in info.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fdef is None:
+        return None
+    return next((info.span(a) for a in fdef.args.args if a.arg == name), info.span(fdef))
 
 
 def tensor_type_of(value: Any, param: str) -> TensorType:
@@ -261,10 +299,25 @@ class JITFunction(_Specialisable):
     @user_facing
     def specialize(self, *args: Any) -> Program:
         """The `ir.Program` this entry becomes for arguments like `args` (no compilation)."""
+        return self._program(self._overrides(args))
+
+    def _program(self, overrides: dict[str, Type]) -> Program:
+        """The entry parsed with parameter types `overrides` (none: the annotations alone), plus
+        the sub-functions it calls."""
         ctx = ProgramContext(self.__name__)
         opts = FunctionOptions(self.func_type, self.level, self.role, auto_scope=self.auto_scope)
-        entry = parse_function(self.__pypto_pyfunc__, opts, overrides=self._overrides(args), program=ctx)
+        entry = parse_function(self.__pypto_pyfunc__, opts, overrides=overrides, program=ctx)
         return Program(self.__name__, (entry, *ctx.external.values()), span=entry.span)
+
+    def _annotated_cache_key(self, config: Any) -> tuple:
+        """`cache_key` of a call whose arguments match the annotations (`compile()` with none)."""
+        parts: list[Any] = [self._src_hash]
+        parts += [_annotated_key(a) for a in _param_annotations(self.__pypto_pyfunc__).values()]
+        return tuple(parts) + self._config_key(config)
+
+    def _config_key(self, config: Any) -> tuple:
+        return (config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes),
+                _diagnostics_key(config))
 
     def cache_key(self, args: tuple[Any, ...], config: Any) -> tuple:
         """The specialisation key of a call (SPEC §7; docs/language.md "@pl.jit specialisation").
@@ -288,9 +341,7 @@ class JITFunction(_Specialisable):
                 parts.append(("S", runtime_scalar_dtype(a, f"#{i}").name))
             else:
                 parts.append("S")  # the value is read at run time (checked there against the dtype)
-        parts += [config.platform, repr(config.strategy), repr(config.backend_type), bool(config.dump_passes),
-                  _diagnostics_key(config)]
-        return tuple(parts)
+        return tuple(parts) + self._config_key(config)
 
     @user_facing
     def lower(self, *args: Any, config: Any = None, **kwargs: Any) -> Program:
@@ -308,17 +359,38 @@ class JITFunction(_Specialisable):
 
     @user_facing
     def compile(self, *args: Any, config: Any = None, **kwargs: Any) -> Any:
-        """Compile (or fetch from the cache) the CompiledProgram for `args`; nothing is run."""
+        """Compile (or fetch from the cache) the CompiledProgram for `args`; nothing is run.
+
+        With no arguments at all, the parameters' annotations alone give the specialisation
+        (every tensor `pl.Tensor[[shape], dtype]`, every scalar `pl.Scalar[dtype]`; `pl.dynamic`
+        dimensions are fine); the build is the one a later call with matching tensors uses.
+        Raises ArgumentTypeError (a TypeError, located at the first such parameter) naming the
+        parameters whose type only an argument gives (bare `pl.Tensor`, `pl.RUNTIME`, none).
+        """
         args = self.bind(args, kwargs)
         from ..passes.compile import compile as ir_compile
         from ..runtime.config import RunConfig, check_run_config
 
         config = check_run_config(config) or RunConfig()
-        key = self.cache_key(args, config)
+        n_params = len(inspect.signature(self.__pypto_pyfunc__).parameters)
+        annotated_only = not args and n_params > 0
+        if annotated_only:
+            bare = unannotated_params(self.__pypto_pyfunc__)
+            if bare:
+                raise ArgumentTypeError(
+                    f"{self.__name__}.compile() without sample arguments needs every parameter fully "
+                    f"annotated, but {', '.join(repr(b) for b in bare)} "
+                    f"{'takes its' if len(bare) == 1 else 'take their'} type from an argument (bare "
+                    f"pl.Tensor, pl.RUNTIME or no annotation): annotate "
+                    f"{'it' if len(bare) == 1 else 'them'} (e.g. pl.Tensor[[128, 128], pl.FP32]) or "
+                    f"pass sample arguments to compile(...)", _param_span(self.__pypto_pyfunc__, bare[0]))
+            key = self._annotated_cache_key(config)
+        else:
+            key = self.cache_key(args, config)
         hit = self._cache.get(key)
         if hit is not None and _extern_fingerprint(hit.program) == self._extern_prints.get(key):
             return hit
-        program = self.specialize(*args)
+        program = self._program({}) if annotated_only else self.specialize(*args)
         opts: dict[str, Any] = dict(dump_passes=config.dump_passes,
                                     backend_type=config.backend_type, platform=config.platform)
         if config.strategy is not None:

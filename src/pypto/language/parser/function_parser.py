@@ -101,7 +101,8 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
                  evaluated: dict[str, Any] | None = None) -> FunctionHeader:
     """Parameters (with directions) and declared return types of `fdef`.
 
-    `overrides` supplies types for parameters (used by `@pl.jit` for bare `pl.Tensor`).
+    `overrides` supplies types for parameters (used by `@pl.jit` for bare `pl.Tensor`, and by
+    `@pl.jit.inline` for unannotated parameters, typed by each call's arguments).
     `evaluated` is the function's `__annotations__` as Python evaluated them at definition time
     (names used only in annotations, e.g. an enclosing function's locals, are visible there).
     Raises ParserSyntaxError for a missing annotation ("Parameter 'a' missing type annotation").
@@ -118,6 +119,11 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
     overrides = overrides or {}
     vars_, dirs = [], []
     for p in params:
+        if p.annotation is None and p.arg in overrides:
+            # an unannotated @pl.jit.inline parameter: its type comes from the call site
+            vars_.append(Var(p.arg, overrides[p.arg], span=info.span(p)))
+            dirs.append(ParamDirection.In)
+            continue
         if p.annotation is None:
             raise ParserSyntaxError(f"Parameter '{p.arg}' missing type annotation", info.span(p))
         ann = _annotation(p.arg, p.annotation, evaluated, ns, info)
