@@ -1,0 +1,122 @@
+"""Tensor-level programs (tiled by the compiler, pass TileTensorBlocks) next to hand-tiled versions
+of the same math, by simulated cycles (issue 11 item 5; target: automatic within 1.25x of hand).
+
+    python benchmarks/tensor_level.py
+
+Each pair runs on the a2a3sim platform (Ascend 910B model) with the same inputs; the printed cycles
+are the simulated makespan of the run (`compiled.last_run.makespan_cycles`: orchestration, task
+launch and DDR traffic included) and the ratio is automatic / hand. The hand versions are written as
+the examples are (examples/tile_add.py, examples/activations.py, examples/softmax.py: explicit
+`pl.load` / compute / `pl.store` of row blocks), with one InCore task per row block spread over the
+cores by `pl.parallel`, as an expert would write them. Both results are checked against torch.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import torch
+
+import pypto.language as pl
+from pypto import ir
+
+R, C = 1024, 1024      # elementwise chain: a, b, out are [R, C] FP32 (4 MiB each)
+BR = 16                # hand-tiled row block of the chain ([16, 1024] FP32 = 64 KiB per tile)
+SR, SC = 1024, 512     # row softmax: [SR, SC] FP32
+SBR = 16               # hand-tiled row block of the softmax
+
+
+# ---- elementwise chain: out = relu(a * 1.5 + b) * b -------------------------------------------
+@pl.jit
+def chain_auto(a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
+               out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(pl.relu(pl.add(pl.mul(a, 1.5), b)), b)
+    return out
+
+
+@pl.program
+class ChainHand:
+    @pl.function(type=pl.FunctionType.InCore)
+    def chain_block(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32], i: pl.Scalar[pl.INDEX],
+                    out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        ta: pl.Tile[[BR, C], pl.FP32] = pl.load(a, [i, 0], [BR, C])
+        tb: pl.Tile[[BR, C], pl.FP32] = pl.load(b, [i, 0], [BR, C])
+        t = pl.mul(pl.relu(pl.add(pl.muls(ta, 1.5), tb)), tb)
+        out = pl.store(t, [i, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
+             out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        for i in pl.parallel(0, R, BR):
+            out = self.chain_block(a, b, i, out)
+        return out
+
+
+# ---- row softmax --------------------------------------------------------------------------------
+@pl.jit
+def softmax_auto(x: pl.Tensor[[SR, SC], pl.FP32], y: pl.Out[pl.Tensor[[SR, SC], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        shifted = pl.row_expand_sub(x, pl.row_max(x))
+        e = pl.exp(shifted)
+        y[:] = pl.row_expand_div(e, pl.row_sum(e))
+    return y
+
+
+@pl.program
+class SoftmaxHand:
+    @pl.function(type=pl.FunctionType.InCore)
+    def softmax_block(self, x: pl.Tensor[[SR, SC], pl.FP32], i: pl.Scalar[pl.INDEX],
+                      y: pl.Out[pl.Tensor[[SR, SC], pl.FP32]]) -> pl.Tensor[[SR, SC], pl.FP32]:
+        t: pl.Tile[[SBR, SC], pl.FP32] = pl.load(x, [i, 0], [SBR, SC])
+        scratch: pl.Tile[[SBR, SC], pl.FP32] = pl.create_tile([SBR, SC], dtype=pl.FP32, target_memory=pl.Mem.Vec)
+        row_max: pl.Tile[[SBR, 1], pl.FP32] = pl.row_max(t, scratch)
+        e: pl.Tile[[SBR, SC], pl.FP32] = pl.exp(pl.row_expand_sub(t, row_max))
+        row_sum: pl.Tile[[SBR, 1], pl.FP32] = pl.row_sum(e, scratch)
+        y = pl.store(pl.row_expand_div(e, row_sum), [i, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[SR, SC], pl.FP32],
+             y: pl.Out[pl.Tensor[[SR, SC], pl.FP32]]) -> pl.Tensor[[SR, SC], pl.FP32]:
+        for i in pl.parallel(0, SR, SBR):
+            y = self.softmax_block(x, i, y)
+        return y
+
+
+# ---- measurement --------------------------------------------------------------------------------
+def _cycles(program: object, args: list[torch.Tensor], expected: torch.Tensor, what: str) -> int:
+    """Compile `program` (a @pl.program, or a @pl.jit entry's specialisation) into a temporary
+    folder, run it, check the output (the last argument) against torch and return the simulated
+    makespan in cycles."""
+    with tempfile.TemporaryDirectory() as tmp:
+        compiled = ir.compile(program, output_dir=tmp, dump_passes=False, platform="a2a3sim", skip_ptoas=True)
+        compiled(*args)
+    torch.testing.assert_close(args[-1], expected, rtol=1e-5, atol=1e-5, msg=lambda m: f"{what}: {m}")
+    return compiled.last_run.makespan_cycles
+
+
+def _pair(name: str, auto: pl.JITFunction, hand: object, inputs: list[torch.Tensor],
+          expected: torch.Tensor) -> float:
+    """Print the cycles of the automatic and the hand-tiled version and their ratio (auto / hand)."""
+    auto_args = [*inputs, torch.zeros_like(expected)]
+    auto_cycles = _cycles(auto.specialize(*auto_args), auto_args, expected, name + " (auto)")
+    hand_cycles = _cycles(hand, [*inputs, torch.zeros_like(expected)], expected, name + " (hand)")
+    ratio = auto_cycles / hand_cycles
+    print(f"{name:<34} {auto_cycles:>12,} {hand_cycles:>12,} {ratio:>8.3f}x")
+    return ratio
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    print(f"{'program (a2a3sim, FP32)':<34} {'auto cycles':>12} {'hand cycles':>12} {'auto/hand':>9}")
+    a, b = torch.randn(R, C), torch.randn(R, C)
+    _pair(f"elementwise chain {R}x{C}", chain_auto, ChainHand, [a, b], torch.relu(a * 1.5 + b) * b)
+    x = torch.randn(SR, SC) * 3
+    _pair(f"row softmax {SR}x{SC}", softmax_auto, SoftmaxHand, [x], torch.softmax(x, dim=-1))
+    print("target (issue 11): auto/hand <= 1.25")
+
+
+if __name__ == "__main__":
+    main()
