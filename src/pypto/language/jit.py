@@ -133,15 +133,10 @@ def unannotated_params(fn: Callable) -> list[str]:
 
 def _param_span(fn: Callable, name: str) -> Span | None:
     """Where parameter `name` is written in the definition of `fn` (None if the source is gone)."""
-    from .parser.source import source_of
-
-    try:
-        info = source_of(fn)
-    except Exception:
+    found = _definition(fn)
+    if found is None:
         return None
-    fdef = next((n for n in info.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if fdef is None:
-        return None
+    info, fdef = found
     return next((info.span(a) for a in fdef.args.args if a.arg == name), info.span(fdef))
 
 
@@ -537,8 +532,8 @@ def _make_extern(fn: Callable, core_type: Any, source: Any, aic_source: Any, aiv
 # An InCore kernel runs on the cores of one cluster (SPEC §6), so its level is one of the three
 # core-level values of pl.Level (SPEC §2.2: all level 0). AIC / AIV pin it to one core kind, which
 # the parser checks (parser/core_side.py, shared with @pl.function and pl.at).
-def _decorator_span(fn: Callable, keyword: str) -> Span | None:
-    """Where `keyword=` is written in the decorators of `fn` (else the function's line)."""
+def _definition(fn: Callable) -> tuple[Any, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The source info and `def` node of `fn` (None when its source cannot be read)."""
     from .parser.source import source_of
 
     try:
@@ -546,8 +541,15 @@ def _decorator_span(fn: Callable, keyword: str) -> Span | None:
     except Exception:
         return None
     fdef = next((n for n in info.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if fdef is None:
+    return None if fdef is None else (info, fdef)
+
+
+def _decorator_span(fn: Callable, keyword: str) -> Span | None:
+    """Where `keyword=` is written in the decorators of `fn` (else the function's line)."""
+    found = _definition(fn)
+    if found is None:
         return None
+    info, fdef = found
     for dec in fdef.decorator_list:
         for k in getattr(dec, "keywords", ()):
             if k.arg == keyword:
