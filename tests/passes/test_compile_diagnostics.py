@@ -223,3 +223,29 @@ def test_verification_level_by_name(tmp_path, monkeypatch):
     monkeypatch.setattr(manager_mod, "verify_roundtrip", lambda p, n: calls.append(n) or real(p, n))
     ir.compile(Clean, output_dir=tmp_path / "b", dump_passes=False, verification_level="roundtrip")
     assert calls and calls[0] == "InlineFunctions"
+
+
+def test_w002_spares_a_while_loops_counter_but_not_its_other_results(tmp_path):
+    @pl.program
+    class Counted:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: T, n: pl.Scalar[pl.INDEX], y: pl.Out[T]) -> T:
+            t = pl.load(x, [0, 0], [16, 128])
+            i = 0
+            s = t
+            lost = t
+            while i < n:  # MARK-W002-WHILE
+                s = pl.add(s, t)
+                lost = pl.mul(lost, 2.0)
+                i = i + 1
+            y = pl.store(s, [0, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: T, n: pl.Scalar[pl.INDEX], y: pl.Out[T]) -> T:
+            y = self.k(x, n, y)
+            return y
+
+    ws = compile_warnings(Counted, tmp_path / "b")
+    assert [(w.message.code, w.lineno) for w in ws] == [("W002", line_of("MARK-W002-WHILE"))]
+    assert "the value of 'lost' after this 'while' is never used" in str(ws[0].message)

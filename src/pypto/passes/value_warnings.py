@@ -9,7 +9,8 @@ definition and loop / if results are explicit return vars.
   effect is the write, the value is only the next version of the written tensor.
 - **W002 UnusedControlFlowResult**: a return var of an `if` / `for` / `while` (a value carried out
   of a loop, or merged after an if) that nothing reads, unless it is effectful (a loop that writes
-  an Out tensor in place may leave the final version unused).
+  an Out tensor in place may leave the final version unused) or it is a `while` loop's value its
+  condition reads (the loop counter of `while i < n:`).
 - **W003 OutParamWriteDropped**. How our IR represents Out writes: an Out/InOut parameter `y` is
   written only by in-place writers — `tile.store` / `tensor.assemble` (also `y[...] = v`) or a call
   passing it as an Out/InOut argument — and each write returns `y`'s *next version*, an SSA value
@@ -42,7 +43,7 @@ from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TensorType
 from ..ir.visitor import IRVisitor
-from .analysis import used_vars
+from .analysis import reads_var, used_vars
 
 __all__ = ["value_warnings"]
 
@@ -197,7 +198,9 @@ class _ResultVars(IRVisitor):
         super().visit_ForStmt(s)
 
     def visit_WhileStmt(self, s: WhileStmt) -> None:
-        self._owner(s)
+        # a value the condition reads is what drives the loop (its counter): its final value
+        # being unused is the normal case of `while i < n: ... i = i + 1`, not a lost result
+        self.results += [(rv, s) for ia, rv in zip(s.iter_args, s.return_vars) if not reads_var(s.cond, ia)]
         super().visit_WhileStmt(s)
 
     def visit_IfStmt(self, s: IfStmt) -> None:
