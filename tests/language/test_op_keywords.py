@@ -41,3 +41,9 @@ def test_the_accepted_keywords_list_operands_then_attributes():
 
 def test_too_many_positionals_without_a_bad_keyword_still_counts_them():
     assert error_of("pl.exp(t, t)").message == "tile.exp: takes at most 1 positional argument, got 2"
+
+
+@pytest.mark.parametrize(("call", "op", "name"), [("pl.exp(t, x=t)", "tile.exp", "x"),
+                                              ("pl.cast(t, pl.FP16, target_type=pl.FP32)", "tile.cast", "target_type")])
+def test_an_argument_given_by_position_and_keyword_is_reported(call, op, name):
+    assert error_of(call).message == f"{op}: got multiple values for argument '{name}'"

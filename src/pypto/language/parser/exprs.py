@@ -337,6 +337,10 @@ class ExprParser:
             raise ParserTypeError(f"{op_name}: takes at most {most} positional argument"
                                   f"{'' if most == 1 else 's'}, got {len(args)}", self.span(node))
         attrs = dict(zip(attr_names, extra))
+        given = [*spec.params[:len(operands)], *attrs]
+        twice = [k for k in kwargs if k in given]
+        if twice:
+            raise ParserTypeError(f"{op_name}: got multiple values for argument '{twice[0]}'", self.span(node))
         for k, v in kwargs.items():
             if k in spec.params:
                 i = spec.params.index(k)
