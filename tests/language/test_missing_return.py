@@ -43,3 +43,19 @@ def test_a_signature_only_body_and_an_unannotated_function_are_accepted():
         out = pl.add(a, 1.0)
 
     assert len(declared.return_types) == 1 and len(no_annotation.return_types) == 0
+
+
+@pl.inline
+def _forgets_to_return(t: pl.Tile[[16, 64], pl.FP32]) -> pl.Tile[[16, 64], pl.FP32]:  # MARK-inline
+    _u = pl.mul(t, t)
+
+
+def test_an_inline_helper_that_declares_a_value_must_return_it():
+    with pytest.raises(ParserSyntaxError) as info:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+            s = _forgets_to_return(pl.load(x, [0, 0], [16, 64]))
+            y = pl.store(s, [0, 0], y)
+    assert info.value.message == ("inline function '_forgets_to_return' declares 1 return value but has "
+                                  "no return statement")
+    assert_at(info.value, __file__, "MARK-inline")

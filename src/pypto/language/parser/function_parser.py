@@ -140,6 +140,11 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
     return FunctionHeader(fdef.name, vars_, dirs, rets)
 
 
+def declares_returns(what: str, n: int) -> str:
+    """`"<what> declares <n> return value(s)"`: the start of a return-count mismatch message."""
+    return f"{what} declares {n} return value{'' if n == 1 else 's'}"
+
+
 def _is_placeholder(body: list[ast.stmt]) -> bool:
     """A body of only `...`, `pass` and docstrings: a signature written down without code (the
     language guide's parameter-direction and dynamic-shape examples), which need no return."""
@@ -260,7 +265,7 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
         if rets is None:
             rets = [v.type for v in self.returns[-1]] if self.returns else []
             self.header.return_types = rets
-        declared = f"function '{self.fdef.name}' declares {len(rets)} return value{'' if len(rets) == 1 else 's'}"
+        declared = declares_returns(f"function '{self.fdef.name}'", len(rets))
         if rets and not self.returns and not _is_placeholder(stmts):  # callers would get nothing
             raise ParserSyntaxError(f"{declared} but has no return statement", self.span(self.fdef))
         for vals in self.returns:
