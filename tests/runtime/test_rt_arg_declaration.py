@@ -73,3 +73,18 @@ def test_a_program_built_without_source_has_no_note():
     with pytest.raises(ArgumentValueError) as info:
         CompiledProgram(add_program(), "", None)(torch.randn(8, 32), torch.randn(16, 32), torch.zeros(16, 32))
     assert info.value.notes == () and str(info.value) == "argument 'a' of 'main' has shape [8, 32], expected [16, 32]"
+
+
+@pl.jit
+def doubled(a: pl.Tensor[[8, 16], pl.FP32], c: pl.Out[pl.Tensor[[8, 16], pl.FP32]]):  # MARK-jit
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.add(a, a)
+    return c
+
+
+def test_a_jit_kernel_argument_error_notes_its_declaration():
+    with pytest.raises(ArgumentTypeError) as info:
+        doubled(torch.randn(8, 16).double(), torch.zeros(8, 16))
+    (span, text), = info.value.notes
+    assert text == "parameter 'a' of 'doubled' is declared here"
+    assert LINES[span.begin_line - 1].endswith("# MARK-jit") and LINES[span.begin_line - 1][span.begin_col - 1] == "a"
