@@ -18,7 +18,8 @@ the user's tensors; `check_host_args` checks without copying:
   in place: its resident buffer is the device value, no copy is made.
 
 Every error is an `ArgumentTypeError` / `ArgumentValueError` (`pypto.core.errors`, also a
-TypeError / ValueError) naming the parameter and the function.
+TypeError / ValueError) naming the parameter and the function; one about a single argument also
+carries a note (`PyPTOError.notes`) at the parameter's declaration when the program came from source.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import torch
 
 from ..core import packed
 from ..core.dtype import DataType
-from ..core.errors import ArgumentTypeError, ArgumentValueError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, PyPTOError
 from ..ir.expr import ConstInt, Var
 from ..ir.function import Function
 from ..ir.types import ScalarType, TensorType
@@ -181,20 +182,35 @@ def _bind(func: Function, args: Sequence[Any], copy: bool) -> list[Any]:
     dims: dict[str, tuple[int, str]] = {}
     out: list[Any] = []
     for p, a in zip(params, args):
-        t = p.type
-        if isinstance(t, TensorType) and isinstance(a, DeviceTensor):
-            resident = a.tensor   # DeviceStateError once freed
-            _check_tensor(func, p.name, t, resident, dims)
-            out.append(resident)
-        elif isinstance(t, TensorType):
-            _check_tensor(func, p.name, t, a, dims)
-            out.append(to_device_tensor(a, t.dtype) if copy else a)
-        elif isinstance(t, ScalarType):
-            out.append(_check_scalar(func, p.name, t.dtype, a))
-        else:
-            raise ArgumentTypeError(f"parameter '{p.name}' of '{func.name}' has type {type(t).__name__}, "
-                                    f"which cannot be passed from the host")
+        try:
+            out.append(_bind_one(func, p, a, dims, copy))
+        except (ArgumentTypeError, ArgumentValueError) as e:
+            raise _with_declaration(e, func, p) from None
     return out
+
+
+def _with_declaration(e: ArgumentTypeError | ArgumentValueError, func: Function, p: Var) -> PyPTOError:
+    """`e` (same class and message) with a note at parameter `p`'s declaration in the source."""
+    if p.span is None or not p.span.is_known():
+        return e
+    note = (p.span, f"parameter '{p.name}' of '{func.name}' is declared here")
+    return type(e)(e.message, e.span, (*e.notes, note))
+
+
+def _bind_one(func: Function, p: Var, a: Any, dims: dict[str, tuple[int, str]], copy: bool) -> Any:
+    """The device-side value of argument `a` for parameter `p` (see `_bind`)."""
+    t = p.type
+    if isinstance(t, TensorType) and isinstance(a, DeviceTensor):
+        resident = a.tensor   # DeviceStateError once freed
+        _check_tensor(func, p.name, t, resident, dims)
+        return resident
+    if isinstance(t, TensorType):
+        _check_tensor(func, p.name, t, a, dims)
+        return to_device_tensor(a, t.dtype) if copy else a
+    if isinstance(t, ScalarType):
+        return _check_scalar(func, p.name, t.dtype, a)
+    raise ArgumentTypeError(f"parameter '{p.name}' of '{func.name}' has type {type(t).__name__}, "
+                            f"which cannot be passed from the host")
 
 
 def bind_host_args(func: Function, args: Sequence[Any]) -> list[Any]:

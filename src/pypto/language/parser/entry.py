@@ -20,7 +20,7 @@ from ...ir.structural import structural_equal
 from ...ir.types import Type
 from .deps import reject_deps
 from .external import ExternalOptions
-from .function_parser import FunctionParser, ProgramContext, parse_header
+from .function_parser import FunctionParser, ProgramContext, declares_returns, parse_header
 from .source import Namespace, SourceInfo, source_of, source_of_text
 from .stmts import type_compatible, type_text
 
@@ -335,6 +335,9 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
     finally:
         parser.info, parser.ns, parser.env, parser.returns = saved
     tail = parser.block[start:]
+    if not rets and header.return_types:  # `-> T` but nothing returned: the call has no value
+        raise ParserSyntaxError(f"{declares_returns(f'inline function {fdef.name!r}', len(header.return_types))} "
+                                f"but has no return statement", info.span(fdef))
     if not rets:
         return MakeTuple(())
     if len(rets) != 1 or not tail or not isinstance(tail[-1], ReturnStmt):

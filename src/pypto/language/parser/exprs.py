@@ -325,22 +325,30 @@ class ExprParser:
         spec = _ops.get_op(op_name)
         n = len(spec.params)
         attr_names = list(spec.attrs)
+        unknown = [k for k in kwargs if k not in spec.params and k not in spec.attrs]
+        if unknown:  # reported first: a misspelt keyword explains a surplus positional too
+            accepted = ", ".join([*spec.params, *attr_names]) or "none"
+            raise ParserTypeError(f"{op_name}: unexpected keyword argument '{unknown[0]}'; accepted "
+                                  f"keywords: {accepted}", self.span(node))
         operands: list[Any] = list(args[:n])
         extra = args[n:]
         if len(extra) > len(attr_names):
-            raise ParserTypeError(f"{op_name}: takes at most {n + len(attr_names)} positional arguments, "
-                                  f"got {len(args)}", self.span(node))
+            most = n + len(attr_names)
+            raise ParserTypeError(f"{op_name}: takes at most {most} positional argument"
+                                  f"{'' if most == 1 else 's'}, got {len(args)}", self.span(node))
         attrs = dict(zip(attr_names, extra))
+        given = [*spec.params[:len(operands)], *attrs]
+        twice = [k for k in kwargs if k in given]
+        if twice:
+            raise ParserTypeError(f"{op_name}: got multiple values for argument '{twice[0]}'", self.span(node))
         for k, v in kwargs.items():
             if k in spec.params:
                 i = spec.params.index(k)
                 while len(operands) <= i:
                     operands.append(MISSING)
                 operands[i] = v
-            elif k in spec.attrs:
-                attrs[k] = v
             else:
-                raise ParserTypeError(f"{op_name}: unexpected keyword argument '{k}'", self.span(node))
+                attrs[k] = v
         n_required = n - len(spec.optional)  # trailing OpSpec.optional params may be omitted (or None)
         operands = [MISSING if i >= n_required and o is None else o for i, o in enumerate(operands)]
         while len(operands) > n_required and operands[-1] is MISSING:

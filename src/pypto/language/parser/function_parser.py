@@ -146,6 +146,19 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
     return FunctionHeader(fdef.name, vars_, dirs, rets)
 
 
+def declares_returns(what: str, n: int) -> str:
+    """`"<what> declares <n> return value(s)"`: the start of a return-count mismatch message."""
+    return f"{what} declares {n} return value{'' if n == 1 else 's'}"
+
+
+def _is_placeholder(body: list[ast.stmt]) -> bool:
+    """A body of only `...`, `pass` and docstrings: a signature written down without code (the
+    language guide's parameter-direction and dynamic-shape examples), which need no return."""
+    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                           and (isinstance(s.value.value, str) or s.value.value is Ellipsis))
+               for s in body)
+
+
 def _annotation(key: str, node: ast.expr, evaluated: dict[str, Any] | None, ns: Namespace,
                 info: SourceInfo) -> Any:
     if evaluated is not None and key in evaluated and not isinstance(evaluated[key], str):
@@ -258,10 +271,12 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
         if rets is None:
             rets = [v.type for v in self.returns[-1]] if self.returns else []
             self.header.return_types = rets
+        declared = declares_returns(f"function '{self.fdef.name}'", len(rets))
+        if rets and not self.returns and not _is_placeholder(stmts):  # callers would get nothing
+            raise ParserSyntaxError(f"{declared} but has no return statement", self.span(self.fdef))
         for vals in self.returns:
             if len(vals) != len(rets):
-                raise ParserTypeError(f"function '{self.fdef.name}' declares {len(rets)} return values "
-                                      f"but returns {len(vals)}", self.span(self.fdef))
+                raise ParserTypeError(f"{declared} but returns {len(vals)}", self.span(self.fdef))
         if self.func_type is FunctionType.InCore and self.level in CORE_SIDE:
             check_core_side(body, self.level, f"kernel '{self.fdef.name}' is {self.decorator}")  # type: ignore[arg-type]
         return Function(self.fdef.name, self.func_type, tuple(self.header.params),
