@@ -147,14 +147,7 @@ def parse_with(parser: Any, node: ast.With) -> None:
     if helper.name == "at":
         head = _at_head(parser, call, node)
     elif helper.name == "spmd":
-        kws = _const_kw(parser, call, ("core_num", "sync_start"), "pl.spmd")
-        if len(call.args) > 1:
-            raise ParserTypeError("pl.spmd takes one positional argument, the core count", parser.span(call))
-        if call.args:
-            kws.setdefault("core_num", call.args[0])
-        if "core_num" not in kws:
-            raise ParserTypeError("pl.spmd needs core_num=N", parser.span(call))
-        head = _spmd_head(parser, kws, node)
+        head = _spmd_head(parser, _spmd_kws(parser, call, "pl.spmd needs core_num=N"), node)
     elif helper.name == "cluster":
         if call.args or call.keywords:
             raise ParserTypeError("pl.cluster() takes no arguments", parser.span(call))
@@ -261,19 +254,25 @@ def _parse_scope_body(parser: Any, node: ast.stmt, head: dict[str, Any], target:
                           tid, block_var, span=parser.span(node)))
 
 
-def spmd_loop(parser: Any, node: ast.For, call: ast.Call) -> None:
-    """`for b in pl.spmd(N, sync_start=...):` — an SPMD scope whose block index is `b`."""
-    if not isinstance(node.target, ast.Name):
-        raise ParserSyntaxError("the loop form of pl.spmd binds one name: for b in pl.spmd(N)",
-                                parser.span(node.target))
+def _spmd_kws(parser: Any, call: ast.Call, missing: str) -> dict[str, Any]:
+    """`core_num` (keyword or the one positional argument) and `sync_start` of a `pl.spmd(...)` call.
+    Raises ParserTypeError with `missing` when there is no core count."""
     kws = _const_kw(parser, call, ("core_num", "sync_start"), "pl.spmd")
     if len(call.args) > 1:
         raise ParserTypeError("pl.spmd takes one positional argument, the core count", parser.span(call))
     if call.args:
         kws.setdefault("core_num", call.args[0])
     if "core_num" not in kws:
-        raise ParserTypeError("pl.spmd needs the core count: for b in pl.spmd(N)", parser.span(call))
-    head = _spmd_head(parser, kws, node)
+        raise ParserTypeError(missing, parser.span(call))
+    return kws
+
+
+def spmd_loop(parser: Any, node: ast.For, call: ast.Call) -> None:
+    """`for b in pl.spmd(N, sync_start=...):` — an SPMD scope whose block index is `b`."""
+    if not isinstance(node.target, ast.Name):
+        raise ParserSyntaxError("the loop form of pl.spmd binds one name: for b in pl.spmd(N)",
+                                parser.span(node.target))
+    head = _spmd_head(parser, _spmd_kws(parser, call, "pl.spmd needs the core count: for b in pl.spmd(N)"), node)
     bv = Var(node.target.id, ScalarType(INDEX), span=parser.span(node.target))
     _parse_scope_body(parser, node, head, None, bv, node.body)
     bad = _host_uses(parser.block[-1].body, bv)
