@@ -15,13 +15,10 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
-from ..core.dtype import INDEX
-from ..ir.expr import Expr
-from ..ir.types import ScalarType, Type
 from .cost import scalar
 from .registry import OpSpec, register, register_unified
+from .typing_rules import index_rule
 
 __all__ = ["BlockContext", "current_block", "block_context"]
 
@@ -60,16 +57,12 @@ def block_context(block_idx: int = 0, block_num: int = 1, subblock_idx: int = 0,
         _CURRENT.reset(token)
 
 
-def _index(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    return ScalarType(INDEX)
-
-
 for _name, _field, _what, _range in (
         ("get_block_idx", "block_idx", "index of the running block (0-based)", None),
         ("get_block_num", "block_num", "number of blocks of the launch", None),
         ("get_subblock_idx", "subblock_idx", "index of the running vector core within its cluster (0 or 1)",
          (0, 1))):
-    register(OpSpec(f"tile.{_name}", (), _index, (lambda f: lambda: getattr(current_block(), f))(_field),
+    register(OpSpec(f"tile.{_name}", (), index_rule, (lambda f: lambda: getattr(current_block(), f))(_field),
                     traits=frozenset({"block"}), scalar_range=_range, pto=f"pto.{_name}", cost=scalar(), family="block",
                     dtypes="INDEX result", doc=f"The {_what}, as an INDEX scalar."))
     register_unified(_name, "tile", None, f"tile.{_name}")

@@ -31,13 +31,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.dtype import INDEX
 from ..ir.expr import Expr
-from ..ir.types import ScalarType, TupleType, Type
+from ..ir.types import TupleType, Type
 from .cost import Cost, scalar
 from .registry import OpSpec, register
 from .system import PIPE_NAMES
-from .typing_rules import ANY, attr_choice, attr_int, expect_tensor
+from .typing_rules import ANY, attr_choice, attr_int, expect_tensor, index_rule, no_data, unit_rule
 
 __all__ = ["ChipContext", "current_chip", "chip_context", "SYNCALL_FACTOR", "CROSS_CORE_FLAGS"]
 
@@ -76,10 +75,6 @@ def chip_context(aiv_count: int, cluster_count: int) -> Iterator[ChipContext]:
         _CURRENT.reset(token)
 
 
-def _unit(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    return TupleType(())
-
-
 def _tensor_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
     expect_tensor(args, 0, "tensor")
     return TupleType(())
@@ -91,26 +86,18 @@ def _flag_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
     return TupleType(())
 
 
-def _index(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    return ScalarType(INDEX)
-
-
-def _noop(*_: Any, **__: Any) -> None:
-    return None
-
-
 _SYS = frozenset({"system"})
 _OPS = [  # name, params, rule, compute, attrs, reads, pto, cost, dtypes, doc
-    ("syncall", (), _unit, _noop, {}, (), "pto.sync_all", Cost("scalar", "S", "one", SYNCALL_FACTOR), "",
+    ("syncall", (), unit_rule, no_data, {}, (), "pto.sync_all", Cost("scalar", "S", "one", SYNCALL_FACTOR), "",
      "All-core barrier of a launch: every core waits until all cores of the launch reach it. The "
      "simulator runs tasks to completion, so it changes no data (a cost only)."),
-    ("cacheinvalid", ("tensor",), _tensor_rule, _noop, {}, (0,), "pto.dcci", scalar(), ANY.text,
+    ("cacheinvalid", ("tensor",), _tensor_rule, no_data, {}, (0,), "pto.dcci", scalar(), ANY.text,
      "Invalidate the core's cached lines of DDR tensor `tensor` (a read of it); no data effect in the "
      "simulator, which models no data cache."),
-    ("fence", (), _unit, _noop, {}, (), "pto.fence", scalar(), "",
+    ("fence", (), unit_rule, no_data, {}, (), "pto.fence", scalar(), "",
      "Memory fence: the core's DDR accesses before it complete before any after it start (no data "
      "effect in the simulator, whose ops run in order)."),
-    ("sync_set", (), _flag_rule, _noop, {"set_pipe": "V", "event_id": 0}, (), "pto.sync_set", scalar(), "",
+    ("sync_set", (), _flag_rule, no_data, {"set_pipe": "V", "event_id": 0}, (), "pto.sync_set", scalar(), "",
      "Set cross-core flag `event_id` (0..15) once pipe `set_pipe` has finished its earlier work, for a "
      "kernel on another core to wait on (no data effect in the simulator)."),
 ]
@@ -121,7 +108,7 @@ for _name, _params, _rule, _fn, _attrs, _reads, _pto, _cost, _dtypes, _doc in _O
 
 for _name, _field, _what in (("available_aiv_count", "aiv_count", "vector cores (AIV)"),
                              ("available_cluster_count", "cluster_count", "clusters (1 AIC + 2 AIV each)")):
-    register(OpSpec(f"system.{_name}", (), _index, (lambda f: lambda: getattr(current_chip(), f))(_field),
+    register(OpSpec(f"system.{_name}", (), index_rule, (lambda f: lambda: getattr(current_chip(), f))(_field),
                     traits=_SYS, pto=f"pto.{_name}", cost=scalar(), family="chip", dtypes="INDEX result",
                     doc=f"The running chip's number of {_what}, as an INDEX scalar: "
                         f"{'48 / 72' if _field == 'aiv_count' else '24 / 36'} on Ascend910B / Ascend950."))

@@ -67,7 +67,7 @@ from ..ir.types import TileType, TupleType, Type
 from .block import current_block
 from .cost import Cost, scalar
 from .registry import OpSpec, OpTypeError, register
-from .typing_rules import ANY, attr_choice, attr_dtype, attr_int, expect_tile, static_ints
+from .typing_rules import ANY, attr_choice, attr_dtype, attr_int, expect_tile, no_data, static_ints, unit_rule
 
 __all__ = ["PIPE_NAMES", "PipeChannel", "PipeRunner", "PipeRole", "PIPE_ROLES", "pipe_role", "current_pipes",
            "pipe_context", "UNIT", "TO_AIV", "TO_AIC", "SLOTS_ONE_WAY", "SLOTS_BOTH_WAYS", "ring_depths",
@@ -416,10 +416,6 @@ def _sync_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
     return UNIT
 
 
-def _unit(args: list[Expr], attrs: dict[str, Any]) -> Type:
-    return UNIT
-
-
 def _push_rule(spaces: tuple[MemorySpace, ...]):
     def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
         expect_tile(args, 0, "tile", spaces)
@@ -449,10 +445,6 @@ def _free_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
     return UNIT
 
 
-def _noop(*_: Any, **__: Any) -> None:
-    return None
-
-
 _SYS = frozenset({"system"})
 _SYNC = {"set_pipe": "V", "wait_pipe": "MTE3", "event_id": 0}
 _SPLIT = {"split": SplitMode.NONE}
@@ -460,13 +452,13 @@ _AIC_SIDE, _AIV_SIDE = frozenset({"system", "cube"}), frozenset({"system", "vect
 _MOVE = Cost("mte", "MTE1", "in_bytes")
 
 _OPS = [  # name, params, rule, compute, attrs, reads, traits, pto, cost, doc (pops: `ring` optional, written)
-    ("sync_src", (), _sync_rule, _noop, _SYNC, (), _SYS, "pto.record_event", scalar(),
+    ("sync_src", (), _sync_rule, no_data, _SYNC, (), _SYS, "pto.record_event", scalar(),
      "`set_pipe` records event `event_id` for `wait_pipe` (set_flag)."),
-    ("sync_dst", (), _sync_rule, _noop, _SYNC, (), _SYS, "pto.wait_event", scalar(),
+    ("sync_dst", (), _sync_rule, no_data, _SYNC, (), _SYS, "pto.wait_event", scalar(),
      "`wait_pipe` waits until `set_pipe` has recorded event `event_id` (wait_flag)."),
-    ("bar_v", (), _unit, _noop, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on the vector pipe."),
-    ("bar_m", (), _unit, _noop, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on the cube pipe."),
-    ("bar_all", (), _unit, _noop, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on all pipes."),
+    ("bar_v", (), unit_rule, no_data, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on the vector pipe."),
+    ("bar_m", (), unit_rule, no_data, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on the cube pipe."),
+    ("bar_all", (), unit_rule, no_data, {}, (), _SYS, "pto.barrier", scalar(), "Barrier on all pipes."),
     ("tpush_to_aiv", ("tile",), _push_rule((MemorySpace.Acc, MemorySpace.Mat, MemorySpace.Vec)),
      _push(TO_AIV), _SPLIT, (0,), _AIC_SIDE, "pto.tpush", _MOVE,
      "Send a tile from the cube core to the vector cores of its cluster (split by `split`)."),

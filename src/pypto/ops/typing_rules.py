@@ -12,10 +12,11 @@ from typing import Any
 from ..core.dtype import BF16, FP16, FP32, INDEX, INT32, DataType, DTypeKind
 from ..core.enums import MemorySpace
 from ..ir.expr import ConstInt, Expr, MakeTuple, Var
-from ..ir.types import ScalarType, TensorType, TileType, Type
+from ..ir.types import ScalarType, TensorType, TileType, TupleType, Type
 from .registry import OpTypeError
 
 __all__ = [
+    "unit_rule", "index_rule", "no_data",
     "expect_tensor", "expect_tile", "expect_scalar", "expect_shaped", "expect_same_kind", "int_list",
     "static_ints", "dims_equal", "shapes_equal", "expect_same_shape", "broadcast_shapes", "const_dims",
     "shape_str", "same_dtype", "attr_dtype", "attr_int", "attr_choice", "DTypeClass", "FLOAT", "INT",
@@ -243,3 +244,18 @@ def attr_space(attrs: dict[str, Any], allowed: tuple[MemorySpace, ...], key: str
         names = ", ".join(f"pl.Mem.{s.name}" for s in allowed)
         raise OpTypeError(f"attribute '{key}' must be one of {names}, got {sp!r}")
     return sp
+
+
+def unit_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+    """Type rule of an op that produces no value (barriers, flags, fences): the empty tuple."""
+    return TupleType(())
+
+
+def index_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+    """Type rule of an operand-less op with an INDEX scalar result (block ids, core counts)."""
+    return ScalarType(INDEX)
+
+
+def no_data(*_: Any, **__: Any) -> None:
+    """Torch semantics of an op with no effect on data (synchronisation only, in the simulator)."""
+    return None
