@@ -343,7 +343,7 @@ class JITFunction(_Specialisable):
         """The lowered `ir.Program` for arguments like `args` (SPEC §13): `specialize` then the pass
         pipeline of `config`'s strategy and backend, without codegen, files or the JIT cache."""
         args = self.bind(args, kwargs)
-        from ..passes.compile import lower
+        from ..compiler import lower
         from ..runtime.config import RunConfig, check_run_config
 
         config = check_run_config(config) or RunConfig()
@@ -363,7 +363,7 @@ class JITFunction(_Specialisable):
         parameters whose type only an argument gives (bare `pl.Tensor`, `pl.RUNTIME`, none).
         """
         args = self.bind(args, kwargs)
-        from ..passes.compile import compile as ir_compile
+        from ..compiler import compile as ir_compile
         from ..runtime.config import RunConfig, check_run_config
 
         config = check_run_config(config) or RunConfig()
