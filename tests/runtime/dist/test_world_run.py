@@ -234,3 +234,54 @@ def test_ctrl_c_leaves_nothing_in_dev_shm(tmp_path) -> None:
             proc.kill()
     assert "KeyboardInterrupt" in err
     assert [n for n in os.listdir("/dev/shm") if n.startswith(prefix)] == []
+
+
+@pl.jit
+def accum(x: pl.Tensor, acc: pl.InOut[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc[:] = pl.add(acc, x)
+    return acc
+
+
+def window_host(rt, x, out):
+    """acc (a window, one copy per rank) += x[r] on every rank; out[r] = rank r's copy."""
+    buf = rt.alloc_window_buffer(ROWS * COLS * 4)
+    acc = rt.window(buf, [ROWS, COLS], "FP32")
+    for r in range(rt.world_size()):
+        rt.dispatch("accum", r, [x[r], acc])
+    rt.sync()
+    for r in range(rt.world_size()):
+        out[r].copy_(acc.on_rank(r))
+    return out
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_windows_live_for_a_call_or_the_persistent_worker(persistent: bool) -> None:
+    z = torch.zeros(ROWS, COLS)
+    build = DistributedBuild("win", window_host, [HostParam("x", "In", None), HostParam("out", "Out", None)],
+                             {"accum": accum.compile(z, z)})
+    x, out = torch.randn(3, ROWS, COLS).share_memory_(), torch.zeros(3, ROWS, COLS).share_memory_()
+    with DistributedWorker(build, _cfg(3), persistent=persistent) as rt:
+        rt(x, out)
+        torch.testing.assert_close(out, x)
+        rt(x, out)
+        torch.testing.assert_close(out, 2 * x if persistent else x)
+        assert len(rt.world.windows) == (1 if persistent else 0)
+
+
+def test_dfx_outputs_per_rank_and_dispatch(axpy_program, tmp_path) -> None:
+    def twice(rt, x, w, out):
+        for _ in range(2):
+            for r in range(rt.world_size()):
+                rt.dispatch("axpy", r, [x[r], w[r], out[r]])
+        rt.sync()
+
+    x, w, out = _inputs(2)
+    build = DistributedBuild("twice", twice, PARAMS, {"axpy": axpy_program}, output_dir=tmp_path)
+    cfg = RunConfig(enable_chip_swimlane=1, distributed_config=DistributedConfig(device_ids=[0, 1]))
+    run(build, (x, w, out), cfg)
+    dfx = tmp_path / "dfx_outputs"
+    assert sorted(str(p.relative_to(dfx)) for p in dfx.rglob("*.json")) == [
+        f"rank{r}/d{k}/swimlane.json" for r in (0, 1) for k in (0, 1)]
+    run(build, (x, w, out), RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1])))
+    assert not list(dfx.glob("rank*"))      # the folder describes the last call only

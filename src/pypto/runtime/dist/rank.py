@@ -4,11 +4,13 @@ The host (`world.World`) starts one process per rank with `rank_main`. The proce
 control block, makes its own `RankDevice` (a `SimDevice`: its own cores, memories and clock) and its
 `RankComm`, then serves messages from its inbox in order:
 
-- `("run", seq, program, args, windows, not_before)`: run chip program `program` with `args`
+- `("run", seq, program, args, windows, not_before, call)`: run chip program `program` with `args`
   (shared-memory torch tensors, `WindowArg`s, numbers) inside `comm_context(comm)`; tensors are
-  used in place (they are the device buffers), window arguments become views of this rank's copy;
-- `("call", seq, fn, args, windows, not_before)`: run `fn(comm, *args)` with the Comm installed
-  (the test entry point for the Comm itself);
+  used in place (they are the device buffers), window arguments become views of this rank's copy.
+  With DFX switches on in the RunConfig, the k-th dispatch of host call `call` writes its DFX
+  files into `<build>/dfx_outputs/rank<r>/d<k>/`;
+- `("call", seq, fn, args, windows, not_before, call)`: run `fn(comm, *args)` with the Comm
+  installed (the test entry point for the Comm itself);
 - `("stop",)`: leave.
 
 Each finished message is answered on the shared outbox with `("done", rank, seq, result, info)`,
@@ -22,9 +24,11 @@ from __future__ import annotations
 import os
 import pickle
 import queue
+import shutil
 import signal
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -35,6 +39,7 @@ from ...ir.function import Function
 from ...ops.dist_comm import comm_context
 from ..binding import bind_host_args
 from ..device_tensor import DeviceTensor
+from ..dfx import DFX_DIR, update_dfx, wants_dfx
 from ..sim.device import SimDevice
 from ..sim.kernel import KernelExecutor
 from . import shm
@@ -129,7 +134,7 @@ def _load_programs(spec: Any) -> dict[str, Any]:
 
 class _Rank:
     def __init__(self, rank: int, nranks: int, ctl_name: str, locks: list[Any], programs: dict[str, Any],
-                 config: Any) -> None:
+                 config: Any, dfx_root: str | None) -> None:
         self.rank, self.nranks, self.config = rank, nranks, config
         self.ctl = Control.attach(ctl_name, nranks)
         self.programs = programs
@@ -137,6 +142,8 @@ class _Rank:
         self.clock = RankClock()
         self.devices: dict[BackendType, RankDevice] = {}
         self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock)
+        self.dfx_root = dfx_root
+        self.call, self.dispatches = -1, 0
 
     def device(self, backend: BackendType) -> RankDevice:
         d = self.devices.get(backend)
@@ -184,8 +191,19 @@ class _Rank:
             rec = dev.last_run
             if rec is not None:
                 self.clock.base = base + (rec.makespan_cycles or dev.scheduler.makespan)
+                self._dfx(rec)
+            self.dispatches += 1
         return [TaskSpan(t.task_id, t.kernel, t.core, base + t.start_cycle, base + t.end_cycle, t.stall_cycles)
                 for t in dev.tasks if t.start_cycle is not None and t.end_cycle is not None]
+
+    def _dfx(self, rec: Any) -> None:
+        """The DFX outputs of this dispatch in `<build>/dfx_outputs/rank<r>/d<k>/` (SPEC §8)."""
+        if self.dfx_root is None or not wants_dfx(self.config):
+            return
+        where = Path(self.dfx_root) / DFX_DIR / f"rank{self.rank}" / f"d{self.dispatches}"
+        for path in update_dfx(rec, self.config, where):
+            os.replace(path, where / path.name)
+        shutil.rmtree(where / DFX_DIR, ignore_errors=True)
 
     def serve(self, inbox: Any, outbox: Any) -> None:
         parent = os.getppid()
@@ -198,7 +216,9 @@ class _Rank:
                 continue
             if msg[0] == "stop":
                 return
-            kind, seq, what, args, windows, not_before = msg
+            kind, seq, what, args, windows, not_before, call = msg
+            if call != self.call:
+                self.call, self.dispatches = call, 0
             self.comm.events = []
             self.clock.base = max(self.clock.base, not_before)
             self.ctl.set_state(self.rank, RUNNING)
@@ -246,10 +266,10 @@ def _picklable(e: BaseException) -> BaseException:
 
 
 def rank_main(rank: int, nranks: int, ctl_name: str, locks: list[Any], programs: Any, config: Any,
-              inbox: Any, outbox: Any) -> None:
+              dfx_root: str | None, inbox: Any, outbox: Any) -> None:
     """Entry point of rank process `rank` (see the module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     shm._CREATED.clear()      # a forked copy of the host's list: only the host unlinks
     torch.set_num_threads(1)
-    r = _Rank(rank, nranks, ctl_name, locks, _load_programs(programs), config)
+    r = _Rank(rank, nranks, ctl_name, locks, _load_programs(programs), config, dfx_root)
     r.serve(inbox, outbox)

@@ -89,7 +89,7 @@ class DistributedWorker:
                                      f"'{build.name}' has {', '.join(map(repr, build.sub_workers)) or 'none'}")
         self.callbacks = callbacks
         self._stage_all = _stage_all
-        self._world: World | None = World(build.chip_programs, config, self.dist)
+        self._world: World | None = World(build.chip_programs, config, self.dist, build.output_dir)
         self._kept: list[WindowBuffer] = []
         self._tensors: list[DeviceTensor] = []
         self._lock = threading.Lock()

@@ -26,14 +26,17 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import shutil
 import signal
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ...core.errors import PyPTOError, RuntimeSimError
 from ..config import DistributedConfig, RunConfig
+from ..dfx import DFX_DIR
 from .comm import BlockedWait, CommEvent
 from .control import ABORT_CANCEL, ABORT_DEADLOCK, ABORT_ERROR, BLOCKED, Control
 from .rank import TaskSpan, WindowSpec, rank_main
@@ -93,8 +96,11 @@ class World:
         dist: the `DistributedConfig` (ranks, start method, deadlock timeout).
     """
 
-    def __init__(self, programs: dict[str, Any], config: RunConfig | None, dist: DistributedConfig) -> None:
+    def __init__(self, programs: dict[str, Any], config: RunConfig | None, dist: DistributedConfig,
+                 output_dir: str | os.PathLike | None = None) -> None:
         self.programs, self.config, self.dist = programs, config, dist
+        self.output_dir = os.fspath(output_dir) if output_dir else None
+        self._call = 0
         self.nranks = dist.world_size
         self.id = new_world_id()
         self.procs: list[Any] = []
@@ -128,7 +134,7 @@ class World:
             for r in range(self.nranks):
                 p = ctx.Process(target=rank_main, name=f"pypto-rank{r}", daemon=True,
                                 args=(r, self.nranks, self._ctl.seg.name, self._locks, programs, self.config,
-                                      self._inboxes[r], self._outbox))
+                                      self.output_dir, self._inboxes[r], self._outbox))
                 p.start()
                 self.procs.append(p)
         except BaseException:
@@ -195,6 +201,10 @@ class World:
         self._ctl.clear_abort()
         self._ctl.clear_senders()
         self.records = []
+        self._call += 1
+        if self.output_dir is not None:   # per-rank DFX outputs describe the last call only
+            for old in Path(self.output_dir, DFX_DIR).glob("rank*"):
+                shutil.rmtree(old, ignore_errors=True)
 
     def send(self, rank: int, kind: str, what: Any, args: list[Any]) -> int:
         """Queue `("run", program)` or `("call", fn)` with `args` on `rank`; returns its sequence number."""
@@ -203,7 +213,7 @@ class World:
         self._seq += 1
         specs = [spec for spec, _ in self.windows.values()]
         self._pending[self._seq] = (rank, what if isinstance(what, str) else getattr(what, "__name__", "call"))
-        self._inboxes[rank].put((kind, self._seq, what, list(args), specs, self._clock))
+        self._inboxes[rank].put((kind, self._seq, what, list(args), specs, self._clock, self._call))
         return self._seq
 
     def sync_clock(self) -> None:
