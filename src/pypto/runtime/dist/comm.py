@@ -11,12 +11,14 @@ the peer's memory; waits read their own cell without a lock (aligned 4/8-byte lo
 Memory ordering is sequentially consistent (a write is visible as soon as it returns).
 
 Simulated time (SPEC §8; issue 10 item 4): each rank keeps its own clock (`RankClock`, AI-core cycles
-since the world started). A notify carries its send time; it arrives `link_latency` cycles later,
-and never before the remote writes this rank issued to that peer earlier (the fence before every
-notify): a remote write of B bytes arrives at send time + `link_latency` + B / `link_bytes_per_cycle`
-(cost-model constants). The arrival is stamped on the peer's signal cell (`Control.stamp`); a wait
-completes no earlier than the stamp of its cell, and a remote read no earlier than send time +
-latency + bytes / bandwidth; the running task gets longer by the difference (its `stall_cycles`).
+since the world started). A notify carries its issue time (the kernel's clock before the op); it
+arrives `link_latency` cycles later, and never before the remote writes this rank issued to that
+peer earlier (the fence before every notify): a remote write of B bytes arrives at issue time +
+`link_latency` + B / `link_bytes_per_cycle` (cost-model constants). The arrival is stamped on the
+peer's signal cell (`Control.stamp`); a wait completes no earlier than the stamp of its cell, and a
+remote read no earlier than issue time + latency + bytes / bandwidth; when that is later than the
+end of the op's own cost (the op cost model already charges a link op its transfer), the running
+task gets longer by the difference (its `stall_cycles`).
 Every notify, wait, remote write and remote read is recorded as an event (`CommEvent`) for the
 merged timeline.
 
@@ -151,6 +153,7 @@ class RankClock:
         return stall
 
     def now(self) -> int:
+        """Cycles since the world started, up to the end of the op running now."""
         t = self.base
         dev = self.device
         if dev is not None:
@@ -162,6 +165,23 @@ class RankClock:
                 t += ex.cycles_so_far()
             t += self.stall
         return t
+
+    def _site(self) -> tuple[Any, int | None]:
+        ex = getattr(self.task, "executor", None)
+        if ex is None or self.task.group is not None or not hasattr(ex, "current_site"):
+            return ex, None
+        return ex, ex.current_site()
+
+    def issue(self) -> tuple[int, int]:
+        """(when the op running now was issued, when its own cost ends): the op's cycles apart."""
+        end = self.now()
+        ex, k = self._site()
+        return (end - ex.sites[k].cycles if k is not None else end), end
+
+    def op_span(self) -> Span | None:
+        """The source location of the kernel op running now (None outside a kernel)."""
+        ex, k = self._site()
+        return ex.site_spans[k] if k is not None else None
 
 
 def _cycles(nbytes: int) -> int:
@@ -187,6 +207,12 @@ class RankComm:
         self._pending: dict[int, int] = {}   # peer -> latest arrival of our writes to it
 
     # ---- addressing ------------------------------------------------------------------------------
+    def _span(self, span: Span | None) -> Span | None:
+        """`span`, else the source location of the kernel op running now (ops need not pass it)."""
+        if span is not None:
+            return span
+        return self.clock.op_span()
+
     def _check_peer(self, peer: int, what: str, span: Span | None) -> int:
         if isinstance(peer, bool) or not isinstance(peer, int) and not hasattr(peer, "__index__"):
             raise RuntimeSimError(f"{what}: peer must be an int rank, got {type(peer).__name__}", span)
@@ -220,6 +246,7 @@ class RankComm:
         return win.view(peer, off, tuple(local.shape), tuple(local.stride()), local.dtype)
 
     def peer_view(self, local: torch.Tensor, peer: int, span: Span | None = None) -> torch.Tensor:
+        span = self._span(span)
         peer = self._check_peer(peer, "peer_view", span)
         win, off = self.locate(local, "peer_view", span)
         return self._peer_of(win, off, local, peer)
@@ -239,6 +266,7 @@ class RankComm:
         self.events.append(CommEvent(kind, self.rank, peer, t, arrival, eid, win.wid, off, **kw))
 
     def notify(self, cell: torch.Tensor, peer: int, value: int, op: str, span: Span | None = None) -> None:
+        span = self._span(span)
         peer = self._check_peer(peer, "notify", span)
         win, off = self.locate(cell, "notify", span)
         if cell.numel() != 1:
@@ -246,7 +274,7 @@ class RankComm:
         if op not in ("add", "set"):
             raise RuntimeSimError(f"notify: op must be 'add' or 'set', got {op!r}", span)
         target = self._peer_of(win, off, cell, peer)
-        t = self.clock.now()
+        t, _ = self.clock.issue()
         arrival = max(t + int(const("link_latency")), self._pending.get(peer, 0))
         eid = self._next_eid()
         with self.locks[peer]:   # the stamp first: a waiter that sees the value sees its arrival
@@ -259,6 +287,7 @@ class RankComm:
         self._event("notify", peer, t, arrival, eid, win, off, value=int(value))
 
     def wait(self, cell: torch.Tensor, expected: int, cmp: str, span: Span | None = None) -> None:
+        span = self._span(span)
         win, off = self.locate(cell, "wait", span)
         if cell.numel() != 1:
             raise RuntimeSimError(f"wait: a signal cell is one element, got {list(cell.shape)}", span)
@@ -333,6 +362,7 @@ class RankComm:
     # ---- data ------------------------------------------------------------------------------------
     def remote_write(self, local: torch.Tensor, peer: int, data: torch.Tensor, accumulate: bool,
                      span: Span | None = None) -> None:
+        span = self._span(span)
         peer = self._check_peer(peer, "remote_write", span)
         win, off = self.locate(local, "remote_write", span)
         if tuple(data.shape) != tuple(local.shape):
@@ -345,20 +375,21 @@ class RankComm:
         else:
             target.copy_(data)
         nbytes = local.numel() * local.element_size()
-        t = self.clock.now()
+        t, _ = self.clock.issue()
         arrival = t + _cycles(nbytes)
         self._pending[peer] = max(self._pending.get(peer, 0), arrival)
         self.ctl.bump(self.rank)
         self._event("remote_write", peer, t, arrival, self._next_eid(), win, off, nbytes=nbytes)
 
     def remote_read(self, local: torch.Tensor, peer: int, span: Span | None = None) -> torch.Tensor:
+        span = self._span(span)
         peer = self._check_peer(peer, "remote_read", span)
         win, off = self.locate(local, "remote_read", span)
         out = self._peer_of(win, off, local, peer).clone()
         nbytes = local.numel() * local.element_size()
-        t = self.clock.now()
+        t, end = self.clock.issue()
         done = t + _cycles(nbytes)
-        self.clock.stall += done - t
+        self.clock.stall += max(0, done - end)
         self._event("remote_read", peer, t, done, self._next_eid(), win, off, nbytes=nbytes)
         return out
 

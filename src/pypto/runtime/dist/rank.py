@@ -273,3 +273,6 @@ def rank_main(rank: int, nranks: int, ctl_name: str, locks: list[Any], programs:
     torch.set_num_threads(1)
     r = _Rank(rank, nranks, ctl_name, locks, _load_programs(programs), config, dfx_root)
     r.serve(inbox, outbox)
+    outbox.close()
+    outbox.join_thread()      # every reply is out; skip the interpreter's slow teardown (torch)
+    os._exit(0)

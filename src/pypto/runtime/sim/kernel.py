@@ -423,6 +423,12 @@ class KernelExecutor:
                 total += n * c.cycles
         return total
 
+    def current_site(self) -> int | None:
+        """The index (into `sites` / `site_spans`) of the op executing now; None unless the executor
+        records the order of its ops (built with `clock=True` or with control flow, not a Group
+        member). `cycles_so_far()` already counts that op."""
+        return self._trace[-1] if self._trace else None
+
     def template(self, arena: CoreArena) -> list:
         """The environment template for `arena`: tile slots hold their views (built once)."""
         tmpl = self._templates.get(arena)
