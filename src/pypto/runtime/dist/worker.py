@@ -95,6 +95,7 @@ class DistributedWorker:
         self._lock = threading.Lock()
         self._submitter: ThreadPoolExecutor | None = None
         self.last_records: list[DispatchRecord] = []
+        self._staging: dict[tuple, torch.Tensor] = {}
 
     def __repr__(self) -> str:
         state = "closed" if self._world is None else f"{self.dist.world_size} ranks"
@@ -169,7 +170,7 @@ class DistributedWorker:
                     f"worker hands host tensors to its rank processes without copying them; call "
                     f"tensor.share_memory_() on it first (or use the one-shot call)")
             if writes or self._stage_all:
-                st = torch.empty_like(a).share_memory_()
+                st = self._staging_for(i, a)
                 st.copy_(a)
                 out.append(st)
                 if writes:
@@ -177,6 +178,15 @@ class DistributedWorker:
             else:
                 out.append(a)
         return out, back
+
+    def _staging_for(self, i: int, a: torch.Tensor) -> torch.Tensor:
+        """A shared-memory tensor like `a` for argument `i`, kept for the next calls (calls run one at
+        a time, so one per argument and layout is enough)."""
+        key = (i, tuple(a.shape), tuple(a.stride()), a.dtype)
+        st = self._staging.get(key)
+        if st is None:
+            st = self._staging[key] = torch.empty_like(a).share_memory_()
+        return st
 
     # ---- resident tensors ------------------------------------------------------------------------
     def alloc_tensor(self, shape: Sequence[int], dtype: Any, init: Any = None) -> DeviceTensor:
@@ -222,7 +232,7 @@ class DistributedWorker:
             world.close()
         for t in self._tensors:
             t._release("closed")
-        self._tensors, self._kept = [], []
+        self._tensors, self._kept, self._staging = [], [], {}
 
     def __enter__(self) -> DistributedWorker:
         return self
