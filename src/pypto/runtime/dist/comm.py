@@ -74,7 +74,7 @@ class CommEvent:
     kind: "notify", "wait", "remote_write" or "remote_read"; `rank` did it; `peer` is the other
     side (the waiting rank itself for a wait). notify / remote_write: `time` sent, `arrival` when
     the peer sees it. wait: `time` it began, `arrival` when it was released; `cause` the event id
-    of the notify that released it (0: none). remote_read: `time` issued, `arrival` data back.
+    of the latest-arriving notify of its cell (0: none ever came). remote_read: `time` issued, `arrival` data back.
     `eid` = rank << 40 | sequence number; `window`, `offset` the cell or region; `nbytes` moved.
     """
 
@@ -144,12 +144,22 @@ class RankClock:
         self.device: Any = None
         self.task: Any = None
         self.stall = 0
+        self.high = 0     # latest instant a link op of the running task reached
 
     def begin_task(self, task: Any) -> None:
-        self.task, self.stall = task, 0
+        self.task, self.stall, self.high = task, 0, 0
 
-    def end_task(self) -> int:
-        stall, self.task, self.stall = self.stall, None, 0
+    def mark(self) -> None:
+        """A link op just finished: the running task lasts at least until now."""
+        self.high = max(self.high, self.now())
+
+    def end_task(self, start: int, own_cycles: int) -> int:
+        """The stall cycles to add to the task that ran from `start` (scheduler cycles) for
+        `own_cycles`: its waits and reads, and whatever more keeps its end after its last link op
+        (the clock inside a kernel is the serial sum of its ops, its cost the overlapped one)."""
+        end = self.base + start + own_cycles + self.stall
+        stall = self.stall + max(0, self.high - end)
+        self.task, self.stall, self.high = None, 0, 0
         return stall
 
     def now(self) -> int:
@@ -284,6 +294,7 @@ class RankComm:
             else:
                 target.fill_(int(value))
         self.ctl.bump(self.rank)
+        self.clock.mark()
         self._event("notify", peer, t, arrival, eid, win, off, value=int(value))
 
     def wait(self, cell: torch.Tensor, expected: int, cmp: str, span: Span | None = None) -> None:
@@ -322,9 +333,10 @@ class RankComm:
             arrival, _, cause = self.ctl.read_stamp(self.rank, slot)
         release = max(t, arrival)
         self.clock.stall += release - t
+        self.clock.mark()
         self.ctl.bump(self.rank)
         self._event("wait", self.rank, t, release, self._next_eid(), win, off, value=expected,
-                    cause=cause if arrival >= t else 0)
+                    cause=cause)
 
     def _aborted(self, why: int, cell: torch.Tensor, win: WindowMap, off: int, expected: int, cmp: str,
                  current: int, span: Span | None) -> WaitAborted:
@@ -379,6 +391,7 @@ class RankComm:
         arrival = t + _cycles(nbytes)
         self._pending[peer] = max(self._pending.get(peer, 0), arrival)
         self.ctl.bump(self.rank)
+        self.clock.mark()
         self._event("remote_write", peer, t, arrival, self._next_eid(), win, off, nbytes=nbytes)
 
     def remote_read(self, local: torch.Tensor, peer: int, span: Span | None = None) -> torch.Tensor:
@@ -390,6 +403,7 @@ class RankComm:
         t, end = self.clock.issue()
         done = t + _cycles(nbytes)
         self.clock.stall += max(0, done - end)
+        self.clock.mark()
         self._event("remote_read", peer, t, done, self._next_eid(), win, off, nbytes=nbytes)
         return out
 

@@ -104,18 +104,22 @@ class RankDevice(SimDevice):
         return super().kernel(func, member)
 
     def execute(self, task: Any) -> None:
+        start = self.scheduler.now
         self.clock.begin_task(task)
         try:
             super().execute(task)
         finally:
-            task.stall_cycles += self.clock.end_task()
+            own = task.cost.cycles if task.cost is not None else 0
+            task.stall_cycles += self.clock.end_task(start, own)
 
     def execute_group(self, tasks: list[Any]) -> None:
+        start = self.scheduler.now
         self.clock.begin_task(tasks[0])
         try:
             super().execute_group(tasks)
         finally:
-            stall = self.clock.end_task()
+            own = max((t.offset_cycles + t.cycles for t in tasks), default=0)
+            stall = self.clock.end_task(start, own)
             for t in tasks:
                 t.stall_cycles += stall
 
