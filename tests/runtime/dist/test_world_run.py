@@ -2,6 +2,7 @@
 host driver): the one-shot `run`, `DistributedWorker`, shared-memory arguments, SubWorkers, failures
 that never corrupt user tensors, killed ranks and Ctrl-C (SPEC §8 "Running"; issue 10 item 3)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -282,6 +283,11 @@ def test_dfx_outputs_per_rank_and_dispatch(axpy_program, tmp_path) -> None:
     run(build, (x, w, out), cfg)
     dfx = tmp_path / "dfx_outputs"
     assert sorted(str(p.relative_to(dfx)) for p in dfx.rglob("*.json")) == [
-        f"rank{r}/d{k}/swimlane.json" for r in (0, 1) for k in (0, 1)]
+        f"rank{r}/d{k}/swimlane.json" for r in (0, 1) for k in (0, 1)] + ["swimlane_merged.json"]
+    merged = json.loads((dfx / "swimlane_merged.json").read_text())["traceEvents"]
+    names = {e["args"]["name"] for e in merged if e.get("name") == "process_name"}
+    assert names == {"rank 0 (device 0)", "rank 1 (device 1)"}
+    slices = [e for e in merged if e.get("cat") == "task"]
+    assert len(slices) == 4 and {e["pid"] for e in slices} == {0, 1}
     run(build, (x, w, out), RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1])))
-    assert not list(dfx.glob("rank*"))      # the folder describes the last call only
+    assert not list(dfx.glob("rank*")) and not (dfx / "swimlane_merged.json").exists()   # the last call only

@@ -20,9 +20,11 @@ rank process died leaves the worker unusable: close it and prepare a new one.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,7 +35,9 @@ from ..config import DistributedConfig, RunConfig, check_run_config
 from ..device_tensor import DeviceTensor
 from .build import DistributedBuild
 from .control import ABORT_CANCEL
+from ..dfx import DFX_DIR
 from .host import HostRuntime, WindowBuffer
+from .timeline import MERGED_SWIMLANE, merged_swimlane
 from .world import DispatchRecord, World
 
 __all__ = ["DistributedWorker", "RunHandle", "run"]
@@ -144,9 +148,22 @@ class DistributedWorker:
             raise
         finally:
             self.last_records = list(world.records)
+            self._write_swimlane()
         for user, st in copy_back:
             user.copy_(st)
         return _unstage(result, staged, args)
+
+    def merged_swimlane(self) -> dict[str, Any]:
+        """The last call as one trace-event document, every rank on one timeline (`timeline.py`)."""
+        return merged_swimlane(self.last_records, self.dist.device_ids)
+
+    def _write_swimlane(self) -> None:
+        out = self.build.output_dir
+        if out is None or self.config.enable_chip_swimlane < 1:
+            return
+        path = Path(out) / DFX_DIR / MERGED_SWIMLANE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.merged_swimlane()), encoding="utf-8")
 
     def _stage(self, args: Sequence[Any]) -> tuple[list[Any], list[tuple[torch.Tensor, torch.Tensor]]]:
         """The host arguments as the ranks see them, and (user tensor, staged copy) pairs to copy back."""

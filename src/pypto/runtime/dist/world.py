@@ -205,6 +205,7 @@ class World:
         if self.output_dir is not None:   # per-rank DFX outputs describe the last call only
             for old in Path(self.output_dir, DFX_DIR).glob("rank*"):
                 shutil.rmtree(old, ignore_errors=True)
+            Path(self.output_dir, DFX_DIR, "swimlane_merged.json").unlink(missing_ok=True)
 
     def send(self, rank: int, kind: str, what: Any, args: list[Any]) -> int:
         """Queue `("run", program)` or `("call", fn)` with `args` on `rank`; returns its sequence number."""
