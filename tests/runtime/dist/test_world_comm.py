@@ -143,3 +143,36 @@ def test_wait_completes_at_the_notify_arrival(world3: World) -> None:
     (kind, t1, release, cause), = ev[1]
     assert kind == "wait" and release == max(t1, arrival) and cause == 1   # rank 0's first event
     assert "estimate" in CONSTANTS["link_latency"].source and "estimate" in CONSTANTS["link_bytes_per_cycle"].source
+
+
+def fail_on_rank1(comm, sig):
+    """Rank 1 fails; the others wait for a notify from it that never comes."""
+    if comm.rank == 1:
+        raise ValueError("rank 1 broke")
+    comm.wait(sig[0], 1, "eq")
+
+
+def test_a_failing_rank_releases_the_waiting_ones() -> None:
+    w = World({}, None, DistributedConfig(device_ids=[0, 1, 2], deadlock_timeout=30))
+    try:
+        sig = _win(w, (1,), torch.int32)
+        with pytest.raises(RuntimeSimError, match=r"rank 1 \(device 1\), running 'fail_on_rank1': "
+                                                  r"ValueError: rank 1 broke") as ei:
+            call_on_ranks(w, fail_on_rank1, [[sig]] * 3)
+        assert ei.value.rank == 1
+        assert call_on_ranks(w, hammer, [[_win(w, (1,), torch.int32), 1]] * 3)[0] == 3   # still usable
+    finally:
+        w.close()
+
+
+def test_distributed_config_checks_its_fields() -> None:
+    from pypto.runtime import RunConfig
+
+    assert DistributedConfig(device_ids=[3, 1]).world_size == 2
+    for bad, what in [({"device_ids": []}, "device_ids"), ({"device_ids": [0, 0]}, "device_ids"),
+                      ({"device_ids": list(range(65))}, "device_ids"), ({"num_sub_workers": -1}, "num_sub_workers"),
+                      ({"deadlock_timeout": 0}, "deadlock_timeout"), ({"start_method": "thread"}, "start_method")]:
+        with pytest.raises(ValueError, match=f"DistributedConfig.{what}"):
+            DistributedConfig(**bad)
+    with pytest.raises(ValueError, match="RunConfig.distributed_config must be a DistributedConfig"):
+        RunConfig(distributed_config=[0, 1])

@@ -291,3 +291,31 @@ def test_dfx_outputs_per_rank_and_dispatch(axpy_program, tmp_path) -> None:
     assert len(slices) == 4 and {e["pid"] for e in slices} == {0, 1}
     run(build, (x, w, out), RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1])))
     assert not list(dfx.glob("rank*")) and not (dfx / "swimlane_merged.json").exists()   # the last call only
+
+
+def test_host_runtime_argument_errors(axpy_program) -> None:
+    def host(rt, x, w, out):
+        kind = int(x[0, 0, 0])
+        if kind == 0:
+            rt.dispatch("axpy", 2, [x[0], w[0], out[0]])
+        elif kind == 1:
+            rt.dispatch("nope", 0, [x[0], w[0], out[0]])
+        elif kind == 2:
+            rt.dispatch("axpy", 0, [torch.zeros(ROWS, COLS), w[0], out[0]])
+        elif kind == 3:
+            rt.window(rt.alloc_window_buffer(16), [2, 4], "FP32")
+        else:
+            rt.call_sub_worker("missing", [])
+
+    x, w, out = _inputs(2)
+    build = _build(axpy_program, host)
+    cases = [(ValueError, r"dispatch of 'axpy': rank 2 is outside \[0, 2\)"),
+             (ValueError, r"no chip program 'nope' in this build \(it has axpy\)"),
+             (TypeError, r"argument 0 is a host tensor that is not in shared memory"),
+             (ValueError, r"window: \[2, 4\] FP32 needs 32 bytes, the buffer has 16"),
+             (ValueError, r"SubWorker 'missing' has no callback")]
+    with DistributedWorker(build, _cfg(2), _stage_all=True) as rt:
+        for kind, (cls, msg) in enumerate(cases):
+            x[0, 0, 0] = kind
+            with pytest.raises(cls, match=msg):
+                rt(x, w, out)
