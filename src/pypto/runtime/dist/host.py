@@ -21,6 +21,7 @@ Errors from ranks surface at the next `sync` (the driver always ends with one).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -74,6 +75,16 @@ def _numel(shape: Sequence[int]) -> int:
     return n
 
 
+def _as_int(v: Any) -> int | None:
+    """`v` as an int (Python, numpy or 0-d torch integers), None for anything else (bool too)."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
 def _dtype(dtype: Any) -> DataType:
     if isinstance(dtype, DataType):
         return dtype
@@ -119,8 +130,10 @@ class HostRuntime:
 
         Raises ArgumentValueError: nbytes < 1, or a persistent worker's call asking for another size
         than the first call did at this position."""
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 1:
+        n = _as_int(nbytes)
+        if n is None or n < 1:
             raise ArgumentValueError(f"alloc_window_buffer: nbytes must be an int >= 1, got {nbytes!r}")
+        nbytes = n
         k = self._nalloc
         self._nalloc += 1
         if self._persistent and k < len(self._kept):
@@ -159,8 +172,10 @@ class HostRuntime:
                 another kind than tensor / WindowTensor / number.
         """
         world = self._world
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world.nranks:
+        r = _as_int(rank)
+        if r is None or not 0 <= r < world.nranks:
             raise ArgumentValueError(f"dispatch of '{program}': rank {rank!r} is outside [0, {world.nranks})")
+        rank = r
         if program not in world.programs:
             raise ArgumentValueError(f"dispatch: no chip program {program!r} in this build (it has "
                                      f"{', '.join(sorted(world.programs)) or 'none'})")

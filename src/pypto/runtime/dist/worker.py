@@ -33,9 +33,9 @@ from ...core.errors import ArgumentTypeError, ArgumentValueError, DeviceStateErr
 from ..binding import check_on_cpu
 from ..config import DistributedConfig, RunConfig, check_run_config
 from ..device_tensor import DeviceTensor
+from ..dfx import DFX_DIR
 from .build import DistributedBuild
 from .control import ABORT_CANCEL
-from ..dfx import DFX_DIR
 from .host import HostRuntime, WindowBuffer
 from .timeline import MERGED_SWIMLANE, merged_swimlane
 from .world import DispatchRecord, World

@@ -147,7 +147,7 @@ class World:
         procs, self.procs = self.procs, []
         if procs and self._ctl is not None:
             self._ctl.set_abort(ABORT_CANCEL)
-        for r, p in enumerate(procs):
+        for r in range(len(procs)):
             try:
                 self._inboxes[r].put(("stop",))
             except (OSError, ValueError):
