@@ -16,6 +16,11 @@ def _segments() -> set[str]:
         return set()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: starts fresh Python interpreters (spawned ranks, a Ctrl-C'd script); "
+                                       "deselect with -m 'not slow'")
+
+
 @pytest.fixture(autouse=True)
 def no_leftovers():
     before = _segments()

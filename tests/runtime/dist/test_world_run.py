@@ -190,6 +190,7 @@ def lambda_free_ok(comm, sig):
     return comm.rank
 
 
+@pytest.mark.slow
 def test_spawned_ranks(axpy_program) -> None:
     x, w, out = _inputs(2)
     run(_build(axpy_program), (x, w, out), _cfg(2, start_method="spawn"))
@@ -213,6 +214,7 @@ _CTRL_C = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_nothing_in_dev_shm(tmp_path) -> None:
     if not os.path.isdir("/dev/shm"):
         pytest.skip("no /dev/shm")
