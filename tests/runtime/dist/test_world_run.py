@@ -138,8 +138,7 @@ def test_sub_worker_callback(axpy_program, threads: int) -> None:
         t.mul_(10)
 
     build = _build(axpy_program, sub_worker_host, ["scale"])
-    with DistributedWorker(build, _cfg(2, num_sub_workers=threads), callbacks={"scale": scale}, _stage_all=True) as rt:
-        rt(x, w, out)
+    run(build, (x, w, out), _cfg(2, num_sub_workers=threads), callbacks={"scale": scale})
     torch.testing.assert_close(seen[0], 2 * x + w)
     torch.testing.assert_close(out, 10 * (2 * x + w))
     with pytest.raises(ValueError, match="callbacks for unknown SubWorker"):

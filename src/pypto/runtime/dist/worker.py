@@ -275,10 +275,12 @@ def _unstage(result: Any, staged: list[Any], args: Sequence[Any]) -> Any:
 
 
 @user_facing
-def run(build: DistributedBuild, args: Sequence[Any], config: RunConfig | None = None) -> Any:
+def run(build: DistributedBuild, args: Sequence[Any], config: RunConfig | None = None,
+        callbacks: dict[str, Callable[..., Any]] | None = None) -> Any:
     """One-shot call of `build` with `args`: start the ranks, run, stop them (SPEC §8). Host
-    tensors are copied into shared memory and Out / InOut results copied back on success.
+    tensors are copied into shared memory and Out / InOut results copied back on success;
+    `callbacks` binds HOST SubWorkers by name.
 
     Raises what `DistributedWorker.__call__` raises."""
-    with DistributedWorker(build, config, _stage_all=True) as w:
+    with DistributedWorker(build, config, callbacks=callbacks, _stage_all=True) as w:
         return w(*args)
