@@ -17,6 +17,8 @@ Units and pipes (Ascend AI core):
 | "mte"    | FIX   | Acc -> DDR/Mat/Vec (fix-pipe) — a cycle model may refine MTE1/MTE3  |
 |          |       | by the source memory space of the call                              |
 | "scalar" | S     | scalar unit: element reads/writes, block ids, sync flags             |
+| "link"   | MTE2/3, S | a transfer to / from another rank (`pld.*`, SPEC §8): link latency |
+|          |       | plus bytes / link bandwidth (MTE2 reads, MTE3 writes, S a signal)     |
 | "none"   | NONE  | metadata only (views, valid-shape changes, buffer creation)          |
 
 Measures (`Cost.measure`; `amount = factor * measure`):
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["Cost", "Work", "UNITS", "PIPES", "MEASURES", "work_of", "vector", "cube", "mte",
            "scalar", "free"]
 
-UNITS = frozenset({"vector", "cube", "mte", "scalar", "none"})
+UNITS = frozenset({"vector", "cube", "mte", "scalar", "link", "none"})
 PIPES = frozenset({"V", "M", "MTE1", "MTE2", "MTE3", "FIX", "S", "NONE"})
 
 
