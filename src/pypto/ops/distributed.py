@@ -84,7 +84,7 @@ from .typing_rules import (
 )
 from .valid import check_valid_shape, effective_shape, poison_outside, view_for
 
-__all__ = ["SHORT_FORMS", "LINK_LOAD", "LINK_STORE"]
+__all__ = ["SHORT_FORMS", "LINK_LOAD", "LINK_STORE", "window_target", "unbound_window_message"]
 
 UNIT = TupleType(())
 _SIGNAL_DTYPES = (INT32, INT64)
@@ -117,6 +117,17 @@ def window_target(args: list[Expr], i: int, name: str) -> DistributedTensorType:
                           f"pld.DistributedTensor parameter, bound on the host with pld.window), got a plain "
                           f"pl.Tensor {shape_str(t.shape)}: other ranks cannot address it")
     raise OpTypeError(f"argument '{name}' must be a window-bound pld.DistributedTensor, got {kind_of(t)}")
+
+
+def unbound_window_message(param: str, callee: str, arg_type: Type) -> str | None:
+    """The error for passing `arg_type` to window-bound parameter `param` of function `callee`:
+    a plain tensor cannot be addressed by other ranks (SPEC §8). None when `arg_type` is not a plain
+    TensorType (a window-bound argument fits; other kinds are the caller's own type check)."""
+    if isinstance(arg_type, DistributedTensorType) or not isinstance(arg_type, TensorType):
+        return None
+    return (f"argument '{param}' of '{callee}' must be a window-bound pld.DistributedTensor (the parameter is "
+            f"declared pld.DistributedTensor), got a plain pl.Tensor {shape_str(arg_type.shape)}: other ranks "
+            f"cannot address it; bind it to a window on the host (pld.window) and pass it down")
 
 
 def _offsets(args: list[Expr], i: int, name: str, target: TensorType, tname: str) -> tuple[Expr, ...]:

@@ -34,7 +34,7 @@ from ...ir.expr import (
     UnaryExpr,
     Var,
 )
-from ...ir.types import ScalarType, TensorType, TileType, TupleType
+from ...ir.types import DistributedTensorType, ScalarType, TensorType, TileType, TupleType
 from .. import dsl
 from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
 from ..typing import DynVar
@@ -467,6 +467,12 @@ class ExprParser:
                                   self.span(node))
         reject_task_id(self, args, node, f"an argument of '{gv.name}'")
         for a, d, p in zip(args, _dirs, params):
+            if isinstance(p.type, DistributedTensorType):   # SPEC §8: remote targets need a window
+                from ...ops.distributed import unbound_window_message
+
+                msg = unbound_window_message(p.name, gv.name, a.type)
+                if msg is not None:
+                    raise ParserTypeError(msg, self.span(node))
             if _conflicting(p.type, a.type):
                 from .stmts import type_text
 
