@@ -272,3 +272,28 @@ def test_a_bad_peer_is_the_comms_error_located_at_the_op():
     with pytest.raises(RuntimeSimError, match="peer 5 is not a rank") as info:
         run_ranks(compiled, world, lambda r: [None, 5], [0])
     assert info.value.span is not None
+
+
+def test_link_costs_are_latency_plus_bytes_over_bandwidth():
+    from pypto.backend.soc import BackendType, get_soc
+    from pypto.ops import get_op
+    from pypto.runtime.sim.cost_model import CONSTANTS, op_cost
+
+    soc = get_soc(BackendType.Ascend910B)
+    lat, bw = CONSTANTS["link_latency"], CONSTANTS["link_bytes_per_cycle"]
+    assert "estimate" in lat.source and "estimate" in bw.source
+    calls = {}
+    for f in (RingTile.get_function("k"), Transfers.get_function("k")):
+        for s in f.body.stmts:
+            call = getattr(s, "value", None) or getattr(s, "expr", None)
+            if getattr(call, "op", "").startswith("pld."):
+                calls.setdefault(call.op, call)
+    nbytes = M * N * 4
+    want = {"pld.tile.remote_store": ("mte3", lat.value + -(-nbytes // bw.value)),
+            "pld.system.notify": ("mte3", lat.value),
+            "pld.tensor.put": ("mte3", lat.value + -(-(8 * N * 4) // bw.value)),   # the [8, N] region
+            "pld.tensor.get": ("mte2", lat.value + -(-(4 * N * 4) // bw.value)),   # the [4, N] region
+            "pld.rank": ("scalar", CONSTANTS["scalar_op"].value)}
+    for op, (pipe, cycles) in want.items():
+        c = op_cost(get_op(op), calls[op], soc)
+        assert (c.pipe, c.cycles) == (pipe, cycles), op

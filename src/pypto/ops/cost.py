@@ -30,6 +30,7 @@ Measures (`Cost.measure`; `amount = factor * measure`):
 | "out_bytes" | bytes of the result                                                     |
 | "in_bytes"  | bytes of argument 0                                                     |
 | "mac"       | multiply-accumulates M*N*K of a matmul (lhs is the param named 'lhs')    |
+| "xfer_bytes"| bytes of a region transfer: its `shape` argument if given, else argument 0 |
 | "one"       | 1 (a single scalar or synchronisation instruction)                       |
 | "zero"      | 0                                                                       |
 
@@ -117,12 +118,29 @@ def _mac(params: tuple[str, ...], args: list[Any], result: Type) -> int | None:
     return out * k if isinstance(k, int) else None
 
 
+def _xfer(params: tuple[str, ...], args: list[Any], result: Type) -> int | None:
+    """Bytes a region transfer moves: its `shape` argument (when given, constant) of argument 0's dtype,
+    else all of argument 0."""
+    if not args:
+        return None
+    if "shape" in params and params.index("shape") < len(args):
+        dims = [getattr(d, "value", None) for d in getattr(args[params.index("shape")], "elements", ())]
+        if not dims or not all(isinstance(d, int) for d in dims):
+            return None
+        n = 1
+        for d in dims:
+            n *= d
+        return args[0].type.dtype.storage_bytes(n)
+    return _bytes(args[0].type)
+
+
 MEASURES: dict[str, Callable[[tuple[str, ...], list[Any], Type], int | None]] = {
     "out_elems": lambda p, a, r: _elems(r),
     "in_elems": lambda p, a, r: _elems(a[0].type) if a else None,
     "out_bytes": lambda p, a, r: _bytes(r),
     "in_bytes": lambda p, a, r: _bytes(a[0].type) if a else None,
     "mac": _mac,
+    "xfer_bytes": _xfer,
     "one": lambda p, a, r: 1,
     "zero": lambda p, a, r: 0,
 }

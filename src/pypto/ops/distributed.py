@@ -54,8 +54,11 @@ PTO text (instruction names of this implementation; upstream's are not public):
 `pto.remote_put`, `pto.remote_get`.
 
 Cost: the data-moving ops are unit "link" (`pypto.ops.cost`): the cycle model charges
-`link_latency` + bytes / `link_bytes_per_cycle` (estimates in `runtime/sim/cost_model.CONSTANTS`);
-notify costs one link latency, the others a scalar instruction.
+`link_latency` + bytes / `link_bytes_per_cycle` (estimates in `runtime/sim/cost_model.CONSTANTS`),
+remote reads (remote_load, get) on MTE2 and remote writes (remote_store, put) on MTE3; a notify
+costs one link latency on MTE3, so a kernel's pipe schedule starts it only after the remote writes
+issued before it (the fence every notify implies); the other ops one scalar instruction. Waiting
+itself (how long until a peer's notify arrives) is the multi-rank runtime's clock, not a cost.
 """
 
 from __future__ import annotations
@@ -90,7 +93,10 @@ UNIT = TupleType(())
 _SIGNAL_DTYPES = (INT32, INT64)
 LINK_LOAD = Cost("link", "MTE2", "out_bytes")     # a remote read: the bytes arriving
 LINK_STORE = Cost("link", "MTE3", "in_bytes")     # a remote write: the bytes of argument 0
-_NOTIFY = Cost("link", "S", "zero")               # a signal update: one link latency, no payload
+_PUT = Cost("link", "MTE3", "xfer_bytes")         # put: the region (or all of dst) sent
+_GET = Cost("link", "MTE2", "xfer_bytes")         # get: the region (or all of dst) fetched
+_NOTIFY = Cost("link", "MTE3", "zero")            # a signal update: one link latency, no payload, on
+#                                                   the write pipe: after the remote writes before it
 
 # DSL short form -> the op it means, by the kind of the first argument ("tile" / "tensor"; "" any)
 SHORT_FORMS: dict[str, dict[str, str]] = {
@@ -434,12 +440,12 @@ _OPS = [  # name, params, optional, rule, compute, attrs, reads, writes, traits,
      "Store local DDR tensor `src` at `offsets` of PEER's copy of window-bound `target` (or add it, "
      "`atomic=pld.AtomicType.Add`), staged through Vec on the chip."),
     ("pld.tensor.put", _XFER_PARAMS, _XFER_OPT, _transfer_rule("dst"), _put, _TRANSFER, (2,), (), _KERNEL,
-     "pto.remote_put", LINK_STORE, ANY.text,
+     "pto.remote_put", _PUT, ANY.text,
      "Copy local DDR `src` (or its region at `src_offsets` of size `shape`) into PEER's copy of window-bound "
      "`dst` (at `dst_offsets`), staged through Vec in `chunk_rows` x `chunk_cols` blocks (`pipeline=True`: "
      "double-buffered); `atomic=pld.AtomicType.Add` adds instead."),
     ("pld.tensor.get", _XFER_PARAMS, _XFER_OPT, _transfer_rule("src"), _get, _TRANSFER, (), (0,), _KERNEL,
-     "pto.remote_get", LINK_LOAD, ANY.text,
+     "pto.remote_get", _GET, ANY.text,
      "Copy PEER's copy of window-bound `src` (or its region at `src_offsets` of size `shape`) into local DDR "
      "`dst` (at `dst_offsets`), staged through Vec in `chunk_rows` x `chunk_cols` blocks; returns `dst`."),
 ]
