@@ -114,14 +114,6 @@ CONSTANTS: dict[str, Constant] = {
                                      "public figure) / 1.8 GHz"),
     "task_launch": Constant(900, "cycles", "estimate: ~0.5 us from dispatch to kernel start"),
     "orch_submit": Constant(360, "cycles", "estimate: ~0.2 us of AICPU time to submit one task"),
-    # ---- between chips (pypto.runtime.dist): a notify / remote access crosses one HCCS link ----
-    "link_latency": Constant(3600, "cycles",
-                             "estimate: ~2 us one-way for a one-sided write or signal between two "
-                             "chips over HCCS (a few us is the usual figure for inter-chip RDMA)"),
-    "link_bytes_per_cycle": Constant(31, "bytes / cycle",
-                                     "estimate: 56 GB/s per HCCS link (Huawei's 392 GB/s per Ascend "
-                                     "910B in an 8-chip Atlas 800T A2 mesh, over 7 peer links) / "
-                                     "1.8 GHz"),
 }
 
 PIPES: tuple[str, ...] = ("vector", "cube", "mte1", "mte2", "mte3", "fixpipe", "scalar")
