@@ -54,6 +54,24 @@ def ring_load(out: pl.Out[pl.Tensor], data: pld.DistributedTensor, sig: pld.Dist
 
 
 @pl.jit.incore
+def sum_at_root(inp: pl.Tensor, acc: pld.DistributedTensor, sig: pld.DistributedTensor, out: pl.Out[pl.Tensor]):
+    ctx = pld.get_comm_ctx(acc)
+    n = pld.nranks(ctx)
+    pld.put(acc, 0, inp, atomic=pld.AtomicType.Add)       # every rank accumulates into rank 0's copy
+    for p in pl.range(n):
+        pld.notify(sig, p, [0, 0], 1)
+    pld.wait(sig, [0, 0], n, cmp=pld.WaitCmp.Ge)         # a barrier: everyone's put has landed
+    out = pld.get(out, 0, acc)
+    return out
+
+
+@pl.jit
+def all_sum(inp: pl.Tensor, out: pl.Out[pl.Tensor], acc: pld.DistributedTensor, sig: pld.DistributedTensor):
+    out = sum_at_root(inp, acc, sig, out)
+    return out
+
+
+@pl.jit.incore
 def wait_for_two(sig: pld.DistributedTensor, out: pl.Out[pl.Tensor]):
     ctx = pld.get_comm_ctx(sig)
     me = pld.rank(ctx)
@@ -81,7 +99,7 @@ def _compile(jit_fn, *args):
 def programs():
     x, i = torch.zeros(1, N), torch.zeros(1, 1, dtype=torch.int32)
     return {"ring_store": _compile(ring_store, x, x, x, i), "ring_load": _compile(ring_load, x, x, i),
-            "stuck": _compile(stuck, i, i)}
+            "stuck": _compile(stuck, i, i), "all_sum": _compile(all_sum, x, x, x, i)}
 
 
 def _windows(rt):
@@ -108,6 +126,14 @@ def load_host(rt, inp, out):
     return out
 
 
+def sum_host(rt, inp, out):
+    acc, sig = _windows(rt)
+    for r in range(rt.world_size()):
+        rt.dispatch("all_sum", r, [inp[r], out[r], acc, sig])
+    rt.sync()
+    return out
+
+
 PARAMS = [HostParam("inp", "In", None), HostParam("out", "Out", None)]
 
 
@@ -122,6 +148,14 @@ def test_ring_shift_across_rank_processes(programs, p: int, host) -> None:
     run(DistributedBuild("ring", host, PARAMS, programs), (inp, out), _cfg(p))
     for r in range(p):
         assert torch.equal(out[r], inp[(r - 1) % p]), f"rank {r}"
+
+
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_put_accumulate_barrier_get(programs, p: int) -> None:
+    inp, out = torch.randn(p, 1, N), torch.zeros(p, 1, N)
+    run(DistributedBuild("sum", sum_host, PARAMS, programs), (inp, out), _cfg(p))
+    for r in range(p):
+        torch.testing.assert_close(out[r], inp.sum(0), rtol=1e-5, atol=1e-5)
 
 
 def test_waits_complete_when_the_notify_arrives(programs) -> None:
