@@ -78,15 +78,16 @@ def test_prepared_worker_calls_submit_and_records(axpy_program) -> None:
     with DistributedWorker(_build(axpy_program), _cfg(2)) as rt:
         rt(x, w, out)
         torch.testing.assert_close(out, 2 * x + w)
-        first_end = max(r.end for r in rt.last_records)
+        first = sorted((t.start, t.end) for r in rt.last_records for t in r.tasks)
+        assert rt.last_cycles == max(r.end for r in rt.last_records) == first[-1][1] > 0
         out.zero_()
         h = rt.submit(x, w, out)
         assert h.result(timeout=30) is out and h.done
         torch.testing.assert_close(out, 2 * x + w)
         recs = sorted(rt.last_records, key=lambda r: r.rank)
         assert [r.rank for r in recs] == [0, 1] and all(r.program == "axpy" for r in recs)
-        # each rank's clock continues across calls: the second call's task starts after the first's end
-        assert all(t.start >= first_end for r in recs for t in r.tasks)
+        # every call's simulated time starts at 0: the same work, the same times
+        assert sorted((t.start, t.end) for r in recs for t in r.tasks) == first
         assert all(t.end > t.start and t.kernel.startswith("axpy") for r in recs for t in r.tasks)
         resident = rt.alloc_tensor([2, ROWS, COLS], torch.float32, init=w)
         out.zero_()

@@ -10,7 +10,8 @@ Layout (int64 words):
   deadlock check watches the counters).
 - per rank r, a table of `SLOTS` signal stamps: for a signal cell hashed to a slot, the latest
   simulated arrival time of a notify (cycles), the bit mask of the ranks that notified it since the
-  call began, and the id of the notify event that set the time (rank << 40 | sequence number).
+  call began, and the id of the notify event that set the time (rank << 40 | sequence number);
+  cleared at the start of every host call.
   Cells that share a slot share their stamp (a later arrival, more senders): a rare overestimate.
 """
 
@@ -98,6 +99,7 @@ class Control:
         a, m, e = self.stamps[rank, slot].tolist()
         return int(a), int(m) & _U64, int(e)
 
-    def clear_senders(self) -> None:
-        """Start of a host call: forget who notified what (arrival times stay: they only grow)."""
-        self.stamps[:, :, 1] = 0
+    def clear_stamps(self) -> None:
+        """Start of a host call (every rank idle): forget who notified what and when (each call's
+        simulated time starts at 0)."""
+        self.stamps.zero_()

@@ -221,8 +221,8 @@ class _Rank:
             if msg[0] == "stop":
                 return
             kind, seq, what, args, windows, not_before, call = msg
-            if call != self.call:
-                self.call, self.dispatches = call, 0
+            if call != self.call:     # a new host call: its simulated time starts at 0
+                self.call, self.dispatches, self.clock.base = call, 0, 0
             self.comm.events = []
             self.clock.base = max(self.clock.base, not_before)
             self.ctl.set_state(self.rank, RUNNING)

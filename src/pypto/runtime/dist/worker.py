@@ -72,7 +72,7 @@ class DistributedWorker:
 
     Attributes:
         last_records: the `DispatchRecord`s of the last call (per-rank tasks and cross-rank events on
-            the world clock).
+            the call's clock, which starts at cycle 0); `last_cycles` its simulated duration.
 
     Raises:
         ArgumentTypeError: a config that is not a RunConfig, a build that is not a DistributedBuild.
@@ -152,6 +152,12 @@ class DistributedWorker:
         for user, st in copy_back:
             user.copy_(st)
         return _unstage(result, staged, args)
+
+    @property
+    def last_cycles(self) -> int:
+        """Simulated duration of the last call: the latest end of a rank's dispatches (cycles of the
+        AI-core clock; `cost_model.cycles_to_us` converts)."""
+        return max((r.end for r in self.last_records), default=0)
 
     def merged_swimlane(self) -> dict[str, Any]:
         """The last call as one trace-event document, every rank on one timeline (`timeline.py`)."""

@@ -17,8 +17,9 @@ where available). The host then:
   `DistributedDeadlockError` listing, per rank, the wait it is blocked in;
 - `close()`: stop the processes (terminate them if they do not stop) and unlink every segment.
 
-Simulated time: each rank's clock continues across its dispatches; `sync_clock()` (a host `sync`)
-lets the next dispatches start no earlier than the latest rank's end.
+Simulated time: every host call starts at cycle 0 on every rank; a rank's clock continues across
+its dispatches within the call, and `sync_clock()` (a host `sync`) lets the next dispatches start no
+earlier than the latest rank's end.
 """
 
 from __future__ import annotations
@@ -199,7 +200,8 @@ class World:
         self.start()
         assert self._ctl is not None
         self._ctl.clear_abort()
-        self._ctl.clear_senders()
+        self._ctl.clear_stamps()
+        self._clock, self._ends = 0, [0] * self.nranks
         self.records = []
         self._call += 1
         if self.output_dir is not None:   # per-rank DFX outputs describe the last call only
