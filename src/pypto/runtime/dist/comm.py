@@ -324,7 +324,7 @@ class RankComm:
                         raise self._aborted(why, cell, win, off, expected, cmp, v, span)
                     spins += 1
                     if spins > 50:
-                        delay = min(0.002, max(2e-5, delay * 2))
+                        delay = min(0.001, max(2e-5, delay * 2))
                         time.sleep(delay)
             finally:
                 self.ctl.set_state(self.rank, RUNNING)
