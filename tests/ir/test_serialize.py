@@ -59,7 +59,7 @@ from pypto.ir import (
 )
 from pypto.ir.serialize import deserialize, serialize
 from pypto.ir.structural import assert_structural_equal, structural_equal
-from pypto.ir.types import ArrayType
+from pypto.ir.types import ArrayType, CommCtxType, DistributedTensorType
 
 IDX = ScalarType(INDEX)
 
@@ -101,6 +101,8 @@ def build() -> Program:
     ))
     arr_t = ArrayType(4, INT32)
     arr = Var("arr", arr_t, span=sp(12))
+    win = Var("win", DistributedTensorType((c(4), c(1)), INT32), span=sp(13))   # pld (SPEC §8)
+    ctx = Var("ctx", CommCtxType())
     kernel_body = SeqStmts((
         AssignStmt(t, Call("tile.load", (a, MakeTuple((c(0), c(0))), MakeTuple((c(32), c(64)))), kw,
                            tile, span=sp(10)), span=sp(10)),
@@ -114,9 +116,11 @@ def build() -> Program:
                   Level.CORE_GROUP, (("split", (("mode", SplitMode.LEFT_RIGHT),)),)),
         EvalStmt(Call("tile.store", (r, MakeTuple((c(0), c(0))), out), (), out.var_type)),
         AssignStmt(arr, Call("array.create", (), (("extent", 4), ("dtype", INT32)), arr_t)),
+        AssignStmt(ctx, Call("pld.get_comm_ctx", (win,), (), ctx.var_type)),
         ReturnStmt((out,)),
     ))
-    kernel = Function("kernel", FunctionType.InCore, (a, out), (ParamDirection.In, ParamDirection.InOut),
+    kernel = Function("kernel", FunctionType.InCore, (a, out, win),
+                      (ParamDirection.In, ParamDirection.InOut, ParamDirection.In),
                       (out.var_type,), kernel_body, Level.AIV, Role.SubWorker, True, False, span=sp(9))
     x = Var("x", tensor)
     y = Var("y", TensorType((M, c(64)), FP32))
@@ -175,10 +179,11 @@ def test_sharing_is_preserved():
     p = build()
     q = deserialize(serialize(p))
     kernel = q.get_function("kernel")
-    a, out = kernel.params
+    a, out, win = kernel.params
     load = kernel.body.stmts[0].value
     assert load.args[0] is a
     assert kernel.body.stmts[-1].values[0] is out
+    assert kernel.body.stmts[-2].value.args[0] is win
     t = kernel.body.stmts[0].var
     assert kernel.body.stmts[1].value.args[0] is t
     loop = kernel.body.stmts[4]

@@ -10,7 +10,8 @@ PARAMS = ("a: pl.Tensor[[16, 32], pl.FP32], b: pl.Tensor[[16, 32], pl.FP32], "
           "col: pl.Tensor[[16, 1], pl.FP32], row: pl.Tensor[[1, 32], pl.FP32], "
           "ridx: pl.Tensor[[16, 1], pl.INT32], h: pl.Tensor[[32, 32], pl.FP16], "
           "bias: pl.Tensor[[1, 32], pl.FP32], hrow: pl.Tensor[[1, 32], pl.FP16], "
-          "s: pl.Scalar[pl.FP32], n: pl.Scalar[pl.INT32], o: pl.InOut[pl.Tensor[[16, 32], pl.FP32]]")
+          "s: pl.Scalar[pl.FP32], n: pl.Scalar[pl.INT32], o: pl.InOut[pl.Tensor[[16, 32], pl.FP32]], "
+          "dw: pld.DistributedTensor[[16, 32], pl.FP32], sg: pld.DistributedTensor[[4, 1], pl.INT32]")
 
 PRELUDE = """
 ta = pl.load(a, [0, 0], [16, 32])
@@ -35,6 +36,7 @@ pairs = pl.tile.sort32(ta, ti)
 tpairs = pl.tensor.sort32(a, ai)
 popped = pl.system.tpop_from_aic([16, 32], dtype=pl.FP32)
 arr = pl.array.create(8, pl.INT32)
+ctx = pld.get_comm_ctx(dw)
 """
 
 CASES: dict[str, str] = {}
@@ -138,6 +140,19 @@ CASES.update({
     "system.sync_set": "pl.system.sync_set(set_pipe=\"MTE3\", event_id=12)",
     "system.available_aiv_count": "pl.system.available_aiv_count()",
     "system.available_cluster_count": "pl.system.available_cluster_count()",
+    # distributed primitives (pypto.ops.distributed, SPEC §8)
+    "pld.get_comm_ctx": "pld.get_comm_ctx(sg)",
+    "pld.rank": "pld.rank(ctx)",
+    "pld.nranks": "pld.nranks(ctx)",
+    "pld.system.notify": "pld.system.notify(sg, n, [2, 0], -1, op=pld.NotifyOp.Set)",
+    "pld.system.wait": "pld.system.wait(sg, [n, 0], 3, cmp=pld.WaitCmp.Ge)",
+    "pld.system.defer_wait": "pld.system.defer_wait(sg, [1, 0], n)",
+    "pld.system.fence": "pld.system.fence()",
+    "pld.tile.remote_load": "pld.tile.remote_load(dw, n, [0, 16], [16, 16], valid_shape=[12, 16])",
+    "pld.tile.remote_store": "pld.tile.remote_store(ta, dw, 1, [0, 0], atomic=pld.AtomicType.Add)",
+    "pld.tensor.remote_store": "pld.tensor.remote_store(a, dw, n, [0, 0])",
+    "pld.tensor.put": "pld.tensor.put(dw, n, b, [0, 0], [8, 0], [8, 32], chunk_rows=4, chunk_cols=32, pipeline=True)",
+    "pld.tensor.get": "pld.tensor.get(o, 0, dw, atomic=pld.AtomicType.Add, chunk_rows=8)",
 })
 
 
@@ -147,8 +162,8 @@ _VALUED = ("tpop", "available_")  # system ops with a result
 def function_text(call: str) -> str:
     """A complete `@pl.function` whose body is PRELUDE plus `r = <call>` (or `<call>` alone for ops
     without a value)."""
-    no_value = (call.startswith("pl.system.") and not any(w in call for w in _VALUED)) or \
-        call.startswith("pl.tensor.dump_tag")
+    no_value = (call.startswith(("pl.system.", "pld.system.")) and not any(w in call for w in _VALUED)) or \
+        call.startswith(("pl.tensor.dump_tag", "pld.tile.remote_store", "pld.tensor.remote_store", "pld.tensor.put"))
     stmt = call if no_value else f"r = {call}"
     body = "\n".join("    " + line for line in (PRELUDE.strip() + "\n" + stmt).splitlines())
-    return f"import pypto.language as pl\n\n\n@pl.function\ndef f({PARAMS}):\n{body}\n"
+    return f"import pypto.language as pl\nimport pypto.language.distributed as pld\n\n\n@pl.function\ndef f({PARAMS}):\n{body}\n"

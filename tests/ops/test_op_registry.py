@@ -21,7 +21,7 @@ def test_every_registered_op_has_an_example_case():
 
 @pytest.mark.parametrize("spec", ALL, ids=lambda s: s.name)
 def test_op_is_complete(spec):
-    assert spec.namespace in ("tensor", "tile", "system", "array")
+    assert spec.namespace in ("tensor", "tile", "system", "array", "pld")
     assert spec.doc and spec.doc.endswith(".")
     assert isinstance(spec.cost, Cost) and spec.cost.unit in UNITS and spec.cost.pipe in PIPES
     assert spec.cost.measure in MEASURES
@@ -33,13 +33,16 @@ def test_op_is_complete(spec):
         assert spec.tile_op is not None or spec.has_trait("orchestration")
         if spec.tile_op is not None:
             assert ops.get_op(spec.tile_op).namespace == "tile"
-    else:
+    elif spec.namespace != "pld":
         assert spec.pto is not None or spec.compute is None
         assert spec.pto is None or spec.pto.startswith("pto.")
     for i in spec.scratch:
         assert i in spec.writes
     assert all(p.isidentifier() and not keyword.iskeyword(p) for p in spec.params)
-    leaf = spec.python_name.split(".", 1)[1]
+    if spec.namespace == "pld":   # distributed ops (SPEC §8): they run as they are, with PTO text
+        assert spec.pto is not None and spec.pto.startswith("pto.") and spec.compute is not None
+        assert spec.has_trait("distributed")
+    leaf = spec.python_name.rsplit(".", 1)[1]
     assert leaf.isidentifier() and not keyword.iskeyword(leaf)
 
 
@@ -62,7 +65,7 @@ def test_keyword_ops_are_spelt_with_an_underscore():
 def test_every_op_prints_and_reparses(name):
     fn = pl.parse(function_text(CASES[name]))
     text = fn.as_python()
-    assert f"pl.{ops.get_op(name).python_name}(" in text
+    assert f"{ops.get_op(name).dsl_name}(" in text
     again = pl.parse(text)
     ir.assert_structural_equal(fn, again)
     assert again.as_python() == text

@@ -10,7 +10,7 @@ import enum
 
 __all__ = [
     "MemorySpace", "FunctionType", "Level", "Role", "ForKind", "ParamDirection", "TensorLayout",
-    "PadValue", "SplitMode", "ScopeKind", "ScopeMode",
+    "PadValue", "SplitMode", "ScopeKind", "ScopeMode", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp",
 ]
 
 
@@ -141,4 +141,35 @@ class ScopeMode(_DSLEnum):
     MANUAL = "MANUAL"
 
 
-_DSL_PREFIX = {'MemorySpace': 'pl.Mem', 'FunctionType': 'pl.FunctionType', 'Level': 'pl.Level', 'Role': 'pl.Role', 'ForKind': 'pl.ForKind', 'ParamDirection': 'pl.Direction', 'TensorLayout': 'pl.TensorLayout', 'PadValue': 'pl.PadValue', 'SplitMode': 'pl.SplitMode', 'ScopeKind': 'pl.ScopeKind', 'ScopeMode': 'pl.ScopeMode'}
+class NotifyOp(_DSLEnum):
+    """How `pld.system.notify` updates a peer's signal cell (SPEC §8): add the value atomically, or
+    set it."""
+
+    AtomicAdd = "AtomicAdd"
+    Set = "Set"
+
+
+class WaitCmp(_DSLEnum):
+    """What `pld.system.wait` waits for (SPEC §8): its own cell == / >= the expected value."""
+
+    Eq = "Eq"
+    Ge = "Ge"
+
+
+class AtomicType(_DSLEnum):
+    """How a remote store writes a peer's window (SPEC §8): plain store (`None_`) or atomic add."""
+
+    None_ = "None"
+    Add = "Add"
+
+
+class ReduceOp(_DSLEnum):
+    """The reduction of a collective (`pld.allreduce(..., op=...)`, SPEC §8)."""
+
+    Sum = "Sum"
+    Max = "Max"
+    Min = "Min"
+    Prod = "Prod"
+
+
+_DSL_PREFIX = {'MemorySpace': 'pl.Mem', 'FunctionType': 'pl.FunctionType', 'Level': 'pl.Level', 'Role': 'pl.Role', 'ForKind': 'pl.ForKind', 'ParamDirection': 'pl.Direction', 'TensorLayout': 'pl.TensorLayout', 'PadValue': 'pl.PadValue', 'SplitMode': 'pl.SplitMode', 'ScopeKind': 'pl.ScopeKind', 'ScopeMode': 'pl.ScopeMode', 'NotifyOp': 'pld.NotifyOp', 'WaitCmp': 'pld.WaitCmp', 'AtomicType': 'pld.AtomicType', 'ReduceOp': 'pld.ReduceOp'}

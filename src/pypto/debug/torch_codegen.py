@@ -8,7 +8,8 @@ simulator). The script imports only `torch` and `math`; the helpers it needs are
 `torch_prelude`, and every op becomes one expression from its `torch_ops` template.
 
 Script layout: the prelude (plus `torch_cluster` when the program has Group functions or pipe
-ops); one Python function per IR function (same names); `ENTRY` (the entry function), `OUTPUTS`
+ops, and `torch_dist` when it uses `pld.*` ops: they reach other ranks through the running rank's
+Comm, so such a script runs inside a distributed run); one Python function per IR function (same names); `ENTRY` (the entry function), `OUTPUTS`
 (indices of its Out/InOut parameters) and `run(*args)`; and a `__main__` block that runs the entry
 on random inputs and prints a checksum of each output.
 
@@ -50,7 +51,7 @@ from ..ir import stmt as st
 from ..ir.function import Function, Program
 from ..ir.types import ScalarType, TensorType, TileType
 from ..ops.registry import get_op, has_op
-from . import torch_cluster, torch_prelude
+from . import torch_cluster, torch_dist, torch_prelude
 from .torch_ops import UNSUPPORTED, template_for
 from .torch_plan import KERNEL_TYPES, ScriptPlan, plan_script
 
@@ -355,6 +356,23 @@ def _as_node(node: Any) -> Program | Function:
 
 
 @user_facing
+def _uses_distributed(program: Program) -> bool:
+    """Whether any function of `program` calls a `pld.*` op (the script then needs `torch_dist`)."""
+    from ..ir.visitor import IRVisitor
+
+    class _Scan(IRVisitor):
+        found = False
+
+        def visit_Call(self, e: ex.Call) -> None:
+            super().visit_Call(e)
+            self.found |= isinstance(e.op, str) and e.op.startswith("pld.")
+
+    scan = _Scan()
+    for f in program.functions:
+        scan.visit_function(f)
+    return scan.found
+
+
 def torch_codegen(node: Program | Function | str | os.PathLike, entry: str | None = None) -> str:
     """A standalone PyTorch script (text) for `node` (see the module docstring).
 
@@ -395,6 +413,8 @@ def torch_codegen(node: Program | Function | str | os.PathLike, entry: str | Non
            "# Standalone: needs only torch. Run it to execute the entry on random inputs.", ""]
     out += inspect.getsource(torch_prelude).splitlines()
     out += ["", ""] + inspect.getsource(packed).splitlines()
+    if _uses_distributed(program):
+        out += ["", ""] + inspect.getsource(torch_dist).splitlines()
     if plan.generators or plan.groups:
         out += ["", ""] + [line for line in inspect.getsource(torch_cluster).splitlines()
                            if "# not in scripts" not in line]

@@ -130,6 +130,17 @@ TEMPLATES: dict[str, str] = {
     # chip-wide system ops (pypto.ops.chip): no data effect; core counts of the chip in CHIP
     "system.syncall": "None", "system.cacheinvalid": "None", "system.fence": "None", "system.sync_set": "None",
     "system.available_aiv_count": "CHIP['aiv_count']", "system.available_cluster_count": "CHIP['cluster_count']",
+    # distributed primitives (pypto.ops.distributed; helpers in torch_dist, through the rank's Comm)
+    "pld.get_comm_ctx": "0", "pld.rank": "_comm('pld.rank').rank", "pld.nranks": "_comm('pld.nranks').nranks",
+    "pld.system.notify": "_notify({0}, {1}, {2}, {3}, {op})",
+    "pld.system.wait": "_wait({0}, {1}, {2}, {cmp})",
+    "pld.system.defer_wait": "_wait({0}, {1}, {2}, 'Ge', 'pld.system.defer_wait')",
+    "pld.system.fence": "_comm('pld.system.fence').fence()",
+    "pld.tile.remote_load": "_remote_load({0}, {1}, {2}, {3}, {4})",
+    "pld.tile.remote_store": "_remote_store({0}, {1}, {2}, {3}, {atomic}, {valid})",
+    "pld.tensor.remote_store": "_remote_store({0}, {1}, {2}, {3}, {atomic}, None, 'pld.tensor.remote_store')",
+    "pld.tensor.put": "_put({0}, {1}, {2}, {3}, {4}, {5}, {atomic})",
+    "pld.tensor.get": "_get({0}, {1}, {2}, {3}, {4}, {5}, {atomic})",
     # cross-core pipes of mixed kernels (torch_cluster)
     **{name: _PIPE[role.kind].format(direction=role.direction) for name, role in PIPE_ROLES.items()},
 }

@@ -57,7 +57,19 @@ from .stmt import (
     WhileStmt,
     YieldStmt,
 )
-from .types import ArrayType, MemRef, ScalarType, TensorType, TensorView, TileType, TileView, TupleType, Type
+from .types import (
+    ArrayType,
+    CommCtxType,
+    DistributedTensorType,
+    MemRef,
+    ScalarType,
+    TensorType,
+    TensorView,
+    TileType,
+    TileView,
+    TupleType,
+    Type,
+)
 from .visitor import IRVisitor
 
 __all__ = ["python_print", "format_value"]
@@ -93,9 +105,12 @@ def _tuple_text(items: list[str]) -> str:
 
 
 def _op_spelling(name: str) -> str:
-    """Python spelling of an op name: a keyword leaf gets a trailing underscore (`tensor.and_`)."""
+    """DSL spelling of an op name: `pl.` + the name, a keyword leaf with a trailing underscore
+    (`pl.tensor.and_`); the distributed ops' names already start with their module (`pld.rank`)."""
+    if name.startswith("pld."):
+        return name
     ns, _, leaf = name.partition(".")
-    return f"{ns}.{leaf}_" if keyword.iskeyword(leaf) else name
+    return f"pl.{ns}.{leaf}_" if keyword.iskeyword(leaf) else f"pl.{name}"
 
 
 def _float_text(v: float) -> str:
@@ -203,8 +218,13 @@ class _Printer:
         return "[" + ", ".join(self.dim(d) for d in dims) + "]"
 
     def type(self, t: Type) -> str:
+        if isinstance(t, CommCtxType):
+            return "pld.CommCtx"
         if isinstance(t, ScalarType):
             return f"pl.Scalar[{t.dtype!r}]"
+        if isinstance(t, DistributedTensorType):
+            extra = f", {self.tensor_view(t.view)}" if t.view is not None else ""
+            return f"pld.DistributedTensor[{self.shape(t.shape)}, {t.dtype!r}{extra}]"
         if isinstance(t, TensorType):
             extra = f", {self.tensor_view(t.view)}" if t.view is not None else ""
             return f"pl.Tensor[{self.shape(t.shape)}, {t.dtype!r}{extra}]"
@@ -291,7 +311,7 @@ class _Printer:
             args.append(self.deps(e.deps))
         if isinstance(e.op, GlobalVar):
             return f"{self.expr(e.op)}({', '.join(args)})"
-        return f"pl.{_op_spelling(e.op)}({', '.join(args)})"
+        return f"{_op_spelling(e.op)}({', '.join(args)})"
 
     def submit(self, e: Call, args: list[str]) -> str:
         """`pl.submit(self.k, a, b, deps=[...], ...)` / `pl.spmd_submit(..., core_num=N)` (SPEC §13)."""
@@ -515,13 +535,13 @@ def python_print(node: Any, concise: bool = False) -> str:
         for i, f in enumerate(node.functions):
             if i:
                 p.emit(0, "")
-            p.namer = _Namer(set(dyn) | {"pl", "self"}, fixed)
+            p.namer = _Namer(set(dyn) | {"pl", "pld", "self"}, fixed)
             p.function(f, 1)
-        return "\n".join(header + p.lines) + "\n"
+        return "\n".join(_with_pld(header, p.lines) + p.lines) + "\n"
     if isinstance(node, Function):
         p = _Printer(concise, False, set(dyn), fixed)
         p.function(node, 0)
-        return "\n".join(header + p.lines) + "\n"
+        return "\n".join(_with_pld(header, p.lines) + p.lines) + "\n"
     p = _Printer(concise, False, set(dyn), fixed)
     if isinstance(node, Stmt):
         p.stmt(node, 0)
@@ -529,6 +549,13 @@ def python_print(node: Any, concise: bool = False) -> str:
     if isinstance(node, Expr):
         return p.expr(node)
     raise TypeError(f"cannot print {type(node).__name__}")
+
+
+def _with_pld(header: list[str], lines: list[str]) -> list[str]:
+    """`header` plus `import pypto.language.distributed as pld` when the body uses `pld.` (SPEC §8)."""
+    if not any("pld." in line for line in lines):
+        return header
+    return [*header[:2], "import pypto.language.distributed as pld", *header[2:]]
 
 
 def _as_python(self: Any, concise: bool = False) -> str:

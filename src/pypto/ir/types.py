@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..core.dtype import DataType
+from ..core.dtype import INT64, DataType
 from ..core.enums import MemorySpace, PadValue, TensorLayout
 from ..core.errors import InternalError
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Type", "ScalarType", "TensorType", "TileType", "TupleType", "ArrayType", "MemRef", "TensorView", "TileView",
-    "static_shape", "num_elements",
+    "static_shape", "num_elements", "DistributedTensorType", "CommCtxType",
 ]
 
 
@@ -129,3 +129,21 @@ def num_elements(ty: Type) -> int:
     for d in static_shape(ty):
         n *= d
     return n
+
+
+# ---- distributed programming (SPEC §8; pypto.ops.distributed) ----------------------------------
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DistributedTensorType(TensorType):
+    """`pld.DistributedTensor[[shape], dtype]`: a DDR tensor bound to a window — the same slice of
+    every rank's symmetric window (SPEC §8). A TensorType, so every tensor op accepts it; the
+    remote ops (`pld.*`) require it for their target. Structural equality tells it from a plain
+    TensorType (the class is compared)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CommCtxType(ScalarType):
+    """`pld.CommCtx`: the communication context of a window-bound tensor (`pld.get_comm_ctx`), an
+    opaque scalar-like handle (held as an INT64) that `pld.rank` / `pld.nranks` query."""
+
+    dtype: DataType = INT64

@@ -32,7 +32,7 @@ from ..core.errors import (
 from ..core.span import Span
 from ..ir.expr import ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Program
-from ..ir.types import ScalarType, TensorType, Type
+from ..ir.types import DistributedTensorType, ScalarType, TensorType, Type
 from .decorators import InlineFunction
 from .parser.core_side import check_core_level
 from .parser.entry import FunctionOptions, parse_function
@@ -64,9 +64,24 @@ def _param_annotations(fn: Callable) -> dict[str, Any]:
     return out
 
 
+def _is_bare(ann: Any) -> bool:
+    """Bare `pl.Tensor`, or bare `pld.DistributedTensor` (SPEC §8): shape and dtype from the call."""
+    return ann is Tensor or (isinstance(ann, TensorAnnotation) and getattr(ann, "bare", False) is True)
+
+
 def _bare_params(fn: Callable) -> list[str]:
-    """Names of parameters annotated with bare `pl.Tensor` (possibly inside pl.Out / pl.InOut)."""
-    return [name for name, ann in _param_annotations(fn).items() if ann is Tensor]
+    """Names of parameters annotated with bare `pl.Tensor` or `pld.DistributedTensor` (possibly
+    inside pl.Out / pl.InOut)."""
+    return [name for name, ann in _param_annotations(fn).items() if _is_bare(ann)]
+
+
+def _bare_type(fn: Callable, name: str, value: Any) -> TensorType:
+    """The type of bare-annotated parameter `name` for the call's `value`: a TensorType, or a
+    window-bound DistributedTensorType for a bare `pld.DistributedTensor`."""
+    t = tensor_type_of(value, name)
+    if _param_annotations(fn)[name] is not Tensor:
+        return DistributedTensorType(t.shape, t.dtype, t.view)
+    return t
 
 
 def _runtime_params(fn: Callable) -> list[str]:
@@ -179,6 +194,14 @@ class _Specialisable:
                                   parser.span(node))
         bare = set(_bare_params(self.__pypto_pyfunc__))
         overrides: dict[str, Type] = {n: a.type for n, a in zip(names, args) if n in bare}
+        anns = _param_annotations(self.__pypto_pyfunc__)
+        for n, t in overrides.items():
+            if anns[n] is not Tensor:   # bare pld.DistributedTensor: the argument must be window-bound
+                from ..ops.distributed import unbound_window_message
+
+                msg = unbound_window_message(n, self.__name__, t)
+                if msg is not None:
+                    raise ParserTypeError(msg, parser.span(node))
         name = self._specialised_name(ctx, overrides)
         if name not in ctx.external:
             opts = self.function_options()
@@ -272,7 +295,7 @@ class JITFunction(_Specialisable):
             raise ArgumentTypeError(f"{self.__name__}() takes {len(params)} arguments "
                                     f"({', '.join(params)}), got {len(args)}")
         bare = set(_bare_params(self.__pypto_pyfunc__))
-        out: dict[str, Type] = {n: tensor_type_of(a, n) for n, a in zip(params, args) if n in bare}
+        out: dict[str, Type] = {n: _bare_type(self.__pypto_pyfunc__, n, a) for n, a in zip(params, args) if n in bare}
         for n, a in zip(params, args):
             if n in _runtime_params(self.__pypto_pyfunc__):
                 out[n] = ScalarType(runtime_scalar_dtype(a, n))

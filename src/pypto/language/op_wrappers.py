@@ -30,7 +30,7 @@ class OpRef(_ParsedOnly):
         self.__doc__ = _ops.get_op(name).doc
 
     def __repr__(self) -> str:
-        return f"pl.{_ops.python_name(self.name)}"
+        return _ops.get_op(self.name).dsl_name
 
 
 class UnifiedOp(_ParsedOnly):

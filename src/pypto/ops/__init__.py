@@ -1,7 +1,8 @@
 """The operator catalog (SPEC §3): importing this package registers every op family.
 
 One module per family: elementwise (arithmetic, unary math, activations), bitwise, compare,
-reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system, chip, array. Shared pieces:
+reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system, chip, array,
+distributed (the `pld.*` primitives of SPEC §8). Shared pieces:
 `registry` (OpSpec, dispatch tables), `typing_rules` (argument checks, dtype classes), `valid`
 (partial-tile valid regions), `families` (elementwise factories), `cost` (cost-model entries) and
 `reference` (the generated operator reference page).
@@ -16,6 +17,7 @@ from . import (  # noqa: F401  (registration)
     chip,
     compare,
     creation,
+    distributed,
     elementwise,
     gather,
     matmul,

@@ -17,6 +17,8 @@ Units and pipes (Ascend AI core):
 | "mte"    | FIX   | Acc -> DDR/Mat/Vec (fix-pipe) — a cycle model may refine MTE1/MTE3  |
 |          |       | by the source memory space of the call                              |
 | "scalar" | S     | scalar unit: element reads/writes, block ids, sync flags             |
+| "link"   | MTE2/3, S | a transfer to / from another rank (`pld.*`, SPEC §8): link latency |
+|          |       | plus bytes / link bandwidth (MTE2 reads, MTE3 writes, S a signal)     |
 | "none"   | NONE  | metadata only (views, valid-shape changes, buffer creation)          |
 
 Measures (`Cost.measure`; `amount = factor * measure`):
@@ -28,6 +30,7 @@ Measures (`Cost.measure`; `amount = factor * measure`):
 | "out_bytes" | bytes of the result                                                     |
 | "in_bytes"  | bytes of argument 0                                                     |
 | "mac"       | multiply-accumulates M*N*K of a matmul (lhs is the param named 'lhs')    |
+| "xfer_bytes"| bytes of a region transfer: its `shape` argument if given, else argument 0 |
 | "one"       | 1 (a single scalar or synchronisation instruction)                       |
 | "zero"      | 0                                                                       |
 
@@ -49,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["Cost", "Work", "UNITS", "PIPES", "MEASURES", "work_of", "vector", "cube", "mte",
            "scalar", "free"]
 
-UNITS = frozenset({"vector", "cube", "mte", "scalar", "none"})
+UNITS = frozenset({"vector", "cube", "mte", "scalar", "link", "none"})
 PIPES = frozenset({"V", "M", "MTE1", "MTE2", "MTE3", "FIX", "S", "NONE"})
 
 
@@ -115,12 +118,29 @@ def _mac(params: tuple[str, ...], args: list[Any], result: Type) -> int | None:
     return out * k if isinstance(k, int) else None
 
 
+def _xfer(params: tuple[str, ...], args: list[Any], result: Type) -> int | None:
+    """Bytes a region transfer moves: its `shape` argument (when given, constant) of argument 0's dtype,
+    else all of argument 0."""
+    if not args:
+        return None
+    if "shape" in params and params.index("shape") < len(args):
+        dims = [getattr(d, "value", None) for d in getattr(args[params.index("shape")], "elements", ())]
+        if not dims or not all(isinstance(d, int) for d in dims):
+            return None
+        n = 1
+        for d in dims:
+            n *= d
+        return args[0].type.dtype.storage_bytes(n)
+    return _bytes(args[0].type)
+
+
 MEASURES: dict[str, Callable[[tuple[str, ...], list[Any], Type], int | None]] = {
     "out_elems": lambda p, a, r: _elems(r),
     "in_elems": lambda p, a, r: _elems(a[0].type) if a else None,
     "out_bytes": lambda p, a, r: _bytes(r),
     "in_bytes": lambda p, a, r: _bytes(a[0].type) if a else None,
     "mac": _mac,
+    "xfer_bytes": _xfer,
     "one": lambda p, a, r: 1,
     "zero": lambda p, a, r: 0,
 }

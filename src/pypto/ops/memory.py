@@ -21,7 +21,7 @@ import torch
 from ..core.dtype import INDEX
 from ..core.enums import MemorySpace
 from ..ir.expr import ConstInt, Expr
-from ..ir.types import ScalarType, TensorType, TileType, TupleType, Type
+from ..ir.types import ScalarType, TileType, TupleType, Type
 from .cost import mte, scalar
 from .registry import OpSpec, OpTypeError, register, register_unified
 from .typing_rules import (
@@ -107,7 +107,7 @@ def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
     if tile.dtype is not out.dtype:
         raise OpTypeError(f"tile dtype {tile.dtype.name} differs from output tensor dtype "
                           f"{out.dtype.name}; cast the tile first")
-    return TensorType(out.shape, out.dtype, out.view)
+    return out   # the written tensor itself: a window-bound pld.DistributedTensor stays one (SPEC §8)
 
 
 def _store_compute(tile: Any, offsets: tuple, out: Any, valid: tuple | None = None) -> Any:

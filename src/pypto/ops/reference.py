@@ -44,6 +44,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "system": ("System (`pl.system.*`)", "system"),
     "chip": ("Chip-wide system ops (`pl.system.*`)", "chip"),
     "array": ("Small on-core arrays (`pl.Array`, `pl.array.*`)", "array"),
+    "distributed": ("Distributed primitives (`pld.*`)", "distributed"),
 }
 
 _INTRO = """\

@@ -153,7 +153,13 @@ class OpSpec:
         """The call as a user writes it: `pl.tile.load(tensor, offsets, shapes, valid_shape=None, ...)`."""
         parts = [p if p not in self.optional else f"{p}=None" for p in self.params]
         parts += [f"{k}={_text(v)}" for k, v in self.attrs.items()]
-        return f"pl.{self.python_name}({', '.join(parts)})"
+        return f"{self.dsl_name}({', '.join(parts)})"
+
+    @property
+    def dsl_name(self) -> str:
+        """How source code names the op: `pl.tile.load`; the distributed ops' IR names already start
+        with their module (`pld.system.notify`, SPEC §8)."""
+        return self.python_name if self.name.startswith("pld.") else f"pl.{self.python_name}"
 
     def has_trait(self, trait: str) -> bool:
         return trait in self.traits

@@ -215,9 +215,10 @@ def _class_namespace(cls: type) -> Namespace:
 def parse_text(code: str, filename: str | None = None) -> Program | Function:
     """Parse printed DSL text (SPEC §4): a module with one `@pl.program` class or `@pl.function`."""
     import pypto.language as pl
+    import pypto.language.distributed as pld
 
     info = source_of_text(code, filename)
-    g: dict[str, Any] = {"pl": pl}
+    g: dict[str, Any] = {"pl": pl, "pld": pld}
     defs = []
     for node in info.tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):

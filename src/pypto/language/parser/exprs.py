@@ -34,7 +34,7 @@ from ...ir.expr import (
     UnaryExpr,
     Var,
 )
-from ...ir.types import ScalarType, TensorType, TileType, TupleType
+from ...ir.types import DistributedTensorType, ScalarType, TensorType, TileType, TupleType
 from .. import dsl
 from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
 from ..typing import DynVar
@@ -403,11 +403,25 @@ class ExprParser:
         return UnaryExpr("cast", x, dt, span=self.span(node))
 
     def check_op_placement(self, op_name: str, node: ast.AST) -> None:
-        """Orchestration functions may only create/view tensors and dispatch; compute needs pl.at."""
-        from ...core.enums import FunctionType
+        """Orchestration functions may only create/view tensors and dispatch; compute needs pl.at.
+        A HOST function (level=HOST, `@pl.jit.host`) may call only ops with the trait "host" or
+        "orchestration"; an op with the trait "host_only" is refused everywhere else (SPEC §8)."""
+        from ...core.enums import FunctionType, Level
 
+        spec = _ops.get_op(op_name)
+        if self.level is Level.HOST:
+            if not spec.traits & {"host", "orchestration"}:
+                raise InvalidOperationError(
+                    f"'{spec.dsl_name}' cannot run in HOST function '{self.fdef.name}': it runs on a chip"
+                    f"{' (on the cores, inside a kernel)' if spec.has_trait('distributed') else ''}; "
+                    f"call it from a kernel that a chip orchestration function dispatches with device=r",
+                    self.span(node))
+            return
+        if spec.has_trait("host_only"):
+            raise InvalidOperationError(
+                f"'{spec.dsl_name}' is a host op: only a HOST orchestrator (@pl.jit.host, or "
+                f"@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)) may call it", self.span(node))
         if self.func_type is FunctionType.Orchestration and self.incore_depth == 0:
-            spec = _ops.get_op(op_name)
             if not spec.has_trait("orchestration"):
                 raise InvalidOperationError(
                     f"Misplaced {spec.namespace} op '{op_name}' in Orchestration function "
@@ -453,6 +467,12 @@ class ExprParser:
                                   self.span(node))
         reject_task_id(self, args, node, f"an argument of '{gv.name}'")
         for a, d, p in zip(args, _dirs, params):
+            if isinstance(p.type, DistributedTensorType):   # SPEC §8: remote targets need a window
+                from ...ops.distributed import unbound_window_message
+
+                msg = unbound_window_message(p.name, gv.name, a.type)
+                if msg is not None:
+                    raise ParserTypeError(msg, self.span(node))
             if _conflicting(p.type, a.type):
                 from .stmts import type_text
 

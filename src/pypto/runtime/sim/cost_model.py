@@ -21,6 +21,9 @@ How a cost is formed (all results are whole cycles of the AI-core clock):
   buffer ("gm", Ascend910B) the push costs the store to DDR and the pop the load from it. A free
   costs `scalar_op`. A pop assumes the role's usual sender memory (Acc for the cube core, Vec for
   a vector core).
+- **Link transfers** (unit "link", the `pld.*` ops of SPEC §8): `link_latency` + ceil(bytes /
+  `link_bytes_per_cycle`) on MTE2 (remote reads), MTE3 (remote writes) or the scalar pipe (a
+  signal notify: the latency alone).
 - **Creation and view ops** cost nothing; any other op (scalar reads, system ops) costs
   `scalar_op`.
 - A **task** costs `task_launch` plus the critical path of its ops as executed (loop trips
@@ -103,6 +106,12 @@ CONSTANTS: dict[str, Constant] = {
     "onchip_bytes_per_cycle": Constant(128, "bytes / cycle",
                                        "estimate: Vec <-> Mat / Acc -> Vec copies (Ascend950)"),
     "scalar_op": Constant(8, "cycles", "estimate: one scalar-unit instruction with its operands"),
+    "link_latency": Constant(2700, "cycles",
+                             "estimate: ~1.5 us one-way latency of a remote access between two NPUs of "
+                             "one server over HCCS (published figures are in the 1-3 us range)"),
+    "link_bytes_per_cycle": Constant(31, "bytes / cycle",
+                                     "estimate: one HCCS link, ~56 GB/s per direction (Ascend 910 class "
+                                     "public figure) / 1.8 GHz"),
     "task_launch": Constant(900, "cycles", "estimate: ~0.5 us from dispatch to kernel start"),
     "orch_submit": Constant(360, "cycles", "estimate: ~0.2 us of AICPU time to submit one task"),
 }
@@ -311,6 +320,11 @@ def _from_entry(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost | None:
     if unit == "mte":
         return _memory_cost(spec, call, soc)
     from ...ops.cost import work_of
+
+    if unit == "link":   # a transfer to / from another rank (pypto.ops.distributed)
+        nbytes = work_of(call).amount or 0
+        pipe = {"MTE2": "mte2", "MTE3": "mte3"}.get(entry.pipe, "scalar")  # type: ignore[union-attr]
+        return OpCost(pipe, int(const("link_latency")) + math.ceil(nbytes / const("link_bytes_per_cycle")))
 
     amount = work_of(call).amount
     if amount is None:

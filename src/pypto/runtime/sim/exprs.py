@@ -246,7 +246,8 @@ class ExprCompiler:
                 try:
                     valid = tuple([f if f is None or isinstance(f, tuple) else f(env) for f in valid_fns])
                     return compute(*[f(env) for f in arg_fns], valid=valid, **attrs)
-                except RuntimeSimError:
+                except RuntimeSimError as err:
+                    _locate(err, span)
                     raise
                 except Exception as err:
                     raise RuntimeSimError(f"{where}: {err}", span) from err
@@ -277,6 +278,13 @@ class ExprCompiler:
         return out
 
 
+def _locate(err: RuntimeSimError, span: Span) -> None:
+    """Locate `err` at `span` when it has no location yet (an op's compute raised it without
+    knowing the call, e.g. through a distributed run's Comm)."""
+    if err.span is None:
+        err.span = span
+
+
 def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, span: Span) -> ExprFn:
     """`env -> fn(*[f(env) for f in arg_fns])`, specialised by arity (the interpreter's hot path);
     exceptions other than RuntimeSimError become a RuntimeSimError located at `span`."""
@@ -286,7 +294,8 @@ def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, spa
         def run1(env: Env) -> Any:
             try:
                 return fn(f0(env))
-            except RuntimeSimError:
+            except RuntimeSimError as err:
+                _locate(err, span)
                 raise
             except Exception as err:
                 raise RuntimeSimError(f"{where}: {err}", span) from err
@@ -297,7 +306,8 @@ def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, spa
         def run2(env: Env) -> Any:
             try:
                 return fn(f0(env), f1(env))
-            except RuntimeSimError:
+            except RuntimeSimError as err:
+                _locate(err, span)
                 raise
             except Exception as err:
                 raise RuntimeSimError(f"{where}: {err}", span) from err
@@ -308,7 +318,8 @@ def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, spa
         def run3(env: Env) -> Any:
             try:
                 return fn(f0(env), f1(env), f2(env))
-            except RuntimeSimError:
+            except RuntimeSimError as err:
+                _locate(err, span)
                 raise
             except Exception as err:
                 raise RuntimeSimError(f"{where}: {err}", span) from err
@@ -320,7 +331,8 @@ def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, spa
         def run4(env: Env) -> Any:
             try:
                 return fn(f0(env), f1(env), f2(env), f3(env))
-            except RuntimeSimError:
+            except RuntimeSimError as err:
+                _locate(err, span)
                 raise
             except Exception as err:
                 raise RuntimeSimError(f"{where}: {err}", span) from err
@@ -329,7 +341,8 @@ def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, spa
     def run(env: Env) -> Any:
         try:
             return fn(*[f(env) for f in arg_fns])
-        except RuntimeSimError:
+        except RuntimeSimError as err:
+            _locate(err, span)
             raise
         except Exception as err:
             raise RuntimeSimError(f"{where}: {err}", span) from err
