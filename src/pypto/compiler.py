@@ -250,7 +250,9 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             backend_type: BackendType = BackendType.Ascend910B, skip_ptoas: bool = False,
             verification_level: VerificationLevel | None = None, platform: str | None = None,
             diagnostic_phase: str | None = None, disabled_diagnostics: Any = None) -> Any:
-    """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder.
+    """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder
+    (a `DistributedCompiledProgram` for a program with a HOST orchestrator: SPEC §8,
+    `pypto.runtime.dist.program`).
 
     Args:
         output_dir: build folder; None uses `default_output_dir(program.name)`.
@@ -287,7 +289,14 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
                     f"or get its Program with {program.__name__}.specialize(*sample_args)")
         raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}{hint}")
     from .core.diagnostics import diagnostic_options
+    from .runtime.dist.program import compile_distributed, is_distributed
 
+    if is_distributed(program):  # a HOST orchestrator: host driver + one chip build per chip program
+        return compile_distributed(program, Path(output_dir) if output_dir is not None else
+                                   default_output_dir(program.name), chip_compile=compile, strategy=strategy,
+                                   dump_passes=dump_passes, backend_type=backend_type, skip_ptoas=skip_ptoas,
+                                   verification_level=verification_level, platform=platform,
+                                   diagnostic_phase=diagnostic_phase, disabled_diagnostics=disabled_diagnostics)
     passes = passes_for(strategy)
     check_strategy(program, strategy)
     level = _check_level(verification_level)
