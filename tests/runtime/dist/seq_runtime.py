@@ -80,49 +80,11 @@ def install(monkeypatch: Any, world: int) -> list[SequentialRuntime]:
 
     made: list[SequentialRuntime] = []
 
-    def run(build: Any, args: tuple, config: Any) -> Any:
-        rt = SequentialRuntime(build, world)
+    def run(build: Any, args: tuple, config: Any, callbacks: dict[str, Any] | None = None) -> Any:
+        rt = SequentialRuntime(build, world, callbacks)
         made.append(rt)
         return build.host_fn(rt, *args)
 
     monkeypatch.setattr(dist, "run", run, raising=False)
     return made
 
-
-class SequentialWorker:
-    """Stand-in for `pypto.runtime.dist.DistributedWorker` over `SequentialRuntime`."""
-
-    world = 2
-    made: list["SequentialWorker"] = []
-
-    def __init__(self, build: Any, config: Any, persistent: bool = False,
-                 callbacks: dict[str, Any] | None = None) -> None:
-        self.build, self.config, self.persistent, self.callbacks = build, config, persistent, callbacks or {}
-        self.closed = False
-        self.runtimes: list[SequentialRuntime] = []
-        SequentialWorker.made.append(self)
-
-    def __call__(self, *args: Any) -> Any:
-        assert not self.closed
-        rt = SequentialRuntime(self.build, self.world, self.callbacks)
-        self.runtimes.append(rt)
-        return self.build.host_fn(rt, *args)
-
-    def close(self) -> None:
-        self.closed = True
-
-    def __enter__(self) -> "SequentialWorker":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def install_worker(monkeypatch: Any, world: int) -> type[SequentialWorker]:
-    """Make `pypto.runtime.dist.DistributedWorker` the sequential worker with `world` ranks."""
-    import pypto.runtime.dist as dist
-
-    SequentialWorker.world = world
-    SequentialWorker.made = []
-    monkeypatch.setattr(dist, "DistributedWorker", SequentialWorker, raising=False)
-    return SequentialWorker

@@ -400,7 +400,7 @@ class DistributedCompiledProgram:
         """Run the program once on the ranks of `config.distributed_config` (SPEC §8 one-shot
         call): the host driver dispatches to one simulated chip per rank; Out/InOut host tensors
         are written in place; returns what the HOST orchestrator returns. `callbacks` binds the
-        HOST SubWorkers by name (a prepared worker is used for the call then).
+        HOST SubWorkers by name.
 
         Raises ArgumentTypeError / ArgumentValueError for wrong arguments (before anything runs) and
         whatever the distributed runtime raises for a failed run.
@@ -409,12 +409,10 @@ class DistributedCompiledProgram:
 
         config = check_run_config(config)
         args = self._bind(args, kwargs)
-        if callbacks is not None or self.sub_workers:
-            with self.prepare(config, callbacks=callbacks) as worker:
-                return worker(*args)
+        self._check_callbacks(callbacks)
         from . import run
 
-        return run(self.build, args, config)
+        return run(self.build, args, config, callbacks=callbacks)
 
     @user_facing
     def prepare(self, config: Any = None, persistent: bool = False, callbacks: dict[str, Any] | None = None) -> Any:
@@ -424,11 +422,14 @@ class DistributedCompiledProgram:
         from ..config import check_run_config
         from . import DistributedWorker
 
+        self._check_callbacks(callbacks)
+        return DistributedWorker(self.build, check_run_config(config), persistent, callbacks)
+
+    def _check_callbacks(self, callbacks: dict[str, Any] | None) -> None:
         unknown = sorted(set(callbacks or ()) - set(self.sub_workers))
         if unknown:
             raise ArgumentValueError(f"callbacks {unknown} name no HOST SubWorker of '{self.name}' "
                                      f"(its SubWorkers: {', '.join(self.sub_workers) or 'none'})")
-        return DistributedWorker(self.build, check_run_config(config), persistent, callbacks)
 
     # ---- reloading -----------------------------------------------------------------------
     @classmethod
