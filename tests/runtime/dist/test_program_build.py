@@ -56,9 +56,8 @@ The distributed runtime calls it with its host runtime object `rt` (world_size,
 alloc_window_buffer, window, dispatch, call_sub_worker, sync) and the host arguments.
 """
 
-from pypto.ops import distributed_host as _pld  # noqa: F401  (Python forms of host ops)
+from pypto.ops import distributed_host as _pld
 from pypto.runtime.dist.program import bind_host_args as _bind
-from pypto.runtime.dist.program import dispatch_all as _dispatch_all  # noqa: F401
 
 
 def host_orch(rt, inputs, outputs):

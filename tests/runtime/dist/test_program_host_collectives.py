@@ -17,6 +17,7 @@ import seq_runtime  # noqa: E402
 import pypto.language as pl  # noqa: E402
 import pypto.language.distributed as pld  # noqa: E402
 from pypto import ir  # noqa: E402
+from pypto.core.enums import ReduceOp  # noqa: E402
 from pypto.core.errors import CompileError  # noqa: E402
 from pypto.ir.types import DistributedTensorType  # noqa: E402
 from pypto.language.op_wrappers import OpRef  # noqa: E402
@@ -97,3 +98,62 @@ def test_host_collective_without_builtin_programs_is_a_located_error(fake_collec
                                        f"(pypto.runtime.dist.builtin)")
     assert ei.value.span.begin_line == _host_program.__code__.co_firstlineno + 4
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+# ---- a collective whose signal the host call leaves out ------------------------------------------
+REDUCE = "pld.test_host_reduce"
+
+
+def _reduce_program(name, arg_types, attrs):
+    assert name == REDUCE and len(arg_types) == 1 and attrs == {"op": ReduceOp.Max}
+    shape = ", ".join(str(d.value) for d in arg_types[0].shape)
+    return pl.parse(f"""
+import pypto.language as pl
+import pypto.language.distributed as pld
+
+NR = pl.dynamic("NR")
+
+
+@pl.program
+class builtin_test_reduce:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, src: pl.InOut[pld.DistributedTensor[[{shape}], pl.FP32]],
+             signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]]):
+        return
+""")
+
+
+@pytest.fixture
+def fake_reduce(monkeypatch):
+    spec = registry.OpSpec(REDUCE, ("src", "signal"), lambda args, attrs: args[0].type, None,
+                           attrs={"op": ReduceOp.Sum}, optional=("signal",),
+                           traits=frozenset({"host", "collective"}), cost=free(), family="distributed",
+                           doc="A test stand-in for a host-level collective with an optional signal.")
+    monkeypatch.setitem(registry._REGISTRY, REDUCE, spec)
+    monkeypatch.setattr(pld, "test_host_reduce", OpRef(REDUCE), raising=False)
+    builtin = types.ModuleType("pypto.runtime.dist.builtin")
+    builtin.builtin_program = _reduce_program
+    builtin.implicit_signal = lambda name, arg_types: len(arg_types) == 1
+    builtin.signal_shape = lambda name, attrs, world: [world, 1]
+    monkeypatch.setitem(sys.modules, "pypto.runtime.dist.builtin", builtin)
+
+
+def test_host_collective_without_a_signal_gets_the_drivers_own(fake_reduce, tmp_path, monkeypatch):
+    @pl.jit.host
+    def host(xs: pl.Tensor[[2, 4], pl.FP32]):
+        acc = pld.window(pld.alloc_window_buffer(64), [1, 16], dtype=pl.FP32)
+        pld.test_host_reduce(acc, op=pld.ReduceOp.Max)
+        pld.test_host_reduce(acc, op=pld.ReduceOp.Max)
+        return xs
+
+    cp = ir.compile(host.specialize(), tmp_path, skip_ptoas=True, dump_passes=False)
+    text = (tmp_path / "orchestration" / "host_orch.py").read_text()
+    assert "from pypto.core import enums as _enums\n" in text
+    assert "    _signal_0 = _signal_window(rt, 'pld.test_host_reduce', {'op': _enums.ReduceOp.Max})\n" \
+           "    acc = rt.window(rt.alloc_window_buffer(_pld.window_nbytes(64, None)), [1, 16], 'FP32')\n" \
+           "    _dispatch_all(rt, 'builtin_test_reduce', [acc, _signal_0], acc)\n" \
+           "    _dispatch_all(rt, 'builtin_test_reduce', [acc, _signal_0], acc)\n" in text
+    made = seq_runtime.install(monkeypatch, 3)
+    cp(torch.zeros(2, 4))
+    assert [b.nbytes for b in made[0].windows] == [3 * 4, 64]  # the signal first: [world, 1] INT32
+    assert made[0].log == [("builtin_test_reduce", r) for r in (0, 1, 2)] * 2

@@ -21,6 +21,7 @@ Raises CodegenError (located) for a statement or expression with no host form.
 
 from __future__ import annotations
 
+import enum
 import keyword
 from typing import Any
 
@@ -55,6 +56,7 @@ from ...ir.stmt import (
     YieldStmt,
 )
 from ...ir.types import TensorType
+from ...ir.visitor import IRVisitor
 from ...ops import get_op
 from ...ops.distributed_host import dispatch_args, dispatch_device, world_dims
 from ..common import CodegenError
@@ -67,13 +69,20 @@ _PY_BINOPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": 
               "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
               "and": "and", "or": "or", "bit_and": "&", "bit_or": "|", "bit_xor": "^", "shl": "<<",
               "shr": ">>"}
-_RESERVED = {"rt", "_pld", "_bind", "_dims", "_dispatch_all"}
+# (name, import line) of what generated code may use; a driver imports only what it uses
+_IMPORTS = (("_enums", "from pypto.core import enums as _enums"),
+            ("_pld", "from pypto.ops import distributed_host as _pld"),
+            ("_bind", "from pypto.runtime.dist.program import bind_host_args as _bind"),
+            ("_dispatch_all", "from pypto.runtime.dist.program import dispatch_all as _dispatch_all"),
+            ("_signal_window", "from pypto.runtime.dist.program import signal_window as _signal_window"))
+_RESERVED = {"rt", "_dims", *(name for name, _ in _IMPORTS)}
 _INDENT = "    "
 
 
 class _Writer:
-    def __init__(self, program: Program, func: Function, builtins: dict[int, str]) -> None:
-        self.program, self.func, self.builtins = program, func, builtins
+    def __init__(self, program: Program, func: Function, builtins: dict[int, str], unsignalled: set[int]) -> None:
+        self.program, self.func, self.builtins, self.unsignalled = program, func, builtins, unsignalled
+        self.signals: dict[str, str] = {}  # builtin program -> the driver's variable of its implicit signal
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
         self.used: set[str] = set(_RESERVED)
@@ -133,7 +142,21 @@ class _Writer:
             return repr(v.name)
         if isinstance(v, tuple):
             return "[" + ", ".join(self.attr(x) for x in v) + "]"
+        if isinstance(v, enum.Enum):  # pypto.core.enums members (pld.ReduceOp.Sum, ...)
+            return f"_enums.{type(v).__name__}.{v.name}"
         return repr(v)
+
+    def implicit_signals(self) -> None:
+        """One signal window per builtin program whose calls left out their signal, allocated first
+        (`pypto.runtime.dist.program.signal_window`)."""
+        for call in _collective_calls(self.func, self.unsignalled):
+            name = self.builtins[id(call)]
+            if name not in self.signals:
+                var = f"_signal_{len(self.signals)}"
+                self.signals[name] = var
+                self.used.add(var)
+                attrs = "{" + ", ".join(f"{k!r}: {self.attr(v)}" for k, v in call.kwargs) + "}"
+                self.emit(1, f"{var} = _signal_window(rt, {call.op!r}, {attrs})")
 
     def call(self, e: Call) -> str:
         if isinstance(e.op, GlobalVar):
@@ -148,6 +171,8 @@ class _Writer:
 
             args = [self.expr(a) for a in e.args]
             result = next((t for a, t in zip(e.args, args) if structural_equal(a.type, e.type)), "None")
+            if id(e) in self.unsignalled:
+                args.append(self.signals[builtin])
             return f"_dispatch_all(rt, {builtin!r}, [{', '.join(args)}], {result})"
         spec = get_op(e.op)
         if not spec.host:
@@ -248,27 +273,46 @@ class _Writer:
             self.names[id(v)] = n
             self.used.add(n)
             self.emit(1, f"{n} = _dims[{n!r}]")
+        self.implicit_signals()
         self.body(f.body, 1)
         if not f.body.stmts or not isinstance(f.body.stmts[-1], ReturnStmt):
             self.emit(1, "rt.sync()")
+
+
+def _collective_calls(f: Function, ids: set[int]) -> list[Call]:
+    """The calls of `f` whose id is in `ids`, in program order."""
+    found: list[Call] = []
+
+    class _Find(IRVisitor):
+        def visit_Call(self, e: Call) -> None:
+            if id(e) in ids:
+                found.append(e)
+            super().visit_Call(e)
+
+    _Find().visit_function(f)
+    return found
 
 
 def _world_dim_names(f: Function) -> set[str]:
     return {v.name for v in world_dims(f)}
 
 
-def render_host_driver(program: Program, host: str, builtins: dict[int, str] | None = None) -> str:
+def render_host_driver(program: Program, host: str, builtins: dict[int, str] | None = None,
+                       unsignalled: set[int] | None = None) -> str:
     """The Python text of `orchestration/host_orch.py` for HOST orchestrator `host` of `program`
     (module doc); `builtins` names the builtin chip program of each host-level collective call (by
-    `id` of the Call), dispatched to every rank. Raises CodegenError for a construct without a host
-    form."""
+    `id` of the Call), dispatched to every rank; the calls in `unsignalled` left out their signal
+    and get the driver's own (one per builtin program, allocated first). Raises CodegenError for a
+    construct without a host form."""
     func = program.get_function(host)
     if func is None:
         raise CodegenError(f"program '{program.name}' has no function {host!r}")
-    w = _Writer(program, func, builtins or {})
+    w = _Writer(program, func, builtins or {}, unsignalled or set())
     for p in func.params:  # parameters keep their names
         w.name(p)
     w.function()
+    body = "\n".join(w.lines)
+    imports = [line for name, line in _IMPORTS if name == "_bind" or f"{name}(" in body or f"{name}." in body]
     head = [f'"""Host driver of distributed program {program.name!r} (generated by PyPTO from HOST '
             f'orchestrator {host!r}; SPEC §8).',
             "",
@@ -276,8 +320,6 @@ def render_host_driver(program: Program, host: str, builtins: dict[int, str] | N
             "alloc_window_buffer, window, dispatch, call_sub_worker, sync) and the host arguments.",
             '"""',
             "",
-            "from pypto.ops import distributed_host as _pld  # noqa: F401  (Python forms of host ops)",
-            "from pypto.runtime.dist.program import bind_host_args as _bind",
-            "from pypto.runtime.dist.program import dispatch_all as _dispatch_all  # noqa: F401",
+            *imports,
             "", ""]
     return "\n".join(head + w.lines) + "\n"

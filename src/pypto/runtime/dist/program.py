@@ -56,7 +56,7 @@ from ...ops.distributed_host import dispatch_device
 from .build import DistributedBuild, HostParam
 
 __all__ = ["DistributedCompiledProgram", "compile_distributed", "is_distributed", "host_orchestrator",
-           "bind_host_args", "dispatch_all", "DIST_META_FILE", "DIST_META_FORMAT", "HOST_IR_FILE"]
+           "bind_host_args", "dispatch_all", "signal_window", "DIST_META_FILE", "DIST_META_FORMAT", "HOST_IR_FILE"]
 
 DIST_META_FILE = "distributed_meta.json"
 DIST_META_FORMAT = "pypto-dist-build-1"
@@ -133,14 +133,15 @@ def chip_subprogram(program: Program, name: str) -> Program:
     return Program(name, tuple(seen.values()), span=seen[name].span)
 
 
-def _builtin_programs(calls: list[Call]) -> dict[int, Program]:
-    """The builtin chip program of every host-level collective call (by id of the call).
+def _builtin_programs(calls: list[Call]) -> tuple[dict[int, Program], set[int]]:
+    """The builtin chip program of every host-level collective call (by id of the call), and the
+    ids of the calls that left out their signal (the driver allocates one: `signal_window`).
 
     Raises CompileError (located at the call) when the builtin collectives are not available."""
     if not calls:
-        return {}
+        return {}, set()
     try:
-        from .builtin import builtin_program  # the collectives' chip programs ("coll")
+        from . import builtin  # the collectives' chip programs
     except ImportError:
         raise CompileError(f"host-level collective '{calls[0].op}' needs the builtin collective chip "
                            f"programs (pypto.runtime.dist.builtin), which this installation lacks; call "
@@ -152,10 +153,12 @@ def _builtin_programs(calls: list[Call]) -> dict[int, Program]:
             structural_equal(a.type, b.type) for a, b in zip(d.args, c.args)) and len(d.args) == len(c.args)),
             None)
         if same is None:
-            same = builtin_program(c.op, [a.type for a in c.args], dict(c.kwargs))
+            same = builtin.builtin_program(c.op, [a.type for a in c.args], dict(c.kwargs))
             made.append((c, same))
         out[id(c)] = same
-    return out
+    implicit = getattr(builtin, "implicit_signal", None)
+    unsignalled = {id(c) for c in calls if implicit is not None and implicit(c.op, [a.type for a in c.args])}
+    return out, unsignalled
 
 
 # ---- the build folder -------------------------------------------------------------------------
@@ -238,13 +241,13 @@ def compile_distributed(program: Program, output_dir: str | os.PathLike, *, chip
     try:
         calls = _HostCalls()
         calls.visit_function(host)
-        builtins = _builtin_programs(calls.collectives)
+        builtins, unsignalled = _builtin_programs(calls.collectives)
         subprograms = [chip_subprogram(program, n) for n in calls.chips]
         subprograms += list({id(p): p for p in builtins.values()}.values())
         chips: dict[str, Any] = {}
         for sub in subprograms:
             chips[sub.name] = chip_compile(sub, output_dir=out / "next_levels" / sub.name, **chip_options)
-        driver = render_host_driver(program, host.name, {k: p.name for k, p in builtins.items()})
+        driver = render_host_driver(program, host.name, {k: p.name for k, p in builtins.items()}, unsignalled)
         (out / HOST_DRIVER_FILE).parent.mkdir(parents=True, exist_ok=True)
         (out / HOST_DRIVER_FILE).write_text(driver, encoding="utf-8")
         (out / HOST_IR_FILE).write_bytes(serialize(Program(program.name, (host, *subs), span=program.span)))
@@ -317,6 +320,19 @@ def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Seque
 
 def _shape_text(shape: Sequence[Any]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def signal_window(rt: Any, collective: str, attrs: dict[str, Any]) -> Any:
+    """The signal window of host-level collective calls that left out their signal: zeroed INT32
+    cells of the shape `pypto.runtime.dist.builtin.signal_shape` gives for this world size. The
+    driver allocates one per builtin program and host call, before anything else; collective
+    signals clear themselves, so it serves every such call of that host call."""
+    import math
+
+    from .builtin import signal_shape  # the collectives' chip programs
+
+    shape = [int(d) for d in signal_shape(collective, attrs, int(rt.world_size()))]
+    return rt.window(rt.alloc_window_buffer(4 * math.prod(shape)), shape, "INT32")
 
 
 def dispatch_all(rt: Any, program: str, args: list[Any], result: Any) -> Any:
