@@ -417,6 +417,8 @@ class JITFunction(_Specialisable):
         if config.strategy is not None:
             opts["strategy"] = config.strategy
         opts.update(diagnostic_phase=config.diagnostic_phase, disabled_diagnostics=config.disabled_diagnostics)
+        if self.level is Level.HOST:  # recorded in distributed_meta.json (SPEC §8)
+            opts["distributed_config"] = getattr(config, "distributed_config", None)
         compiled = ir_compile(program, **opts)
         self._cache[key] = compiled
         self._extern_prints[key] = _extern_fingerprint(compiled.program)

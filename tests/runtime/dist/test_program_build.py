@@ -294,3 +294,23 @@ def test_window_sized_by_the_rank_count_and_a_scalar_parameter(monkeypatch, worl
     assert "    buf = rt.alloc_window_buffer(_pld.window_nbytes([(NR * 4), 8], 'FP32'))\n" \
            "    win = rt.window(buf, [4, 8], 'FP32')\n    for r in range(0, NR, 1):\n" \
            "        rt.dispatch('add_window', r, [win, ys[r], (s * 2.0)])\n" in text
+
+
+def test_meta_records_the_distributed_config(tmp_path):
+    from pypto.runtime import RunConfig
+    from pypto.runtime.config import DistributedConfig
+
+    cp = ir.compile(Scale, tmp_path, skip_ptoas=True, dump_passes=False,
+                    distributed_config=DistributedConfig(device_ids=[3, 5]))
+    meta = json.loads((tmp_path / "distributed_meta.json").read_text())
+    assert meta["distributed_config"] == {"device_ids": [3, 5], "num_sub_workers": 0, "deadlock_timeout": 10.0,
+                                          "start_method": None}
+    assert cp.build.meta == meta
+
+    @pl.jit.host
+    def again(xs: pl.Tensor[[NR, 1, 256], pl.FP32]):
+        return xs
+
+    built = again.compile(config=RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1, 2])))
+    assert built.build.meta["distributed_config"]["device_ids"] == [0, 1, 2]
+    assert built.chip_programs == {}
