@@ -160,3 +160,36 @@ def test_host_scalar_arithmetic_on_the_rank():
 def test_jit_host_rejects_level():
     with pytest.raises(TypeError, match=r"@pl.jit.host does not take level= \(HOST is implicit\)"):
         pl.jit.host(level=pl.Level.HOST)
+
+
+def test_a_host_level_scope_of_a_single_chip_program_keeps_the_chip_rules(tmp_path):
+    """`pl.at(level=pl.Level.HOST)` in a chip orchestration function is outlined into a HOST-level
+    *chip* orchestration (type Orchestration): not a distributed host orchestrator, so the program
+    compiles (and its pass dumps re-parse) as a single-chip program."""
+    import torch
+
+    from pypto.runtime.compiled import CompiledProgram
+
+    S = [16, 32]
+
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[S, pl.FP32], o: pl.Out[pl.Tensor[S, pl.FP32]]) -> pl.Tensor[S, pl.FP32]:
+            t = pl.load(a, [0, 0], [16, 32])
+            o = pl.store(t, [0, 0], o)
+            return o
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[S, pl.FP32], c: pl.Out[pl.Tensor[S, pl.FP32]]) -> pl.Tensor[S, pl.FP32]:
+            with pl.at(level=pl.Level.HOST):
+                c = self.k(a, c)
+            return c
+
+    cp = ir.compile(P, tmp_path, verification_level="ROUNDTRIP", skip_ptoas=True)
+    assert isinstance(cp, CompiledProgram)
+    host = [f for f in cp.program.functions if f.level is Level.HOST]
+    assert len(host) == 1 and host[0].func_type is FunctionType.Orchestration
+    a, c = torch.randn(16, 32), torch.zeros(16, 32)
+    cp(a, c)
+    assert torch.equal(a, c)

@@ -240,7 +240,7 @@ class ExprParser:
                 raise ParserTypeError(f"tuple index must be a constant in [0, {len(t.types)})",
                                       self.span(node))
             return TupleGetItem(base, idx, span=self.span(node))
-        if isinstance(t, TensorType) and is_host_orchestrator(self.level, self.role):
+        if isinstance(t, TensorType) and is_host_orchestrator(self.level, self.role, self.func_type):
             return rank_subscript(self, base, node)  # x[r] of a world-shaped tensor (SPEC §8)
         if isinstance(t, TensorType):
             offsets, sizes, is_slice = self.subscript_region(base, node.slice)
@@ -413,7 +413,7 @@ class ExprParser:
         from ...core.enums import FunctionType
 
         spec = _ops.get_op(op_name)
-        if is_host_orchestrator(self.level, self.role):  # host code has a Python form only for these
+        if is_host_orchestrator(self.level, self.role, self.func_type):  # host code has a Python form only for these
             if not spec.has_trait("host"):
                 raise InvalidOperationError(
                     f"'{spec.dsl_name}' cannot run in HOST function '{self.fdef.name}': it runs on a chip"

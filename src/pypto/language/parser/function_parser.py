@@ -286,7 +286,7 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
                         tuple(self.header.directions), tuple(rets), body, self.level, self.role,
                         self.strict_ssa, self.auto_scope, self.optimizations, attrs=self.attrs,
                         span=self.span(self.fdef))
-        if is_host_orchestrator(self.level, self.role):
+        if is_host_orchestrator(self.level, self.role, self.func_type):
             check_dispatch_loops(func)
         return func
 

@@ -40,9 +40,12 @@ _KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.A
 _LOOP_HINT = "for r in pl.range(pld.world_size()): ..."
 
 
-def is_host_orchestrator(level: Level | None, role: Role | None) -> bool:
-    """Whether a function with these decorator options is a HOST orchestrator (SPEC §8)."""
-    return level is Level.HOST and role is not Role.SubWorker
+def is_host_orchestrator(level: Level | None, role: Role | None, func_type: FunctionType | None) -> bool:
+    """Whether a function with these decorator options is the HOST orchestrator of a distributed
+    program (SPEC §8): level HOST, not a SubWorker, and not of type Orchestration — the functions
+    OutlineHierarchyScopes makes of `pl.at(level=pl.Level.HOST)` regions of a single-chip program
+    are HOST-level *chip* orchestrations (type Orchestration) and keep the chip's rules."""
+    return level is Level.HOST and role is not Role.SubWorker and func_type is not FunctionType.Orchestration
 
 
 def is_sub_worker(level: Level | None, role: Role | None) -> bool:
@@ -50,7 +53,7 @@ def is_sub_worker(level: Level | None, role: Role | None) -> bool:
 
 
 def _where(parser: Any) -> str:
-    if is_host_orchestrator(parser.level, parser.role):
+    if is_host_orchestrator(parser.level, parser.role, parser.func_type):
         return f"HOST orchestrator '{parser.fdef.name}'"
     return f"{parser.func_type.name} function '{parser.fdef.name}'"
 
@@ -78,7 +81,7 @@ def _callee(parser: Any, name: str) -> tuple[FunctionType | None, Level | None, 
 def _kind_text(ft: FunctionType | None, level: Level | None, role: Role | None) -> str:
     if is_sub_worker(level, role):
         return "a HOST SubWorker"
-    if is_host_orchestrator(level, role):
+    if is_host_orchestrator(level, role, ft):
         return "a HOST orchestrator"
     if ft in _KERNEL_TYPES:
         return f"an {ft.name} kernel" if ft.name[0] in "AI" else f"a {ft.name} kernel"  # type: ignore[union-attr]
@@ -90,16 +93,16 @@ def function_call(parser: Any, gv: GlobalVar, args: list[Expr], device: ast.keyw
     """The arguments and attributes of a call of program function `gv` under the level rules of
     the module doc (a dispatch call gets the rank as its last argument and `device=True`)."""
     ft, level, role = _callee(parser, gv.name)
-    host = is_host_orchestrator(parser.level, parser.role)
+    host = is_host_orchestrator(parser.level, parser.role, parser.func_type)
     kind = _kind_text(ft, level, role)
-    chip_orch = ft is FunctionType.Orchestration and level is not Level.HOST
+    chip_orch = ft is FunctionType.Orchestration
     if not host:
         if device is not None:
             raise ParserSyntaxError(
                 f"device= dispatches a chip orchestration function to a rank, which only a HOST "
                 f"orchestrator does (@pl.jit.host, or @pl.function(level=pl.Level.HOST, "
                 f"role=pl.Role.Orchestrator)); {_where(parser)} is not one", parser.span(device))
-        if level is Level.HOST:
+        if is_sub_worker(level, role) or is_host_orchestrator(level, role, ft):
             raise ParserSyntaxError(f"'{gv.name}' is {kind}: only a HOST orchestrator can call it",
                                     parser.span(node))
         return tuple(args), ()

@@ -70,7 +70,7 @@ _loaded = itertools.count()
 def _is_host_orch(f: Function) -> bool:
     from ...language.parser.host import is_host_orchestrator
 
-    return is_host_orchestrator(f.level, f.role) and f.func_type is not FunctionType.InCore
+    return is_host_orchestrator(f.level, f.role, f.func_type) and f.func_type is not FunctionType.InCore
 
 
 def _is_sub_worker(f: Function) -> bool:
