@@ -153,15 +153,34 @@ CASES.update({
     "pld.tensor.remote_store": "pld.tensor.remote_store(a, dw, n, [0, 0])",
     "pld.tensor.put": "pld.tensor.put(dw, n, b, [0, 0], [8, 0], [8, 32], chunk_rows=4, chunk_cols=32, pipeline=True)",
     "pld.tensor.get": "pld.tensor.get(o, 0, dw, atomic=pld.AtomicType.Add, chunk_rows=8)",
+    # host-level ops (pypto.ops.distributed_host): legal only in a HOST orchestrator (HOST_PRELUDE)
+    "pld.world_size": "pld.world_size()",
+    "pld.alloc_window_buffer": "pld.alloc_window_buffer([16, 32], dtype=pl.FP32)",
+    "pld.window": "pld.window(buf, [4, 8], dtype=pl.INT32)",
+    "pld.rank_view": "pld.rank_view(wt, n)",
 })
 
 
 _VALUED = ("tpop", "available_")  # system ops with a result
 
 
+HOST_PRELUDE = "buf = pld.alloc_window_buffer(4096)"
+HOST_OPS = ("pld.world_size(", "pld.alloc_window_buffer(", "pld.window(", "pld.rank_view(")
+
+
+def _host_function_text(call: str) -> str:
+    """A HOST orchestrator whose body is HOST_PRELUDE plus `r = <call>` (SPEC §8 host ops)."""
+    body = "\n".join("    " + line for line in (HOST_PRELUDE + "\n" + f"r = {call}").splitlines())
+    return ("import pypto.language as pl\nimport pypto.language.distributed as pld\n\n\n"
+            "@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)\n"
+            f"def f(wt: pl.Tensor[[4, 16, 32], pl.FP32], n: pl.Scalar[pl.INT64]):\n{body}\n")
+
+
 def function_text(call: str) -> str:
     """A complete `@pl.function` whose body is PRELUDE plus `r = <call>` (or `<call>` alone for ops
     without a value)."""
+    if call.startswith(HOST_OPS):
+        return _host_function_text(call)
     no_value = (call.startswith(("pl.system.", "pld.system.")) and not any(w in call for w in _VALUED)) or \
         call.startswith(("pl.tensor.dump_tag", "pld.tile.remote_store", "pld.tensor.remote_store", "pld.tensor.put"))
     stmt = call if no_value else f"r = {call}"

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registration)
     compare,
     creation,
     distributed,
+    distributed_host,
     elementwise,
     gather,
     matmul,

@@ -45,6 +45,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "chip": ("Chip-wide system ops (`pl.system.*`)", "chip"),
     "array": ("Small on-core arrays (`pl.Array`, `pl.array.*`)", "array"),
     "distributed": ("Distributed primitives (`pld.*`)", "distributed"),
+    "distributed_host": ("Host-level distributed ops (`pld.*`, HOST orchestrator only)", "distributed_host"),
 }
 
 _INTRO = """\
