@@ -13,6 +13,8 @@ import pytest
 import torch
 from thread_ranks import ThreadWorld, on_ranks, run_ranks
 
+import pypto.language as pl
+import pypto.language.distributed as pld
 from pypto import ir
 from pypto.core.dtype import FP32, INDEX, INT32, DataType
 from pypto.core.enums import ReduceOp
@@ -83,7 +85,7 @@ def assert_all_equal(got: list[torch.Tensor], want: list[torch.Tensor], rtol: fl
 @pytest.mark.parametrize("op", list(ReduceOp))
 @pytest.mark.parametrize("nranks", RANKS)
 def test_allreduce_every_op_and_mode(mode, op, nranks):
-    shape = [6, 50]   # 300 FP32 (1200 bytes) in ~256-byte tiles: uneven chunks and segments
+    shape = [6, 70]   # rows of 70 FP32 in ~256-byte tiles: 64 + 6 per row (mesh), 48 + 22 (ring segments)
     cp = compiled("allreduce", [window(shape, FP32)], tiny_chunks=True, mode=mode, op=op)
     torch.manual_seed(nranks)
     xs = [torch.rand(*shape) + 0.5 for _ in range(nranks)]
@@ -242,3 +244,55 @@ def test_every_collective_reference_leaves_the_signal_at_zero():
         assert torch.equal(u[r][(r + 1) % nranks], swapped[(r + 1) % nranks])
         assert torch.equal(w[r][:, :5], torch.stack([v[s][r, :5] for s in range(nranks)]))
         assert torch.equal(w[r][:, 5:], torch.stack([v[s][0, 5:] for s in range(nranks)]))
+
+
+NRD = pl.dynamic("NR")
+STEPS = pl.dynamic("STEPS")
+
+
+@pl.program
+class Reuse:
+    """One ring signal for four allreduces (three in a loop), one mesh signal for a barrier and
+    two mesh collectives, in one kernel."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.InOut[pld.DistributedTensor[[4, 100], pl.FP32]],
+          ring: pld.DistributedTensor[[STEPS, NRD], pl.INT32],
+          mesh: pld.DistributedTensor[[NRD, 1], pl.INT32]) -> pld.DistributedTensor[[4, 100], pl.FP32]:
+        for i in pl.range(3):
+            x = pld.allreduce(x, ring, mode="ring")
+            t = pl.load(x, [0, 0], [4, 100])
+            t = pl.tile.muls(t, 0.5)
+            x = pl.store(t, [0, 0], x)
+        pld.allreduce(x, ring, op=pld.ReduceOp.Max, mode="ring")
+        pld.barrier(mesh)
+        pld.broadcast(x, mesh, root=1)
+        pld.allreduce(x, mesh, op=pld.ReduceOp.Sum)
+        return x
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.InOut[pld.DistributedTensor[[4, 100], pl.FP32]],
+             ring: pld.DistributedTensor[[STEPS, NRD], pl.INT32],
+             mesh: pld.DistributedTensor[[NRD, 1], pl.INT32]) -> pld.DistributedTensor[[4, 100], pl.FP32]:
+        x = self.k(x, ring, mesh)
+        return x
+
+
+@functools.cache
+def _reuse():
+    return ir.compile(Reuse, skip_ptoas=True, dump_passes=False, diagnostic_phase="none")
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+def test_signals_are_reused_across_calls_and_inside_a_loop(nranks):
+    xs = [torch.rand(4, 100) for _ in range(nranks)]
+    x, ring, mesh = run(_reuse(), nranks, [([4, 100], FP32, xs),
+                                           (signal_shape("allreduce", {"mode": "ring"}, nranks), INT32, None),
+                                           ([nranks, 1], INT32, None)])
+    want = torch.stack(xs).sum(0) * 0.5
+    for _ in range(2):
+        want = (want * nranks) * 0.5     # every rank holds the same value after the first allreduce
+    want = want * nranks                 # Max of equal values, broadcast, then the sum over ranks
+    assert_all_equal(x, [want] * nranks, rtol=1e-5, atol=1e-4)
+    assert_zero(ring)
+    assert_zero(mesh)
