@@ -24,6 +24,7 @@ it must do this.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from ...core.dtype import INDEX, INT32
@@ -58,14 +59,24 @@ def _attr_text(v: Any) -> str:
     return str(v).lower()
 
 
-def builtin_name(name: str, attrs: dict[str, Any] | None = None) -> str:
-    """The chip program's name: `pld_<collective>[_<attr values>]` (`pld_allreduce_sum_ring_1`), a
-    valid identifier that is the same for the same collective and attributes."""
+def _type_text(t: Type) -> str:
+    dims = ",".join(str(d.value) if isinstance(d, ConstInt) else getattr(d, "name", "?")
+                    for d in getattr(t, "shape", ()))
+    return f"{type(t).__name__}[{dims}]{getattr(getattr(t, 'dtype', None), 'name', '')}"
+
+
+def builtin_name(name: str, attrs: dict[str, Any] | None = None, arg_types: list[Type] | None = None) -> str:
+    """The chip program's name, a valid identifier: `pld_<collective>_<attribute values>`, then (with
+    `arg_types`) 8 hex digits of a digest of the operand types, so calls on different shapes get
+    different programs (`pld_allreduce_sum_ring_1_3f2a9c01`) and equal calls share one."""
     op = _op_name(name)
     spec = get_op(op)
     full = dict(spec.attrs)
     full.update(attrs or {})
     parts = [_attr_text(full[k]) for k in spec.attrs]
+    if arg_types is not None:
+        key = ";".join(_type_text(t) for t in arg_types)
+        parts.append(hashlib.sha1(key.encode()).hexdigest()[:8])
     return "_".join([op.replace(".", "_"), *parts])
 
 
@@ -100,7 +111,7 @@ def builtin_program(name: str, arg_types: list[Type], attrs: dict[str, Any] | No
         attrs: the call's attributes (`op`, `mode`, `root`, ...); missing ones take the defaults.
 
     Returns:
-        A Program named `builtin_name(name, attrs)` with the Orchestration entry `main` (see the
+        A Program named `builtin_name(name, attrs, arg_types)` with the Orchestration entry `main` (see the
         module docstring for its parameters) and the InCore kernel `collective`.
 
     Raises:
@@ -144,4 +155,4 @@ def builtin_program(name: str, arg_types: list[Type], attrs: dict[str, Any] | No
         mbody += [AssignStmt(v, TupleGetItem(tup, k)) for k, v in enumerate(rets)]
     mbody.append(ReturnStmt(rets))
     entry = Function(ENTRY, FunctionType.Orchestration, tuple(mp), dirs, ret_types, SeqStmts(tuple(mbody)))
-    return Program(builtin_name(name, attrs), (entry, kernel))
+    return Program(builtin_name(name, attrs, list(arg_types)), (entry, kernel))
