@@ -16,7 +16,7 @@ from thread_ranks import ThreadWorld, on_ranks, run_ranks
 import pypto.language as pl
 import pypto.language.distributed as pld
 from pypto import ir
-from pypto.core.dtype import FP32, INDEX, INT32, DataType
+from pypto.core.dtype import BF16, FP16, FP32, INDEX, INT32, DataType
 from pypto.core.enums import ReduceOp
 from pypto.ir.expr import ConstInt, Var
 from pypto.ir.types import DistributedTensorType, ScalarType
@@ -26,7 +26,7 @@ from pypto.runtime.dist.builtin import builtin_program, signal_shape
 
 RANKS = (2, 3, 4)
 NR = Var("NR", ScalarType(INDEX))
-_TORCH = {FP32: torch.float32, INT32: torch.int32}
+_TORCH = {FP32: torch.float32, INT32: torch.int32, FP16: torch.float16, BF16: torch.bfloat16}
 REDUCE = {ReduceOp.Sum: lambda xs: torch.stack(xs).sum(0), ReduceOp.Max: lambda xs: torch.stack(xs).amax(0),
           ReduceOp.Min: lambda xs: torch.stack(xs).amin(0), ReduceOp.Prod: lambda xs: torch.stack(xs).prod(0)}
 
@@ -93,6 +93,20 @@ def test_allreduce_every_op_and_mode(mode, op, nranks):
     want = REDUCE[op](xs)
     assert_all_equal(x, [want] * nranks)
     assert all(torch.equal(x[0], x[r]) for r in range(nranks)), "ranks disagree bit-wise"
+    assert_zero(sig)
+
+
+@pytest.mark.parametrize("mode", ["mesh", "ring"])
+@pytest.mark.parametrize("shape, dtype", [([1000], FP32), ([3, 5, 130], FP16), ([64, 64], BF16)],
+                         ids=["1d-fp32", "3d-fp16", "2d-bf16"])
+def test_allreduce_of_other_ranks_and_dtypes(mode, shape, dtype):
+    nranks = 3
+    cp = compiled("allreduce", [window(shape, dtype)], tiny_chunks=True, mode=mode)
+    xs = [torch.rand(*shape).to(_TORCH[dtype]) for _ in range(nranks)]
+    x, sig = run(cp, nranks, [(shape, dtype, xs), (signal_shape("allreduce", {"mode": mode}, nranks), INT32, None)])
+    want = sum(t.float() for t in xs)
+    tol = 1e-5 if dtype is FP32 else 2e-2
+    assert_all_equal([t.float() for t in x], [want] * nranks, rtol=tol, atol=tol)
     assert_zero(sig)
 
 
