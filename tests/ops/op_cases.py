@@ -11,7 +11,11 @@ PARAMS = ("a: pl.Tensor[[16, 32], pl.FP32], b: pl.Tensor[[16, 32], pl.FP32], "
           "ridx: pl.Tensor[[16, 1], pl.INT32], h: pl.Tensor[[32, 32], pl.FP16], "
           "bias: pl.Tensor[[1, 32], pl.FP32], hrow: pl.Tensor[[1, 32], pl.FP16], "
           "s: pl.Scalar[pl.FP32], n: pl.Scalar[pl.INT32], o: pl.InOut[pl.Tensor[[16, 32], pl.FP32]], "
-          "dw: pld.DistributedTensor[[16, 32], pl.FP32], sg: pld.DistributedTensor[[4, 1], pl.INT32]")
+          "dw: pld.DistributedTensor[[16, 32], pl.FP32], sg: pld.DistributedTensor[[4, 1], pl.INT32], "
+          "dx: pl.InOut[pld.DistributedTensor[[16, 32], pl.FP32]], "
+          "dg: pl.InOut[pld.DistributedTensor[[4, 16, 32], pl.FP32]], "
+          "dv: pl.InOut[pld.DistributedTensor[[4, 32], pl.FP32]], dvi: pld.DistributedTensor[[4, 32], pl.FP32], "
+          "cnt: pl.Tensor[[4], pl.INT32]")
 
 PRELUDE = """
 ta = pl.load(a, [0, 0], [16, 32])
@@ -158,6 +162,14 @@ CASES.update({
     "pld.alloc_window_buffer": "pld.alloc_window_buffer([16, 32], dtype=pl.FP32)",
     "pld.window": "pld.window(buf, [4, 8], dtype=pl.INT32)",
     "pld.rank_view": "pld.rank_view(wt, n)",
+    # collectives (pypto.ops.distributed_collectives, SPEC §8)
+    "pld.allreduce": "pld.allreduce(dx, sg, op=pld.ReduceOp.Max, mode=\"mesh\")",
+    "pld.barrier": "pld.barrier(sg)",
+    "pld.broadcast": "pld.broadcast(dx, sg, root=3)",
+    "pld.allgather": "pld.allgather(dw, dg, sg)",
+    "pld.reduce_scatter": "pld.reduce_scatter(dg, sg, op=pld.ReduceOp.Prod)",
+    "pld.all_to_all": "pld.all_to_all(dvi, dv, sg)",
+    "pld.all_to_all_v": "pld.all_to_all_v(dvi, dv, sg, cnt, cnt)",
 })
 
 
@@ -182,7 +194,8 @@ def function_text(call: str) -> str:
     if call.startswith(HOST_OPS):
         return _host_function_text(call)
     no_value = (call.startswith(("pl.system.", "pld.system.")) and not any(w in call for w in _VALUED)) or \
-        call.startswith(("pl.tensor.dump_tag", "pld.tile.remote_store", "pld.tensor.remote_store", "pld.tensor.put"))
+        call.startswith(("pl.tensor.dump_tag", "pld.tile.remote_store", "pld.tensor.remote_store", "pld.tensor.put",
+                         "pld.barrier"))
     stmt = call if no_value else f"r = {call}"
     body = "\n".join("    " + line for line in (PRELUDE.strip() + "\n" + stmt).splitlines())
     return f"import pypto.language as pl\nimport pypto.language.distributed as pld\n\n\n@pl.function\ndef f({PARAMS}):\n{body}\n"
