@@ -297,3 +297,25 @@ def test_link_costs_are_latency_plus_bytes_over_bandwidth():
     for op, (pipe, cycles) in want.items():
         c = op_cost(get_op(op), calls[op], soc)
         assert (c.pipe, c.cycles) == (pipe, cycles), op
+
+
+def test_pto_text_names_each_transfer_box(tmp_path):
+    """Each tensor argument of a pld op is the partition view of its own box (OpSpec.regions)."""
+    import re
+    from pathlib import Path
+
+    compiled = ir.compile(Transfers, dump_passes=False, skip_ptoas=True, output_dir=str(tmp_path / "b"))
+    text = (Path(compiled.output_dir) / "kernels" / "aiv" / "k.pto").read_text()
+    views = {m[0]: m[1:] for m in re.findall(r"(%pv\w*) = pto.partition_view %(\w+)_view, offsets = \[([^\]]*)\], "
+                                               r"sizes = \[([^\]]*)\]", text)}
+
+    def boxes(op):
+        line = next(ln for ln in text.splitlines() if ln.strip().startswith(op) or f"= {op} " in ln)
+        names = re.findall(r"%pv\w*", line)
+        return [views[n] for n in names]
+    assert boxes("pto.remote_put") == [("data", "%c8, %c0", "%c8, %c32"), ("x", "%c0, %c0", "%c8, %c32")]
+    assert boxes("pto.remote_tstore") == [("x", "%c0, %c0", "%c16, %c32"), ("whole", "%c0, %c0", "%c16, %c32")]
+    assert boxes("pto.signal_notify") == [("sig", "%c0, %c0", "%c1, %c1")]
+    assert boxes("pto.signal_wait") == [("sig", "%c0, %c0", "%c1, %c1")]
+    assert boxes("pto.remote_get") == [("whole", "%c0, %c0", "%c4, %c32"), ("y", "%c4, %c0", "%c4, %c32")]
+    assert 'chunk_rows = 4, chunk_cols = 32, pipeline = true' in text and 'atomic = "Add"' in text

@@ -51,7 +51,11 @@ blocks (two Vec tiles, the load of block k+1 overlapping the store of block k).
 PTO text (instruction names of this implementation; upstream's are not public):
 `pto.comm_ctx`, `pto.comm_rank`, `pto.comm_nranks`, `pto.signal_notify`, `pto.signal_wait`,
 `pto.signal_defer_wait`, `pto.comm_fence`, `pto.remote_tload`, `pto.remote_tstore`,
-`pto.remote_put`, `pto.remote_get`.
+`pto.remote_put`, `pto.remote_get`. Every tensor argument is the partition view of its own box
+(`OpSpec.regions`: a signal's single cell, a transfer's region at its own offsets); a put / get is
+one `pto.remote_put` / `pto.remote_get` carrying `chunk_rows`, `chunk_cols` and `pipeline`, which
+stands for the staged Vec sequence above (the backend expands it; the simulator does not model the
+staging buffers, so a transfer needs no Vec space here).
 
 Cost: the data-moving ops are unit "link" (`pypto.ops.cost`): the cycle model charges
 `link_latency` + bytes / `link_bytes_per_cycle` (estimates in `runtime/sim/cost_model.CONSTANTS`),
@@ -401,6 +405,17 @@ _XFER_PARAMS = ("dst", "peer", "src", "dst_offsets", "src_offsets", "shape")
 _XFER_OPT = ("dst_offsets", "src_offsets", "shape")
 _SIG = "signal cells: INT32, INT64"
 
+# the box of each tensor argument, for PTO partition views (OpSpec.regions): (offsets arg, box)
+_XFER_REGIONS: dict[int, tuple[int | None, int | str | None]] = {0: (3, 5), 2: (4, 5)}
+_REGIONS: dict[str, dict[int, tuple[int | None, int | str | None]]] = {
+    "pld.system.notify": {0: (2, "one")},
+    "pld.system.wait": {0: (1, "one")},
+    "pld.system.defer_wait": {0: (1, "one")},
+    "pld.tensor.remote_store": {0: (None, None), 1: (3, 0)},
+    "pld.tensor.put": _XFER_REGIONS,
+    "pld.tensor.get": _XFER_REGIONS,
+}
+
 _OPS = [  # name, params, optional, rule, compute, attrs, reads, writes, traits, pto, cost, dtypes, doc
     ("pld.get_comm_ctx", ("dt",), (), _comm_ctx_rule, _get_comm_ctx, {}, (), (), frozenset({"distributed", "host"}),
      "pto.comm_ctx", scalar(), ANY.text,
@@ -453,6 +468,7 @@ _OPS = [  # name, params, optional, rule, compute, attrs, reads, writes, traits,
 for (_name, _params, _opt, _rule, _fn, _attrs, _reads, _writes, _traits, _pto, _cost, _dtypes,
      _doc) in _OPS:
     register(OpSpec(_name, _params, _rule, _fn, attrs=dict(_attrs), optional=_opt, reads=_reads, writes=_writes,
+                    regions=_REGIONS.get(_name, {}),
                     traits=_traits, pto=_pto, cost=_cost, family="distributed", dtypes=_dtypes, doc=_doc,
                     valid_args=(0,) if _name == "pld.tile.remote_store" else (),
                     quiet_attrs=frozenset({"chunk_rows", "chunk_cols", "pipeline"}) if "chunk_rows" in _attrs

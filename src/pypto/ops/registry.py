@@ -95,6 +95,12 @@ class OpSpec:
             (index of the tensor argument, index of the offsets argument, index of the box-shape
             argument — a list of sizes, or a tile whose shape is the box). The simulator reads it
             to know which part of a task's tensor arguments a kernel touches before it runs.
+        regions: for an op whose tensor arguments are boxes named otherwise than by `offsets` /
+            `shapes` (the distributed transfers of SPEC §8): {tensor argument index: (index of its
+            offsets argument, or None for zeros; its box — the index of a list of sizes or of a
+            tensor / tile whose shape it is, "one" for a single element, None for the whole
+            tensor)}. PTO codegen reads it for the argument's `pto.partition_view`; an index past
+            the call's operands (an omitted optional list) means zeros / the whole tensor.
         pto: PTO MLIR instruction name (`pto.tadd`), None for tensor-level ops (they lower
             through `tile_op`).
         host: C++ form of the op in host orchestration code, a `str.format` template over the
@@ -127,6 +133,7 @@ class OpSpec:
     inplace: tuple[int, ...] | None = None
     scalar_range: tuple[int, int] | None = None
     ddr_region: tuple[int, int, int] | None = None
+    regions: dict[int, tuple[int | None, int | str | None]] = field(default_factory=dict)
     pto: str | None = None
     host: str = ""
     cost: Cost | None = None
