@@ -319,3 +319,61 @@ def test_pto_text_names_each_transfer_box(tmp_path):
     assert boxes("pto.signal_wait") == [("sig", "%c0, %c0", "%c1, %c1")]
     assert boxes("pto.remote_get") == [("whole", "%c0, %c0", "%c4, %c32"), ("y", "%c4, %c0", "%c4, %c32")]
     assert 'chunk_rows = 4, chunk_cols = 32, pipeline = true' in text and 'atomic = "Add"' in text
+
+
+@pl.program
+class OnChipTransfers:
+    """Tensor-level transfers whose local operand lives on chip (a computed value, a slice region):
+    ConvertTensorToTileOps lowers them to tile ops (OpSpec.on_chip)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+          whole: pld.DistributedTensor[[M, N], pl.FP32], sig: pld.DistributedTensor[[1, 1], pl.INT32],
+          y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        ctx = pld.get_comm_ctx(data)
+        me = pld.rank(ctx)
+        nxt = (me + 1) % pld.nranks(ctx)
+        z = pl.add(x, x)
+        pld.put(data, nxt, z, [8, 0], [0, 0], [8, N])
+        s = pl.slice(x, [4, N], [4, 0])
+        pld.remote_store(s, whole, nxt, [0, 0])
+        pld.notify(sig, nxt, [0, 0], 1)
+        pld.wait(sig, [0, 0], 1)
+        acc = pl.create_tensor([M, N], dtype=pl.FP32)
+        acc = pld.get(acc, me, data, [0, 0], [8, 0], [8, N])
+        acc = pld.get(acc, me, whole, [8, 0], [0, 0], [4, N], atomic=pld.AtomicType.Add)
+        acc = pld.get(acc, me, data, atomic=pld.AtomicType.Add)
+        y = pl.assemble(y, acc, [0, 0])
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+             whole: pld.DistributedTensor[[M, N], pl.FP32], sig: pld.DistributedTensor[[1, 1], pl.INT32],
+             y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        y = self.k(x, data, whole, sig, y)
+        return y
+
+
+def test_transfers_of_on_chip_values_are_lowered_to_tile_ops():
+    compiled = ir.compile(OnChipTransfers, dump_passes=False, skip_ptoas=True)
+    kernel = compiled.program.get_function("k").as_python()
+    assert "pld.tensor." not in kernel   # every transfer became tile code
+    for op in ("pld.tile.remote_store(", "pl.tile.slice(", "pld.tile.remote_load(", "pl.tile.assemble("):
+        assert op in kernel, op
+    p = 3
+    world = windows(p, ((M, N), F32), ((M, N), F32), ((1, 1), I32))
+    xs = [torch.randn(M, N) for _ in range(p)]
+    ys = [torch.zeros(M, N) for _ in range(p)]
+    run_ranks(compiled, world, lambda r: [xs[r], None, None, None, ys[r]], [1, 2, 3])
+    for r in range(p):
+        prv = xs[(r - 1) % p]
+        data = torch.zeros(M, N)
+        data[8:] = 2 * prv[:8]
+        whole = torch.zeros(M, N)
+        whole[:4] = prv[4:8]
+        assert torch.equal(world.windows[r][0], data) and torch.equal(world.windows[r][1], whole)
+        acc = torch.zeros(M, N)
+        acc[:8] = data[8:]
+        acc[8:12] += whole[:4]
+        acc = acc + data
+        torch.testing.assert_close(ys[r], acc, rtol=1e-6, atol=1e-6)
