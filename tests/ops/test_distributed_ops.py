@@ -377,3 +377,49 @@ def test_transfers_of_on_chip_values_are_lowered_to_tile_ops():
         acc[8:12] += whole[:4]
         acc = acc + data
         torch.testing.assert_close(ys[r], acc, rtol=1e-6, atol=1e-6)
+
+
+@pl.program
+class Deferred:
+    """Rank 1 stores into rank 0's window and then notifies; rank 0 submits a waiter task
+    (`defer_wait`) and a reader that depends on it (`deps=[tid]`) in a manual scope."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def waiter(self, sig: pld.DistributedTensor[[1, 1], pl.INT32]):
+        pld.system.defer_wait(sig, [0, 0], 1)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def send(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+             sig: pld.DistributedTensor[[1, 1], pl.INT32]):
+        t = pl.load(x, [0, 0], [M, N])
+        pld.remote_store(t, data, 0, [0, 0])
+        pld.notify(sig, 0, [0, 0], 1)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def read(self, data: pld.DistributedTensor[[M, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        t = pl.load(data, [0, 0], [M, N])
+        y = pl.store(t, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+             sig: pld.DistributedTensor[[1, 1], pl.INT32], me: pl.Scalar[pl.INT32],
+             y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        if me == 1:
+            self.send(x, data, sig)
+        else:
+            with pl.manual_scope():
+                (tid,) = pl.submit(self.waiter, sig)
+                y, t2 = pl.submit(self.read, data, y, deps=[tid])
+        return y
+
+
+def test_defer_wait_task_orders_its_consumers():
+    compiled = ir.compile(Deferred, dump_passes=False, skip_ptoas=True)
+    world = windows(2, ((M, N), F32), ((1, 1), I32))
+    xs = [torch.randn(M, N) for _ in range(2)]
+    ys = [torch.zeros(M, N) for _ in range(2)]
+    run_ranks(compiled, world, lambda r: [xs[r], None, None, r, ys[r]], [1, 2])
+    assert torch.equal(ys[0], xs[1])
+    assert [e[1] for e in world.log if e[0] == 0] == ["wait"]
