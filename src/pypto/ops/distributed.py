@@ -163,7 +163,7 @@ def _int_scalar(args: list[Expr], i: int, name: str) -> None:
 
 
 def _cell(args: list[Expr], tname: str) -> DistributedTensorType:
-    """A signal cell: window-bound INT32 / INT64 `args[0]` at the offsets `args[1 or 2]`."""
+    """The signal argument 0: window-bound, INT32 or INT64 (its cells are the counters)."""
     t = window_target(args, 0, tname)
     if t.dtype not in _SIGNAL_DTYPES:
         raise OpTypeError(f"argument '{tname}' is a signal: it must have dtype INT32 or INT64, got {t.dtype.name}")
