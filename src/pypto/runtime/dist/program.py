@@ -275,8 +275,9 @@ def compile_distributed(program: Program, output_dir: str | os.PathLike, *, chip
 def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Sequence[str]) -> dict[str, int]:
     """Check the host arguments and bind the dynamic dimensions (called first by the host driver).
 
-    `specs`: per parameter (name, value, shape, dtype name, written) — `shape` a list of ints (static)
-    and dimension names (dynamic), None for a scalar. The dimensions in `world_dims` (the dynamic
+    `specs`: per tensor parameter (name, value, shape, dtype name) — `shape` a list of ints (static),
+    dimension names (dynamic) and None (an expression, left to the chip builds). The dimensions in
+    `world_dims` (the dynamic
     leading dimension of world-shaped tensors, SPEC §8) are the world size `rt.world_size()`.
     Returns the size of every dynamic dimension by name.
 
@@ -290,9 +291,7 @@ def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Seque
 
     world = int(rt.world_size())
     dims: dict[str, int] = {n: world for n in world_dims}
-    for name, value, shape, dtype, _written in specs:
-        if shape is None:
-            continue
+    for name, value, shape, dtype in specs:
         t = getattr(value, "tensor", value)
         if not isinstance(t, torch.Tensor):
             raise ArgumentTypeError(f"parameter '{name}' of '{host}' expects a torch.Tensor, got "
