@@ -265,7 +265,9 @@ class _Writer:
                 else:
                     shape.append("None")  # an expression: checked by the chip builds
             specs.append(f"({p.name!r}, {self.name(p)}, [{', '.join(shape)}], {t.dtype.name!r})")
-        self.emit(1, f"_dims = _bind(rt, {f.name!r}, [{', '.join(specs)}], {sorted(_world_dim_names(f))!r})")
+        ranked = _rank_viewed(f)
+        self.emit(1, f"_dims = _bind(rt, {f.name!r}, [{', '.join(specs)}], {sorted(_world_dim_names(f))!r}"
+                     + (f", {ranked!r})" if ranked else ")"))
         for n, v in dims.items():
             self.names[id(v)] = n
             self.used.add(n)
@@ -288,6 +290,21 @@ def _collective_calls(f: Function, ids: set[int]) -> list[Call]:
 
     _Find().visit_function(f)
     return found
+
+
+def _rank_viewed(f: Function) -> list[str]:
+    """Names of the parameters of `f` indexed by rank (`x[r]`, `pld.rank_view`): world-shaped."""
+    params = set(f.params)
+    found: dict[str, None] = {}
+
+    class _Find(IRVisitor):
+        def visit_Call(self, e: Call) -> None:
+            if e.op == "pld.rank_view" and e.args[0] in params:
+                found[e.args[0].name] = None  # type: ignore[union-attr]
+            super().visit_Call(e)
+
+    _Find().visit_function(f)
+    return list(found)
 
 
 def _world_dim_names(f: Function) -> set[str]:
