@@ -296,8 +296,8 @@ class RankComm:
                 target.add_(int(value))
             else:
                 target.fill_(int(value))
-        if self.bells is not None:
-            self.bells[peer].release()     # wake the peer if it sleeps in a wait
+        if self.bells is not None and self.ctl.state(peer) == BLOCKED:
+            self.bells[peer].release()     # wake the peer sleeping in a wait (only then: the count stays small)
         self.ctl.bump(self.rank)
         self.clock.mark()
         self._event("notify", peer, t, arrival, eid, win, off, value=int(value))
