@@ -314,3 +314,10 @@ def test_host_runtime_argument_errors(axpy_program) -> None:
             x[0, 0, 0] = kind
             with pytest.raises(cls, match=msg):
                 rt(x, w, out)
+
+
+def test_real_npu_platform_is_a_clear_error(axpy_program) -> None:
+    x, w, out = _inputs(2)
+    cfg = RunConfig(platform="a2a3", distributed_config=DistributedConfig(device_ids=[0, 1]))
+    with pytest.raises(RuntimeError, match="platform 'a2a3' runs on a real Ascend NPU"):
+        run(_build(axpy_program), (x, w, out), cfg)
