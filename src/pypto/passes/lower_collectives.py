@@ -4,9 +4,9 @@ Runs right after InlineFunctions, on pre-SSA IR, so everything it produces — l
 accumulators, tile ops — is lowered by the rest of the pipeline like hand-written code. Each
 `pld.<collective>(...)` statement in a kernel (an InCore/AIV function, or a `pl.at` region of an
 Orchestration function) is replaced by code built from `pld.get_comm_ctx`, `pld.rank`,
-`pld.nranks`, `pld.system.notify`, `pld.system.wait`, `pld.tile.remote_load`,
-`pld.tile.remote_store` and tile ops (`tile.load`, `tile.store`, the reduction `tile.add` /
-`tile.maximum` / `tile.minimum` / `tile.mul`). Host-level collectives (HOST functions) are left to
+`pld.nranks`, `pld.system.notify`, `pld.system.wait`, `pld.tile.remote_load` and tile ops
+(`tile.load`, `tile.store`, `tile.reshape`, `tile.read`, the reductions `tile.add` / `tile.maximum` /
+`tile.minimum` / `tile.mul`). Host-level collectives (HOST functions) are left to
 the host compiler; a collective directly in a chip Orchestration function is a CompileError.
 
 **Rank count.** The number of ranks `nr` is read at run time with `pld.nranks(ctx)`: loops over
@@ -127,14 +127,14 @@ class _Ranks:
         b = self.b
         b.assign(self.step, b.add(self.step, 1))
         with self.peers("to") as p:
-            b.write(self.signal, "pld.system.notify", self.signal, p, [self.me, 0], 1)
+            b.do("pld.system.notify", self.signal, p, [self.me, 0], 1)
         with self.peers("from") as p:
             b.do("pld.system.wait", self.signal, [p, 0], self.step, cmp=WaitCmp.Ge)
 
     def clear(self) -> None:
         b = self.b
         with self.peers("own") as p:
-            b.write(self.signal, "pld.system.notify", self.signal, self.me, [p, 0], b.bin("sub", 0, self.step))
+            b.do("pld.system.notify", self.signal, self.me, [p, 0], b.bin("sub", 0, self.step))
 
 
 def _reduce(lw: _Lowering, acc: Var, part: Expr) -> None:
@@ -197,7 +197,7 @@ def _ring(lw: _Lowering) -> None:
     with b.if_(b.bin("gt", nr, 1)):
         prev = b.var("prev", b.bin("floormod", b.add(me, b.bin("sub", nr, 1)), nr))
         nxt = b.var("next", b.bin("floormod", b.add(me, 1), nr))
-        b.write(sig, "pld.system.notify", sig, nxt, [0, me], 1)
+        b.do("pld.system.notify", sig, nxt, [0, me], 1)
         with b.loop("t", 0, nsteps) as t:
             b.do("pld.system.wait", sig, [t, prev], 1, cmp=WaitCmp.Ge)
             seg = b.var("seg", b.bin("floormod", b.bin("sub", b.add(me, b.bin("sub", b.mul(nr, 2), 1)), t), nr))
@@ -206,13 +206,13 @@ def _ring(lw: _Lowering) -> None:
                 with b.if_(cond):
                     for_each_chunk(b, groups, _ring_chunk(lw, prev, nr, seg, scatter))
             with b.if_(b.bin("lt", b.add(t, 1), nsteps)):
-                b.write(sig, "pld.system.notify", sig, nxt, [b.add(t, 1), me], 1)
-        b.write(sig, "pld.system.notify", sig, prev, [0, me], 1)
+                b.do("pld.system.notify", sig, nxt, [b.add(t, 1), me], 1)
+        b.do("pld.system.notify", sig, prev, [0, me], 1)
         # with two ranks prev == next: cell [0, next] also holds next's entry notification
         b.do("pld.system.wait", sig, [0, nxt], b.add(1, b.bin("max", 0, b.bin("sub", 3, nr))), cmp=WaitCmp.Ge)
         with b.loop("c", 0, nsteps) as c:
-            b.write(sig, "pld.system.notify", sig, me, [c, prev], -1)
-        b.write(sig, "pld.system.notify", sig, me, [0, nxt], -1)
+            b.do("pld.system.notify", sig, me, [c, prev], -1)
+        b.do("pld.system.notify", sig, me, [0, nxt], -1)
 
 
 def _ring_chunk(lw: _Lowering, prev: Expr, nr: Expr, seg: Expr,
@@ -396,7 +396,7 @@ class _Lower(IRMutator):
 
 
 class LowerCollectives(FunctionPass):
-    """Rewrite each kernel-level `pld.*` collective into notify/wait/remote_load/remote_store and tile
+    """Rewrite each kernel-level `pld.*` collective into notify/wait/remote_load and tile
     ops, chunked to fit Vec (see the module docstring for the algorithms and the signal protocol)."""
 
     name = "LowerCollectives"
