@@ -165,15 +165,34 @@ CASES.update({
     "pld.reduce_scatter": "pld.reduce_scatter(dg, sg, op=pld.ReduceOp.Prod)",
     "pld.all_to_all": "pld.all_to_all(dvi, dv, sg)",
     "pld.all_to_all_v": "pld.all_to_all_v(dvi, dv, sg, cnt, cnt)",
+    # host-level ops (pypto.ops.distributed_host): legal only in a HOST orchestrator (HOST_PRELUDE)
+    "pld.world_size": "pld.world_size()",
+    "pld.alloc_window_buffer": "pld.alloc_window_buffer([16, 32], dtype=pl.FP32)",
+    "pld.window": "pld.window(buf, [4, 8], dtype=pl.INT32)",
+    "pld.rank_view": "pld.rank_view(wt, n)",
 })
 
 
 _VALUED = ("tpop", "available_")  # system ops with a result
 
 
+HOST_PRELUDE = "buf = pld.alloc_window_buffer(4096)"
+HOST_OPS = ("pld.world_size(", "pld.alloc_window_buffer(", "pld.window(", "pld.rank_view(")
+
+
+def _host_function_text(call: str) -> str:
+    """A HOST orchestrator whose body is HOST_PRELUDE plus `r = <call>` (SPEC §8 host ops)."""
+    body = "\n".join("    " + line for line in (HOST_PRELUDE + "\n" + f"r = {call}").splitlines())
+    return ("import pypto.language as pl\nimport pypto.language.distributed as pld\n\n\n"
+            "@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)\n"
+            f"def f(wt: pl.Tensor[[4, 16, 32], pl.FP32], n: pl.Scalar[pl.INT64]):\n{body}\n")
+
+
 def function_text(call: str) -> str:
     """A complete `@pl.function` whose body is PRELUDE plus `r = <call>` (or `<call>` alone for ops
     without a value)."""
+    if call.startswith(HOST_OPS):
+        return _host_function_text(call)
     no_value = (call.startswith(("pl.system.", "pld.system.")) and not any(w in call for w in _VALUED)) or \
         call.startswith(("pl.tensor.dump_tag", "pld.tile.remote_store", "pld.tensor.remote_store", "pld.tensor.put",
                          "pld.barrier"))

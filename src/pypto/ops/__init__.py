@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (registration)
     creation,
     distributed,
     distributed_collectives,
+    distributed_host,
     elementwise,
     gather,
     matmul,

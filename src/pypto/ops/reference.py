@@ -46,6 +46,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "array": ("Small on-core arrays (`pl.Array`, `pl.array.*`)", "array"),
     "distributed": ("Distributed primitives (`pld.*`)", "distributed"),
     "collective": ("Collectives (`pld.*`)", "distributed_collectives"),
+    "distributed_host": ("Host-level distributed ops (`pld.*`, HOST orchestrator only)", "distributed_host"),
 }
 
 _INTRO = """\
