@@ -47,7 +47,8 @@ s of `target`; all_to_all_v = the same for the first `recv_counts[s]` elements (
 loop, the remainder in power-of-two pieces).
 
 Errors (CompileError at the collective's line): a collective in chip orchestration code, a
-kernel-level allreduce without a signal, a collective nested inside another expression.
+kernel-level allreduce without a signal, a collective nested inside another expression; and at the
+call, a kernel with a collective launched inside `pl.spmd` (its blocks would each take part).
 """
 
 from __future__ import annotations
@@ -57,13 +58,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..core.dtype import INDEX
-from ..core.enums import FunctionType, Level, MemorySpace, ReduceOp, WaitCmp
+from ..core.enums import FunctionType, Level, MemorySpace, ReduceOp, ScopeKind, WaitCmp
 from ..core.errors import CompileError
-from ..ir.expr import Call, ConstInt, Expr, Var
+from ..ir.expr import Call, ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, EvalStmt, ScopeStmt, Stmt
 from ..ir.types import TensorType
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from ..ops.registry import OpSpec
 from .base import FunctionPass, PassContext
@@ -395,11 +396,58 @@ class _Lower(IRMutator):
         return b.result()
 
 
+class _Collectives(IRVisitor):
+    """Finds the first collective call of a function."""
+
+    def __init__(self) -> None:
+        self.found: Call | None = None
+
+    def visit_Call(self, e: Call) -> None:
+        if self.found is None and is_collective(e):
+            self.found = e
+        super().visit_Call(e)
+
+
+class _SpmdLaunches(IRVisitor):
+    """Refuses a call, inside `pl.spmd`, of a function that calls a collective: every block would
+    run the collective, and one rank's blocks would count as several ranks in the signal."""
+
+    def __init__(self, with_collective: dict[str, Call]) -> None:
+        self.with_collective = with_collective
+        self.spmd = 0
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        self.spmd += s.kind is ScopeKind.Spmd
+        super().visit_ScopeStmt(s)
+        self.spmd -= s.kind is ScopeKind.Spmd
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar) and e.op.name in self.with_collective and self.spmd:
+            inner = self.with_collective[e.op.name]
+            raise CompileError(f"'{e.op.name}' calls '{inner.op}', but this pl.spmd launch runs it on several "
+                               f"cores: a collective must run once per rank (every block would take part in "
+                               f"it, as if it were another rank); call the kernel outside pl.spmd", e.span)
+        super().visit_Call(e)
+
+
 class LowerCollectives(FunctionPass):
     """Rewrite each kernel-level `pld.*` collective into notify/wait/remote_load and tile
     ops, chunked to fit Vec (see the module docstring for the algorithms and the signal protocol)."""
 
     name = "LowerCollectives"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        found: dict[str, Call] = {}
+        for f in program.functions:
+            v = _Collectives()
+            v.visit_stmt(f.body)
+            if v.found is not None:
+                found[f.name] = v.found
+        if not found:
+            return program
+        for f in program.functions:
+            _SpmdLaunches(found).visit_stmt(f.body)
+        return super().run(program, ctx)
 
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         if func.level is Level.HOST:
