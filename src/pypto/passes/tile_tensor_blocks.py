@@ -12,9 +12,9 @@ ending in `pl.assemble(out, value, [0, 0])` of whole 2-D `Out` tensors. Every te
 `[R, C]`, `[R, 1]` or `[1, C]` (R, C static). Anything else is left as it is (and, when too large,
 AllocateMemoryAddr reports MemoryCapacityError as before).
 
-When all values of the chain fit in Vec at once (the sum of their sizes, as ConvertTensorToTileOps
-would keep them), the function is left unchanged. Otherwise the whole chain runs per block — each
-input is loaded once per block, the chain computed on chip, each output stored once:
+When the function, lowered as written, fits the core (`block_shape.footprint`: the bytes
+MemoryReuse packs its tiles into), it is left unchanged. Otherwise the whole chain runs per block —
+each input is loaded once per block, the chain computed on chip, each output stored once:
 
     for i in pl.range(0, R, br):            # rows
         for j in pl.range(0, C, bc):        # columns, only when one block of rows cannot hold C
@@ -28,20 +28,23 @@ A `valid_shape` is given only along a dimension the block does not divide (a par
 primes, non-multiples). A row reduction keeps its rows whole (no column blocks); when one row of
 the chain does not fit, the function is left unchanged.
 
-Block shape (deterministic, from the SoC model `ctx.soc`): budget = half the Vec capacity (room for
-double buffering of the loads); the bytes of a block are the sum over the chain's values of
-rows × (columns × element bytes rounded up to the 32-byte alignment). Columns: all of C when 8 rows
-(or R, if fewer) of whole rows fit the budget; else the largest `unit × 2^k` columns that do, where
-`unit` is the DDR access granularity (512 B on 910B, 128 B on 950) in elements of the widest dtype.
-Rows: all of R when they fit, else the largest power of two that fits.
+Block shape: `block_shape.choose_blocks` (deterministic, from the SoC model `ctx.soc`): the largest
+block whose lowered kernel fits — Vec holding the packed tiles, plus a second copy of the loads when
+the kernel runs several blocks (double buffering) — with whole rows when 8 of them fit, else column
+blocks of `unit × 2^k` (`unit`: the DDR access granularity, 512 B on 910B, 128 B on 950, in elements
+of the widest dtype); rows all of R or a power of two.
+
+Cores: when every call of the function is `v = self.f(...)` in an Orchestration function and it has
+one Out tensor, the row loop moves into the callers as `pl.parallel` (one task per row block, `_Hoist`)
+and the kernel computes the row block at a new index parameter.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..core.dtype import INDEX, DataType
-from ..core.enums import ForKind, FunctionType, MemorySpace, ParamDirection
+from ..core.dtype import INDEX
+from ..core.enums import ForKind, FunctionType, ParamDirection
 from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, ReturnStmt, SeqStmts, Stmt, YieldStmt
@@ -49,20 +52,13 @@ from ..ir.types import ScalarType, TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .base import Pass, PassContext
+from .block_shape import BlockPlan, choose_blocks, footprint
 from .op_builder import build_call
 
-__all__ = ["TileTensorBlocks", "BlockPlan", "choose_blocks"]
+__all__ = ["TileTensorBlocks"]
 
 INDEX_SCALAR = ScalarType(INDEX)
 _CHAIN_TRAITS = frozenset({"elementwise", "positionwise"})
-
-
-@dataclass(frozen=True)
-class BlockPlan:
-    """The block shape chosen for an `R × C` chain: `rows` × `cols` per block."""
-
-    rows: int
-    cols: int
 
 
 def _const(d: Expr) -> int | None:
@@ -167,53 +163,6 @@ def _extent(dims: list[Dim]) -> Dim | None:
     if len(others) > 1:
         return None
     return next(iter(others.values())) if others else 1
-
-
-def _align(n: int, a: int) -> int:
-    return -(-n // a) * a
-
-
-def _block_bytes(chain: _Chain, dtypes: dict[Var, DataType], rows: int, cols: int, align: int) -> int:
-    total = 0
-    for v, (r, c) in chain.values.items():
-        br = rows if _same(r, chain.rows) and r != 1 else 1
-        bc = cols if _same(c, chain.cols) and c != 1 else 1
-        total += br * _align(bc * dtypes[v].get_byte(), align)
-    return total
-
-
-def _pow2_at_most(n: int) -> int:
-    return 1 << (n.bit_length() - 1)
-
-
-def choose_blocks(chain: _Chain, dtypes: dict[Var, DataType], capacity: int, granularity: int,
-                  align: int) -> BlockPlan | None:
-    """The block shape of `chain` (module docstring "Block shape"); None when not even one row of
-    a chain whose rows must stay whole fits."""
-    budget = capacity // 2
-    R, C = _size(chain.rows), _size(chain.cols)
-
-    def fits(r: int, c: int) -> bool:
-        return _block_bytes(chain, dtypes, r, c, align) <= budget
-
-    cols = C
-    if not fits(min(R, 8), C):  # (a dynamic C never fits)
-        if chain.reduces_rows:
-            cols = C
-        else:
-            widest = max(d.get_byte() for d in dtypes.values())
-            unit = max(1, granularity // widest)
-            cols = unit
-            while cols * 2 < C and fits(min(R, 8), cols * 2):
-                cols *= 2
-    if fits(R, cols):
-        return BlockPlan(R, cols)
-    rows = 1
-    while rows * 2 < R and fits(rows * 2, cols):
-        rows *= 2
-    if not fits(rows, cols):
-        return None
-    return BlockPlan(rows, cols)
 
 
 def _idx(v: int) -> ConstInt:
@@ -425,35 +374,49 @@ class TileTensorBlocks(Pass):
         hoisted: dict[str, tuple[Function, _Chain, BlockPlan]] = {}
         funcs = []
         for func in program.functions:
-            found = _plan(func, ctx)
+            found = _plan(func, program, ctx)
             if found is None:
                 funcs.append(func)
-            elif _hoistable(func, program):
-                hoisted[func.name] = (func, *found)
-                funcs.append(_rebuild_one_row_block(func, *found))
+                continue
+            chain, plan, hoist = found
+            if hoist:
+                hoisted[func.name] = (func, chain, plan)
+                funcs.append(_rebuild_one_row_block(func, chain, plan))
             else:
-                funcs.append(_rebuild(func, *found))
+                funcs.append(_rebuild(func, chain, plan))
         if hoisted:
             mut = _Hoist(hoisted)
             funcs = [f if f.name in hoisted else mut.visit_function(f) for f in funcs]
         return replace(program, functions=tuple(funcs))
 
 
-def _plan(func: Function, ctx: PassContext) -> tuple[_Chain, BlockPlan] | None:
-    """The chain of `func` and its block shape, when `func` is an InCore chain too large for Vec."""
+def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, BlockPlan, bool] | None:
+    """The chain of `func`, its block shape and whether its row loop moves into the callers (one
+    task per row block), when `func` is an InCore chain too large for the core (block_shape)."""
     if func.func_type is not FunctionType.InCore or not isinstance(func.body, SeqStmts):
         return None
     chain = _analyse(func)
     if chain is None:
         return None
-    dtypes = {v: v.type.dtype for v in chain.values}  # type: ignore[attr-defined]
-    soc = ctx.soc
-    cap = soc.capacity_of(MemorySpace.Vec)
-    whole = sum(_size(r) * _align(_size(c) * dtypes[v].get_byte(), soc.alignment)
-                for v, (r, c) in chain.values.items())
-    if whole <= cap:
+    capacity = ctx.soc.capacity_of
+    whole = footprint(func, ctx)
+    if whole is not None and whole.fits(capacity, double_buffer=False):
         return None
-    plan = choose_blocks(chain, dtypes, cap, soc.ddr_access_granularity, soc.alignment)
+    hoist = _hoistable(func, program)
+    R, C = _size(chain.rows), _size(chain.cols)
+    tried: dict[tuple[int, int], bool] = {}
+
+    def fits(r: int, c: int) -> bool:
+        if (r, c) not in tried:
+            plan = BlockPlan(r, c)
+            cand = _rebuild_one_row_block(func, chain, plan) if hoist else _rebuild(func, chain, plan)
+            fp = footprint(cand, ctx)
+            tried[(r, c)] = fp is not None and fp.fits(capacity, double_buffer=c < C or (not hoist and r < R))
+        return tried[(r, c)]
+
+    widest = max(v.type.dtype.get_byte() for v in chain.values)  # type: ignore[attr-defined]
+    unit = max(1, ctx.soc.ddr_access_granularity // widest)
+    plan = choose_blocks(R, C, isinstance(chain.rows, int), chain.reduces_rows, unit, fits)
     if plan is None or (plan.rows, plan.cols) == (chain.rows, chain.cols):
         return None
-    return chain, plan
+    return chain, plan, hoist
