@@ -25,6 +25,11 @@ access granularity in elements of the widest dtype (512 B on 910B, 128 B on 950)
 when they fit (static R), else the largest power of two below R that fits. Fewer, larger blocks win
 on the simulated chip: every task costs a launch and an orchestrator submission
 (docs/performance.md), so the largest block that fits is taken.
+
+**Perf hint PH008** (`poor_shape_hint`): when the chosen block's rows are narrower than the DDR
+access granule (each block row then moves a whole granule: the tensors' innermost dimension is too
+short, or Vec holds no wider block) or it has fewer than 8 rows while the chain has more (Vec holds
+no taller one), the pass reports it in `report/perf_hints.log` with the numbers and what to change.
 """
 
 from __future__ import annotations
@@ -32,8 +37,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..backend import SoCModel
+from ..core.diagnostics import Diagnostic
+from ..core.dtype import DataType
 from ..core.enums import MemorySpace
 from ..core.errors import PyPTOError
+from ..core.span import Span
 from ..ir.expr import Call
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt
@@ -49,7 +58,7 @@ from .legalize_tile_cast import LegalizeTileCast
 from .memory_reuse import MemoryReuse
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
 
-__all__ = ["BlockPlan", "Footprint", "LOWERING", "footprint", "choose_blocks", "MIN_ROWS"]
+__all__ = ["BlockPlan", "Footprint", "LOWERING", "footprint", "choose_blocks", "poor_shape_hint", "MIN_ROWS"]
 
 # The passes of the Default pipeline between TileTensorBlocks and AllocateMemoryAddr.
 LOWERING: tuple[type[Pass], ...] = (ConvertTensorToTileOps, FlattenTileNdTo2D, LegalizeTileCast,
@@ -154,3 +163,29 @@ def choose_blocks(rows: int, cols: int, static_rows: bool, reduces_rows: bool, u
         return BlockPlan(rows, bc)
     br = _largest(_pow2_below(1, rows), lambda r: fits(r, bc))
     return BlockPlan(br, bc) if br is not None else None
+
+
+def poor_shape_hint(function: str, span: Span, extent: tuple[int, int], plan: BlockPlan, dtype: DataType,
+                    soc: SoCModel) -> Diagnostic | None:
+    """Perf hint PH008 for `plan`, chosen for a chain of `extent` (rows, columns; a dynamic extent
+    as unbounded) whose widest dtype is `dtype` (module docstring), or None when the shape is good."""
+    rows, cols = extent
+    granule = soc.ddr_access_granularity
+    row_bytes = dtype.storage_bytes(plan.cols)
+    vec = soc.capacity_of(MemorySpace.Vec)
+    shape = f"blocks of {plan.rows} x {plan.cols} {dtype.name}"
+    if row_bytes < granule:
+        why = (f"the tensors' rows hold only {cols} elements; a layout with a longer innermost dimension "
+               f"(e.g. the transposed tensor) moves fewer granules" if plan.cols >= cols else
+               f"no wider block fits one core's Vec ({vec} B); a region with fewer live values (split it "
+               f"into several pl.at regions) or narrower dtypes gets wider blocks")
+        return Diagnostic("PH008", function, f"the tensor-level region is tiled into {shape}: rows of "
+                          f"{row_bytes} B, below the {granule} B DDR access granule of {soc.backend.name}, so "
+                          f"each block row moves a whole granule; {why}", span)
+    if plan.rows < min(rows, MIN_ROWS):
+        return Diagnostic("PH008", function, f"the tensor-level region is tiled into {shape}: only {plan.rows} "
+                          f"row(s) of {plan.cols} elements fit one core's Vec ({vec} B) with the chain's live "
+                          f"values, so each block pays its transfers' set-up for few bytes; a region with fewer "
+                          f"live values (split it into several pl.at regions), narrower dtypes or a hand-written "
+                          f"block loop over shorter rows does better", span)
+    return None

@@ -52,7 +52,7 @@ from ..ir.types import ScalarType, TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .base import Pass, PassContext
-from .block_shape import BlockPlan, choose_blocks, footprint
+from .block_shape import BlockPlan, choose_blocks, footprint, poor_shape_hint
 from .op_builder import build_call
 
 __all__ = ["TileTensorBlocks"]
@@ -414,9 +414,12 @@ def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, B
             tried[(r, c)] = fp is not None and fp.fits(capacity, double_buffer=c < C or (not hoist and r < R))
         return tried[(r, c)]
 
-    widest = max(v.type.dtype.get_byte() for v in chain.values)  # type: ignore[attr-defined]
-    unit = max(1, ctx.soc.ddr_access_granularity // widest)
+    widest = max((v.type.dtype for v in chain.values), key=lambda d: d.get_byte())  # type: ignore[attr-defined]
+    unit = max(1, ctx.soc.ddr_access_granularity // widest.get_byte())
     plan = choose_blocks(R, C, isinstance(chain.rows, int), chain.reduces_rows, unit, fits)
     if plan is None or (plan.rows, plan.cols) == (chain.rows, chain.cols):
         return None
+    hint = poor_shape_hint(func.name, func.span, (R, C), plan, widest, ctx.soc)
+    if hint is not None:
+        ctx.records.setdefault("perf_hints", []).append(hint)
     return chain, plan, hoist
