@@ -84,14 +84,15 @@ class Footprint:
     packed: dict[MemorySpace, int] = field(default_factory=dict)
     loads: int = 0
 
-    def fits(self, capacity: Callable[[MemorySpace], int], double_buffer: bool) -> bool:
-        """True when every space holds its packed bytes (Vec also a second copy of the loads when
+    def over(self, capacity: Callable[[MemorySpace], int], double_buffer: bool) -> list[MemorySpace]:
+        """The spaces that do not hold their packed bytes (Vec also a second copy of the loads when
         `double_buffer`); module docstring "Double buffering"."""
-        for space, used in self.packed.items():
-            need = used + (self.loads if double_buffer and space is MemorySpace.Vec else 0)
-            if need > capacity(space):
-                return False
-        return True
+        return [space for space, used in self.packed.items()
+                if used + (self.loads if double_buffer and space is MemorySpace.Vec else 0) > capacity(space)]
+
+    def fits(self, capacity: Callable[[MemorySpace], int], double_buffer: bool) -> bool:
+        """True when every space holds what it needs (`over` is empty)."""
+        return not self.over(capacity, double_buffer)
 
 
 class _Loads(IRVisitor):

@@ -41,6 +41,7 @@ and the kernel computes the row block at a new index parameter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.dtype import INDEX
@@ -101,20 +102,21 @@ class _Chain:
     reduces_rows: bool                    # a row reduction: rows must stay whole (no column blocks)
 
 
-def _analyse(func: Function) -> _Chain | None:
-    """The chain of `func` (module docstring), or None when the function is not one."""
+def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | None = None) -> _Chain | None:
+    """The chain of `func` (module docstring), or None when the function is not one. The first
+    `skip` statements are not looked at; `seed` gives values they compute (a matmul's result)."""
     body = func.body.stmts if isinstance(func.body, SeqStmts) else (func.body,)
     if not body or not isinstance(body[-1], ReturnStmt):
         return None
     params = set(func.params)
-    values: dict[Var, tuple[Dim, Dim]] = {}
+    values: dict[Var, tuple[Dim, Dim]] = dict(seed or {})
     stored: set[Var] = set()
     reduces = False
     for p in func.params:
         if isinstance(p.type, TensorType):
             if _dims(p.type) is None:
                 return None
-    for s in body[:-1]:
+    for s in body[skip:-1]:
         if not (isinstance(s, AssignStmt) and isinstance(s.value, Call) and isinstance(s.value.op, str)
                 and s.value.op.startswith("tensor.") and isinstance(s.var.type, TensorType)):
             return None
@@ -228,15 +230,16 @@ class _Blocker:
         self.map[s.var] = nv
 
 
-def _loop(var_name: str, total: Dim, size: int, carried: list[Var], span, body_fn) -> tuple[ForStmt, list[Var]]:  # type: ignore[no-untyped-def]
-    """`for v in pl.range(0, total, size)` carrying `carried`; `body_fn(v, iter_args)` gives
+def _loop(var_name: str, total: Dim, size: int, carried: list[Var], span, body_fn,  # type: ignore[no-untyped-def]
+          start: int = 0) -> tuple[ForStmt, list[Var]]:
+    """`for v in pl.range(start, total, size)` carrying `carried`; `body_fn(v, iter_args)` gives
     (body statements, yielded values)."""
     lv = Var(var_name, INDEX_SCALAR, span=span)
     ias = [IterArg(f"{c.name}_it", c.type, init=c, span=span) for c in carried]
     stmts, yielded = body_fn(lv, ias)
     rvs = [Var(f"{c.name}_rv", c.type, span=span) for c in carried]
     body = SeqStmts(tuple(stmts) + (YieldStmt(tuple(yielded), span=span),), span=span)
-    return ForStmt(lv, _idx(0), _expr(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
+    return ForStmt(lv, _idx(start), _expr(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
 
 
 def _stores(chain_stmts: list[AssignStmt]) -> list[AssignStmt]:
@@ -287,24 +290,49 @@ def _rebuild(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
     return _finish(func, chain_stmts, outs, ret, rvs, [loop])
 
 
+def _index_params(func: Function, names: tuple[str, ...]) -> list[Var]:
+    """New `pl.Scalar[pl.INDEX]` parameters for the block offsets (`names`: `i`, `j`), named apart
+    from the existing parameters."""
+    taken = {p.name for p in func.params}
+    out = []
+    for base in names:
+        name = next(n for n in (base, f"blk_{base}") + tuple(f"blk_{base}{k}" for k in range(len(taken) + 1))
+                    if n not in taken)
+        taken.add(name)
+        out.append(Var(name, INDEX_SCALAR, span=func.span))
+    return out
+
+
+def with_index_params(func: Function, body: Callable[[list[Var]], tuple[list[Stmt], list[Var]]],
+                      names: tuple[str, ...]) -> Function:
+    """`func` computing the block at its new last index parameters `names` (`_index_params`):
+    `body(indices)` gives the statements and, per Out parameter of `_split(func)`, its written value.
+    The callers loop over the indices (`_Hoist`)."""
+    chain_stmts, outs, ret = _split(func)
+    idx = _index_params(func, names)
+    stmts, written = body(idx)
+    f = _finish(func, chain_stmts, outs, ret, written, stmts)
+    return replace(f, params=func.params + tuple(idx),
+                   param_directions=func.param_directions + (ParamDirection.In,) * len(idx))
+
+
 def _rebuild_one_row_block(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
     """`func` computing the row block at its new last parameter `i` (a `pl.Scalar[pl.INDEX]`);
     the caller loops over `i` (`_Hoist`)."""
-    chain_stmts, outs, ret = _split(func)
-    taken = {p.name for p in func.params}
-    name = next(n for n in ("i", "blk_i", "blk_row") + tuple(f"blk_row{k}" for k in range(len(taken) + 1))
-                if n not in taken)
-    i = Var(name, INDEX_SCALAR, span=func.span)
-    stmts, written = _row_block(chain, plan, chain_stmts, outs, i, outs, func.span)
-    f = _finish(func, chain_stmts, outs, ret, written, stmts)  # type: ignore[arg-type]
-    return replace(f, params=func.params + (i,), param_directions=func.param_directions + (ParamDirection.In,))
+    chain_stmts, outs, _ = _split(func)
+    return with_index_params(
+        func, lambda idx: _row_block(chain, plan, chain_stmts, outs, idx[0], outs, func.span), ("i",))  # type: ignore[arg-type]
+
+
+Loops = list[tuple[str, Dim, int]]   # (name, extent, step) of each hoisted block loop, outermost first
 
 
 class _Hoist(IRMutator):
-    """Replaces each call `v = self.f(args)` by `for i, (o_it,) in pl.parallel(0, R, br, init_values=(o,))`
-    calling `f(args with o_it, i)` and yielding its result into `v` (one task per row block)."""
+    """Replaces each call `v = self.f(args)` by the nest of `pl.parallel` loops over the block
+    offsets (`for i, (o_it,) in pl.parallel(0, R, br, init_values=(o,))`, ...) calling
+    `f(args with o_it, i, ...)` and yielding its result into `v` (one task per block)."""
 
-    def __init__(self, funcs: dict[str, tuple[Function, _Chain, BlockPlan]]) -> None:
+    def __init__(self, funcs: dict[str, tuple[Function, Loops]]) -> None:
         super().__init__()
         self.funcs = funcs
 
@@ -313,19 +341,28 @@ class _Hoist(IRMutator):
         entry = self.funcs.get(c.op.name) if isinstance(c, Call) and isinstance(c.op, GlobalVar) else None
         if entry is None:
             return super().visit_AssignStmt(s)
-        func, chain, plan = entry
+        func, loops = entry
         out = _split(func)[1][0]
         pos = func.params.index(out)
-        arg = c.args[pos]
-        lv = Var("i", INDEX_SCALAR, span=s.span)
-        it = IterArg(f"{getattr(arg, 'name', 'out')}_it", arg.type, init=arg, span=s.span)
-        args = list(c.args)
-        args[pos] = it
-        call = replace(c, args=tuple(args) + (lv,))
-        res = Var(s.var.name + "_blk", s.var.type, span=s.var.span)
-        body = SeqStmts((AssignStmt(res, call, span=s.span), YieldStmt((res,), span=s.span)), span=s.span)
-        return ForStmt(lv, _idx(0), _expr(chain.rows), _idx(plan.rows), (it,), body, (s.var,),
-                       kind=ForKind.Parallel, span=s.span)
+        return self._nest(s, c, pos, c.args[pos], loops, [])
+
+    def _nest(self, s: AssignStmt, c: Call, pos: int, carried: Expr, loops: Loops, idx: list[Var]) -> ForStmt:
+        (name, extent, step), rest = loops[0], loops[1:]
+        lv = Var(name, INDEX_SCALAR, span=s.span)
+        it = IterArg(f"{getattr(carried, 'name', 'out')}_it", carried.type, init=carried, span=s.span)
+        if rest:
+            inner = self._nest(s, c, pos, it, rest, idx + [lv])
+            res: Var = inner.return_vars[0]
+            stmts: tuple[Stmt, ...] = (inner,)
+        else:
+            args = list(c.args)
+            args[pos] = it
+            res = Var(s.var.name + "_blk", s.var.type, span=s.var.span)
+            stmts = (AssignStmt(res, replace(c, args=tuple(args) + tuple(idx + [lv])), span=s.span),)
+        body = SeqStmts(stmts + (YieldStmt((res,), span=s.span),), span=s.span)
+        rv = s.var if len(idx) == 0 else Var(f"{s.var.name}_{name}", s.var.type, span=s.span)
+        return ForStmt(lv, _idx(0), _expr(extent), _idx(step), (it,), body, (rv,), kind=ForKind.Parallel,
+                       span=s.span)
 
 
 def _hoistable(func: Function, program: Program) -> bool:
@@ -371,16 +408,29 @@ class TileTensorBlocks(Pass):
     name = "TileTensorBlocks"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
-        hoisted: dict[str, tuple[Function, _Chain, BlockPlan]] = {}
+        from .fuse_matmul_acc import fuse_matmul_acc
+        from .tile_tensor_matmul import plan_matmul
+
+        hoisted: dict[str, tuple[Function, Loops]] = {}
         funcs = []
+        program = replace(program, functions=tuple(
+            fuse_matmul_acc(f) if f.func_type is FunctionType.InCore and f.external is None else f
+            for f in program.functions))
         for func in program.functions:
+            mm = plan_matmul(func, program, ctx)
+            if mm is not None:
+                new, loops = mm
+                if loops:
+                    hoisted[func.name] = (func, loops)
+                funcs.append(new)
+                continue
             found = _plan(func, program, ctx)
             if found is None:
                 funcs.append(func)
                 continue
             chain, plan, hoist = found
             if hoist:
-                hoisted[func.name] = (func, chain, plan)
+                hoisted[func.name] = (func, [("i", chain.rows, plan.rows)])
                 funcs.append(_rebuild_one_row_block(func, chain, plan))
             else:
                 funcs.append(_rebuild(func, chain, plan))
