@@ -193,3 +193,20 @@ CAPS = {MemorySpace.Acc: 128 * 1024, MemorySpace.Left: 64 * 1024, MemorySpace.Ri
 ], ids=["fp16", "fp32", "small", "capped", "dynamic"])
 def test_choose_matmul_blocks(mnk, operand, limits, want):
     assert choose_matmul_blocks(*mnk, operand, 4, CAPS, **limits) == want
+
+
+@pl.program
+class HandSplit:
+    """pl.at(optimizations=[pl.split(...)]): the cross-core layout was chosen by hand."""
+
+    @pl.function(type=pl.FunctionType.InCore, optimizations=[pl.split(pl.SplitMode.UP_DOWN)])
+    def k(self, a: pl.Tensor[[300, 200], FP16], b: pl.Tensor[[200, 170], FP16],
+          c: pl.Out[pl.Tensor[[300, 170], FP32]]) -> pl.Tensor[[300, 170], FP32]:
+        m: pl.Tensor[[300, 170], FP32] = pl.tensor.matmul(a, b)
+        r: pl.Tensor[[300, 170], FP32] = pl.tensor.relu(m)
+        c1: pl.Tensor[[300, 170], FP32] = pl.tensor.assemble(c, r, [0, 0])
+        return c1
+
+
+def test_a_region_with_optimizations_is_left_as_written():
+    ir.assert_structural_equal(blocked(HandSplit), HandSplit)

@@ -24,8 +24,9 @@ each input is loaded once per block, the chain computed on chip, each output sto
             ... the chain on the blocks ...
             out = pl.assemble(out, result, [i, j])
 
-A `valid_shape` is given only along a dimension the block does not divide (a partial tail block:
-primes, non-multiples). A row reduction keeps its rows whole (no column blocks); when one row of
+A region with `optimizations` (`pl.split`, `pl.cross_core_slot`: its cross-core layout chosen by
+hand) is left as written. A `valid_shape` is given only along a dimension the block does not
+divide (a partial tail block: primes, non-multiples). A row reduction keeps its rows whole (no column blocks); when one row of
 the chain does not fit, the function is left unchanged.
 
 Block shape: `block_shape.choose_blocks` (deterministic, from the SoC model `ctx.soc`): the largest
@@ -417,6 +418,9 @@ class TileTensorBlocks(Pass):
             fuse_matmul_acc(f) if f.func_type is FunctionType.InCore and f.external is None else f
             for f in program.functions))
         for func in program.functions:
+            if func.optimizations:   # pl.split / pl.cross_core_slot: a cross-core layout chosen by hand
+                funcs.append(func)
+                continue
             mm = plan_matmul(func, program, ctx)
             if mm is not None:
                 new, loops = mm
