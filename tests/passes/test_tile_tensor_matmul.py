@@ -210,3 +210,63 @@ class HandSplit:
 
 def test_a_region_with_optimizations_is_left_as_written():
     ir.assert_structural_equal(blocked(HandSplit), HandSplit)
+
+
+M = pl.dynamic("M")
+
+
+@pl.program
+class DynamicRows:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[M, 512], FP16], b: pl.Tensor[[512, 256], FP16],
+             c: pl.Out[pl.Tensor[[M, 256], FP16]]) -> pl.Tensor[[M, 256], FP16]:
+        c1: pl.Tensor[[M, 256], FP16] = self.k(a, b, c)
+        return c1
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[M, 512], FP16], b: pl.Tensor[[512, 256], FP16],
+          c: pl.Out[pl.Tensor[[M, 256], FP16]]) -> pl.Tensor[[M, 256], FP16]:
+        m: pl.Tensor[[M, 256], FP16] = pl.tensor.matmul(a, b, out_dtype=FP16)
+        c1: pl.Tensor[[M, 256], FP16] = pl.tensor.assemble(c, m, [0, 0])
+        return c1
+
+
+@pl.program
+class DynamicRowsExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[M, 512], FP16], b: pl.Tensor[[512, 256], FP16],
+          c: pl.Out[pl.Tensor[[M, 256], FP16]], i: pl.Scalar[pl.INDEX],
+          j: pl.Scalar[pl.INDEX]) -> pl.Tensor[[M, 256], FP16]:
+        # 128 x 256 fits Acc, but the FP16 cast of the block (the FP32 block moved to Vec, 128 KiB,
+        # and its cast, 64 KiB) not Vec: 128 x 128, and then K blocks of 256 fit Left and Right
+        rows_valid: pl.INDEX = pl.min(128, M - i)
+        a_k0: pl.Tensor[[128, 256], FP16, pl.TensorView(valid_shape=[rows_valid, 256])] = \
+            pl.tensor.slice(a, [128, 256], [i, 0], [rows_valid, 256])
+        b_k0: pl.Tensor[[256, 128], FP16] = pl.tensor.slice(b, [256, 128], [0, j])
+        acc: pl.Tensor[[128, 128], FP32, pl.TensorView(valid_shape=[rows_valid, 128])] = pl.tensor.matmul(a_k0, b_k0)
+        for k, (acc_it,) in pl.range(256, 512, 256, init_values=(acc,)):
+            a_k: pl.Tensor[[128, 256], FP16, pl.TensorView(valid_shape=[rows_valid, 256])] = \
+                pl.tensor.slice(a, [128, 256], [i, k], [rows_valid, 256])
+            b_k: pl.Tensor[[256, 128], FP16] = pl.tensor.slice(b, [256, 128], [k, j])
+            acc_1: pl.Tensor[[128, 128], FP32, pl.TensorView(valid_shape=[rows_valid, 128])] = \
+                pl.tensor.matmul_acc(acc_it, a_k, b_k)
+            acc_rv: pl.Tensor[[128, 128], FP32, pl.TensorView(valid_shape=[rows_valid, 128])] = pl.yield_(acc_1)
+        # out_dtype: one cast after the K loop (the accumulator stays FP32)
+        m: pl.Tensor[[128, 128], FP16, pl.TensorView(valid_shape=[rows_valid, 128])] = \
+            pl.tensor.cast(acc_rv, target_type=FP16)
+        c1: pl.Tensor[[M, 256], FP16] = pl.tensor.assemble(c, m, [i, j])
+        return c1
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[M, 512], FP16], b: pl.Tensor[[512, 256], FP16],
+             c: pl.Out[pl.Tensor[[M, 256], FP16]]) -> pl.Tensor[[M, 256], FP16]:
+        for i, (c_it,) in pl.parallel(0, M, 128, init_values=(c,)):     # to the run-time M
+            for j, (c_it_it,) in pl.parallel(0, 256, 128, init_values=(c_it,)):
+                c1_blk: pl.Tensor[[M, 256], FP16] = self.k(a, b, c_it_it, i, j)
+                c1_j: pl.Tensor[[M, 256], FP16] = pl.yield_(c1_blk)
+            c1: pl.Tensor[[M, 256], FP16] = pl.yield_(c1_j)
+        return c1
+
+
+def test_a_dynamic_row_count_and_out_dtype():
+    ir.assert_structural_equal(blocked(DynamicRows), DynamicRowsExpected)
