@@ -265,7 +265,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         platform: run platform of the result (default `a2a3sim` / `a5sim` for the backend).
         diagnostic_phase: which diagnostics run (`pypto.core.diagnostics`): "none", "compile"
             (warnings W001-W004 as `DiagnosticWarning`s and in `report/diagnostics.log`; hints
-            PH001-PH003 in `report/perf_hints.log`), "run" (hints PH004-PH007 after each simulator
+            PH001-PH003, PH008 in `report/perf_hints.log`), "run" (hints PH004-PH007 after each simulator
             run, in `report/perf_hints_run.log`) or "all" (None: the default, "all").
         disabled_diagnostics: codes or names (e.g. {"W001", "TaskTooSmall"}) to leave out.
         distributed_config: for a distributed program, the `DistributedConfig` recorded in
@@ -327,7 +327,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         t2 = time.perf_counter()
         from .tools.perf_hints import perf_hints, render_perf_hints
 
-        hint_list = diag.keep(perf_hints(lowered, backend_type)) if diag.runs("compile") else []
+        hint_list = diag.keep(ctx.records.get("perf_hints", []) + perf_hints(lowered, backend_type)) \
+            if diag.runs("compile") else []
         hints = render_perf_hints(hint_list, lowered, backend_type, diag)
         warned = _compile_warnings(ssa, lowered, diag)
         stages = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3}
