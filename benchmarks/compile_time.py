@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
+import pypto.compiler as compile_mod  # noqa: E402
 import pypto.language as pl  # noqa: E402
-import pypto.passes.compile as compile_mod  # noqa: E402
 from pypto import ir  # noqa: E402
 from pypto.backend import BackendType  # noqa: E402
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pto_check import check_pto
 
+import pypto.compiler as compile_mod
 import pypto.language as pl
-import pypto.passes.compile as compile_mod
 from pypto import ir
 from pypto.backend import BackendType
 from pypto.codegen import kernel_core_type

@@ -13,8 +13,8 @@ from cpp_check import HOST_FUNCTIONS, compiles_as_cpp, cxx
 from shared_programs import GROUPED_SRC
 from test_example_artifacts import EXAMPLES, ROOT, _programs_of
 
+import pypto.compiler as compile_mod
 import pypto.language as pl
-import pypto.passes.compile as compile_mod
 from pypto import ir
 from pypto.ops import all_ops
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import pypto.compiler as compile_mod
 import pypto.language as pl
-import pypto.passes.compile as compile_mod
 from pypto import ir
 from pypto.backend import BackendType
 

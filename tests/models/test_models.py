@@ -164,7 +164,7 @@ def test_model_programs_round_trip(module):
     """Every pass dump of the two largest programs (the LLaMA layer holds the FFN and the flash
     attention too) prints and re-parses to a structurally equal program."""
     from pypto import ir
-    from pypto.passes.compile import VerificationLevel
+    from pypto.compiler import VerificationLevel
 
     mod = __import__(module)
     program = mod.build_program() if module == "llama_layer" else mod.build_program(2, 32)

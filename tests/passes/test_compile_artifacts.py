@@ -235,9 +235,9 @@ def test_verification_level_from_env(tmp_path, monkeypatch):
         calls["basic"] += 1
         return real_basic(p, name)
 
-    def rt(p, name):
+    def rt(p, name, reparse):
         calls["roundtrip"] += 1
-        return real_rt(p, name)
+        return real_rt(p, name, reparse)
 
     monkeypatch.setattr(manager_mod, "verify_basic", basic)
     monkeypatch.setattr(manager_mod, "verify_roundtrip", rt)

@@ -220,7 +220,7 @@ def test_verification_level_by_name(tmp_path, monkeypatch):
 
     calls = []
     real = manager_mod.verify_roundtrip
-    monkeypatch.setattr(manager_mod, "verify_roundtrip", lambda p, n: calls.append(n) or real(p, n))
+    monkeypatch.setattr(manager_mod, "verify_roundtrip", lambda p, n, r: calls.append(n) or real(p, n, r))
     ir.compile(Clean, output_dir=tmp_path / "b", dump_passes=False, verification_level="roundtrip")
     assert calls and calls[0] == "InlineFunctions"
 

@@ -200,7 +200,7 @@ def test_jit_forwards_the_diagnostic_options_to_compile():
 
 
 def test_a_build_folder_that_cannot_be_written_does_not_fail_the_run(tmp_path, monkeypatch, caplog):
-    from pypto.tools import run_hints as rh
+    from pypto.runtime import run_hints as rh
 
     cp = compile_(SmallTasks, tmp_path / "b")
 

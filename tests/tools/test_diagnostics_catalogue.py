@@ -6,11 +6,11 @@ from its text (pickling, pytest-xdist) keeps its code and name."""
 import pickle
 from pathlib import Path
 
+from pypto.compiler import WARNING_CODES
 from pypto.core.diagnostics import CATALOGUE, Diagnostic, DiagnosticWarning, diagnostic_options
 from pypto.core.span import Span
-from pypto.passes.compile import WARNING_CODES
+from pypto.runtime.run_hints import RUN_HINT_CODES
 from pypto.tools.perf_hints import HINT_CODES
-from pypto.tools.run_hints import RUN_HINT_CODES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
 

@@ -392,7 +392,7 @@ def torch_codegen(node: Program | Function | str | os.PathLike, entry: str | Non
         ValueError: an unknown `entry`.
         CompileError: a Group function whose pipe configuration is invalid (`torch_plan`).
     """
-    from ..runtime.compiled import select_entry
+    from ..ir.entry import select_entry
 
     node = _as_node(node)
     program = node if isinstance(node, Program) else Program(node.name, (node,))

@@ -37,8 +37,8 @@ import torch
 from ..core import packed
 from ..core.dtype import FP4
 from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
+from ..ir.entry import select_entry
 from ..runtime.binding import check_host_args
-from ..runtime.compiled import select_entry
 from .torch_codegen import torch_codegen
 
 __all__ = ["validate_ir", "ValidationReport", "StageResult", "DEFAULT_TOLERANCES"]

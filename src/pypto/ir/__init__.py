@@ -59,9 +59,9 @@ from .types import (
 from .visitor import IRMutator, IRVisitor
 
 _LAZY = {
-    "compile": ("..passes.compile", "compile"),
-    "OptimizationStrategy": ("..passes.compile", "OptimizationStrategy"),
-    "VerificationLevel": ("..passes.compile", "VerificationLevel"),
+    "compile": ("..compiler", "compile"),
+    "OptimizationStrategy": ("..compiler", "OptimizationStrategy"),
+    "VerificationLevel": ("..compiler", "VerificationLevel"),
     "CompiledProgram": ("..runtime.compiled", "CompiledProgram"),
 }
 

@@ -1,4 +1,4 @@
-"""The pass pipeline (SPEC §5): `Pass`, `PassManager`, the passes, and `compile`."""
+"""The pass pipeline (SPEC §5): `Pass`, `PassManager` and the passes (the driver is `pypto.compiler`)."""
 
 from .base import FunctionPass, Pass, PassContext
 from .manager import PassManager, VerificationLevel

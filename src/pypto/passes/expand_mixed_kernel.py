@@ -56,6 +56,7 @@ from ..core.enums import FunctionType, MemorySpace, ParamDirection, SplitMode
 from ..core.errors import CompileError
 from ..ir.expr import Call, Expr, GlobalVar, IterArg, MakeTuple, TupleGetItem, Var
 from ..ir.function import Function, Program
+from ..ir.kernel_sides import B, C, V, X, side_uses, sides_used, stmt_side, tile_side
 from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TensorType, TileType, TupleType
 from ..ir.visitor import IRMutator
@@ -63,7 +64,6 @@ from ..ops import get_op
 from .analysis import used_vars
 from .base import Pass, PassContext
 from .derive_call_directions import derived_direction
-from .kernel_sides import B, C, V, X, side_uses, sides_used, stmt_side, tile_side
 from .op_builder import build_call
 from .rewrite import FreshBindings
 from .split_vector_kernel import split_dim, split_vector_body

@@ -44,11 +44,21 @@ class PassManager:
 
     `observers` maps a pass name to callbacks that receive the program right after that pass (an
     analysis that needs a particular stage, e.g. the compile-time warnings after ConvertToSSA).
+    `reparse` is the DSL parser ROUNDTRIP verification prints and re-parses with
+    (`parse_text(text, filename=...)`; the compile driver passes it in).
+
+    Raises:
+        ValueError: ROUNDTRIP verification without `reparse`.
     """
 
     def __init__(self, passes: list[Pass], verification: VerificationLevel = VerificationLevel.BASIC,
                  dump_dir: str | Path | None = None,
-                 observers: dict[str, Callable[[Program], None]] | None = None) -> None:
+                 observers: dict[str, Callable[[Program], None]] | None = None,
+                 reparse: Callable[..., Program] | None = None) -> None:
+        if verification is VerificationLevel.ROUNDTRIP and reparse is None:
+            raise ValueError("ROUNDTRIP verification re-parses the printed IR: pass reparse= (the DSL "
+                             "parser, pypto.language.parser.entry.parse_text)")
+        self.reparse = reparse
         self.passes = passes
         self.verification = verification
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
@@ -71,7 +81,7 @@ class PassManager:
             if self.verification is not VerificationLevel.NONE:
                 verify_basic(program, p.name)
             if self.verification is VerificationLevel.ROUNDTRIP:
-                verify_roundtrip(program, p.name)
+                verify_roundtrip(program, p.name, self.reparse)  # type: ignore[arg-type]
             self._dump(f"{i:02d}_after_{p.name}.py", program)
             if p.name in self.observers:
                 self.observers[p.name](program)

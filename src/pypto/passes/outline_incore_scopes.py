@@ -37,6 +37,7 @@ from ..ir.stmt import (
     WhileStmt,
     YieldStmt,
 )
+from ..ir.tasks import submit_result_type
 from ..ir.types import TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
@@ -44,7 +45,6 @@ from .analysis import defined_vars, first_reader, used_vars
 from .base import Pass, PassContext
 from .rewrite import FreshBindings, is_dynamic_dim, rebuild_children, uses_outside
 from .scope_outline import outline_cluster_groups
-from .tasks import submit_result_type
 
 __all__ = ["OutlineIncoreScopes"]
 

@@ -26,11 +26,11 @@ from ..core.enums import ParamDirection, ScopeKind, ScopeMode
 from ..ir.expr import BinaryExpr, Call, Expr, GlobalVar, MakeTuple, TupleGetItem, Var
 from ..ir.function import Function
 from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ScopeStmt, Stmt, WhileStmt, YieldStmt
+from ..ir.tasks import is_submit, is_task_id
 from ..ir.types import TensorType
 from ..ir.visitor import IRVisitor
 from ..ops import get_op
 from .simplify import simplify_expr
-from .tasks import is_submit, is_task_id
 
 __all__ = ["Region", "CallSite", "TensorAccess", "DirectionsOf"]
 

@@ -30,7 +30,7 @@ definition and loop / if results are explicit return vars.
   and return the last one.
 
 `value_warnings(program)` returns the findings (`core.diagnostics.Diagnostic`), deduplicated by the
-caller; `pypto.passes.compile` issues them as `DiagnosticWarning`s and writes `report/diagnostics.log`.
+caller; `pypto.compiler` (the `ir.compile` driver) issues them as `DiagnosticWarning`s and writes `report/diagnostics.log`.
 """
 
 from __future__ import annotations

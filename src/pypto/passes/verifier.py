@@ -10,6 +10,8 @@ ROUNDTRIP additionally prints the program, parses the text and requires structur
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..core.errors import VerificationError
 from ..ir.expr import Call, GlobalVar, Var
 from ..ir.function import Function, Program
@@ -153,15 +155,18 @@ def verify_basic(program: Program, pass_name: str) -> None:
         _Scoped(program, f, pass_name).visit_stmt(f.body)
 
 
-def verify_roundtrip(program: Program, pass_name: str) -> None:
-    """Raise VerificationError if print → parse does not give a structurally equal program."""
+def verify_roundtrip(program: Program, pass_name: str, reparse: Callable[..., Program]) -> None:
+    """Raise VerificationError if print → parse does not give a structurally equal program.
+
+    `reparse(text, filename=...)` is the DSL parser (`pypto.language.parser.entry.parse_text`),
+    passed in by the caller so that passes do not import the language layer above them.
+    """
     from ..ir.printer import python_print
     from ..ir.structural import assert_structural_equal
-    from ..language.parser.entry import parse_text
 
     text = python_print(program)
     try:
-        again = parse_text(text, filename=f"<roundtrip after {pass_name}>")
+        again = reparse(text, filename=f"<roundtrip after {pass_name}>")
         assert_structural_equal(program, again)
         if again.function_names != program.function_names:  # equality ignores function names
             raise AssertionError(f"function names {program.function_names} became {again.function_names}")

@@ -37,11 +37,10 @@ from typing import Any
 
 from ..backend.soc import BackendType
 from ..core.diagnostics import Diagnostic, DiagnosticOptions, diagnostic_options
-from ..core.enums import FunctionType, ParamDirection
+from ..core.enums import ParamDirection
 from ..core.errors import ArgumentTypeError, ArgumentValueError, user_facing
-from ..ir.expr import Call, GlobalVar
-from ..ir.function import Function, Program
-from ..ir.visitor import IRVisitor
+from ..ir.entry import select_entry
+from ..ir.function import Program
 from .binding import _check_scalar, _check_tensor, bind_call_args, bind_host_args, to_host_storage
 from .config import (
     COMPILE_TIME_FIELDS,
@@ -99,44 +98,6 @@ class OrchArg:
     value: Any
     dtype: str
     shape: tuple[int, ...]
-
-
-class _Callees(IRVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Call(self, e: Call) -> None:
-        if isinstance(e.op, GlobalVar):
-            self.names.add(e.op.name)
-        super().visit_Call(e)
-
-
-def select_entry(program: Program, entry: str | None = None) -> Function:
-    """The entry function: `entry` by name; else the unique Orchestration function; else the first
-    function no other function calls.
-
-    Raises:
-        ValueError: unknown `entry` name, or a program without functions.
-    """
-    if entry is not None:
-        f = program.get_function(entry)
-        if f is None:
-            raise ValueError(f"program '{program.name}' has no function {entry!r}; it has "
-                             f"{', '.join(program.function_names) or 'none'}")
-        return f
-    if not program.functions:
-        raise ValueError(f"program '{program.name}' has no functions")
-    orch = [f for f in program.functions if f.func_type is FunctionType.Orchestration]
-    if len(orch) == 1:
-        return orch[0]
-    v = _Callees()
-    for f in program.functions:
-        v.visit_function(f)
-    roots = [f for f in program.functions if f.name not in v.names]
-    for f in roots:
-        if f.func_type is FunctionType.Orchestration:
-            return f
-    return roots[0] if roots else program.functions[0]
 
 
 class CompiledProgram:
@@ -268,9 +229,9 @@ class CompiledProgram:
         return host[0] if len(host) == 1 else tuple(host)
 
     def _update_run_hints(self, config: RunConfig | None) -> None:
-        """Run-time hints of the last run (`pypto.tools.run_hints`), with the build's diagnostic
+        """Run-time hints of the last run (`pypto.runtime.run_hints`), with the build's diagnostic
         options overridden by `config`'s diagnostic_phase / disabled_diagnostics when set."""
-        from ..tools.run_hints import update_run_hints
+        from .run_hints import update_run_hints
 
         options = self.diagnostics
         if config is not None:

@@ -7,14 +7,14 @@ toolkit; `a2a3sim` / `a5sim` run on this package's simulator. The default is `a2
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..backend.soc import BackendType
 from ..core.errors import ArgumentTypeError
 from .sim.rings import RingSizes, check_ring, ring_sizes
 
-__all__ = ["RunConfig", "PLATFORMS", "SIM_PLATFORMS", "backend_for_platform", "check_platform",
+__all__ = ["RunConfig", "DistributedConfig", "PLATFORMS", "SIM_PLATFORMS", "backend_for_platform", "check_platform",
            "is_simulator", "DFX_LEVELS", "COMPILE_TIME_FIELDS", "check_run_config"]
 
 #  platform     target chip               simulated
@@ -74,6 +74,49 @@ def is_simulator(platform: str) -> bool:
 
 
 @dataclass
+class DistributedConfig:
+    """How a distributed program runs (SPEC §8 "Running"; `pypto.runtime.dist`).
+
+    Attributes:
+        device_ids: one physical device per logical rank: rank r runs on `device_ids[r]`; the
+            world size is their count (1..64, distinct, each >= 0).
+        num_sub_workers: host threads that run SubWorker callbacks; 0 runs each callback inline
+            in the host driver.
+        deadlock_timeout: seconds every busy rank may stay blocked in a `pld.system.wait` with
+            nothing changing before the run ends with a `DistributedDeadlockError` (> 0).
+        start_method: how rank processes start: "fork", "spawn" or "forkserver"; None takes
+            "fork" where available (fastest), else "spawn".
+
+    Raises:
+        ValueError: a field out of range (the message names it).
+    """
+
+    device_ids: list[int] = field(default_factory=lambda: [0])
+    num_sub_workers: int = 0
+    deadlock_timeout: float = 10.0
+    start_method: str | None = None
+
+    def __post_init__(self) -> None:
+        ids = list(self.device_ids)
+        if not 1 <= len(ids) <= 64 or any(not isinstance(d, numbers.Integral) or isinstance(d, bool)
+                                           or d < 0 for d in ids) or len(set(ids)) != len(ids):
+            raise ValueError(f"DistributedConfig.device_ids must be 1 to 64 distinct ints >= 0, got {self.device_ids!r}")
+        self.device_ids = [int(d) for d in ids]
+        if not isinstance(self.num_sub_workers, numbers.Integral) or self.num_sub_workers < 0:
+            raise ValueError(f"DistributedConfig.num_sub_workers must be an int >= 0, got {self.num_sub_workers!r}")
+        if not isinstance(self.deadlock_timeout, numbers.Real) or not self.deadlock_timeout > 0:
+            raise ValueError(f"DistributedConfig.deadlock_timeout must be > 0 seconds, got {self.deadlock_timeout!r}")
+        if self.start_method not in (None, "fork", "spawn", "forkserver"):
+            raise ValueError(f"DistributedConfig.start_method must be None, 'fork', 'spawn' or 'forkserver', "
+                             f"got {self.start_method!r}")
+
+    @property
+    def world_size(self) -> int:
+        """Number of ranks."""
+        return len(self.device_ids)
+
+
+@dataclass
 class RunConfig:
     """How to compile and dispatch a program (SPEC §7).
 
@@ -118,6 +161,8 @@ class RunConfig:
             None keeps the build's): forwarded to `ir.compile` by a `@pl.jit` call and
             `JITFunction.compile`; when running, they choose the run-time hints
             (`report/perf_hints_run.log`). Unknown values raise ValueError.
+        distributed_config: the ranks of a distributed program (`DistributedConfig`, SPEC §8);
+            None runs it on one rank.
 
     Raises:
         ValueError: unknown platform, platform/backend mismatch, negative device_id or tolerance, a
@@ -147,6 +192,7 @@ class RunConfig:
     ring_dep_pool: int | list[int] | None = None
     diagnostic_phase: str | None = None     # diagnostics (core.diagnostics): None keeps the build's
     disabled_diagnostics: Any = None
+    distributed_config: DistributedConfig | None = None   # multi-rank runs (SPEC §8, runtime.dist)
 
     def __post_init__(self) -> None:
         from ..core.diagnostics import diagnostic_options
@@ -170,6 +216,9 @@ class RunConfig:
                 raise ValueError(f"RunConfig.{name} must be True or False, got {v!r}")
         for name in ("ring_task_window", "ring_heap", "ring_dep_pool"):
             setattr(self, name, check_ring(name, getattr(self, name), f"RunConfig.{name}"))
+        if self.distributed_config is not None and not isinstance(self.distributed_config, DistributedConfig):
+            raise ValueError(f"RunConfig.distributed_config must be a DistributedConfig, got "
+                             f"{type(self.distributed_config).__name__}")
 
     @property
     def is_simulator(self) -> bool:

@@ -6,7 +6,7 @@ constructs pin InCore code to the cube core (AIC) or a vector core (AIV) with
 `level=pl.Level.AIC | AIV`: `@pl.jit.incore(level=...)`, `@pl.function(type=pl.FunctionType.InCore,
 level=...)` and `with pl.at(level=...):`. All three get the same check: cube ops and
 Mat/Left/Right/Acc/Bias tiles on the AIC, vector ops and Vec tiles on an AIV (scalar and tensor
-bookkeeping runs on either). The side of each op comes from `passes.kernel_sides.sided_ops` (op
+bookkeeping runs on either). The side of each op comes from `ir.kernel_sides.sided_ops` (op
 traits and tile memory spaces).
 """
 
@@ -47,7 +47,7 @@ def check_core_side(body: Stmt, level: Level, pinned_by: str) -> None:
     """Raise InvalidOperationError at the first op of `body` that needs the other core than
     `level` (AIC or AIV), or that moves data between the two. `pinned_by` completes "but ..."
     naming the construct that pinned the code, e.g. "kernel 'k' is @pl.jit.incore(level=pl.Level.AIC)"."""
-    from ...passes.kernel_sides import C, V, X, sided_ops
+    from ...ir.kernel_sides import C, V, X, sided_ops
 
     want = CORE_SIDE[level]
     other = {C: ("the cube core (AIC)", "pl.Level.AIC"), V: ("a vector core (AIV)", "pl.Level.AIV")}

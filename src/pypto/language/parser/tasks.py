@@ -34,10 +34,10 @@ from ...core.errors import InvalidOperationError, ParserSyntaxError, ParserTypeE
 from ...core.span import Span
 from ...ir.expr import Call, Expr, GlobalVar, Var
 from ...ir.stmt import AssignStmt, EvalStmt, ScopeStmt, Stmt
+from ...ir.tasks import TASK_ID_TYPE, submit_result_type
+from ...ir.tasks import is_task_id as _is_task_id
 from ...ir.types import ScalarType, TensorType, TupleType
 from ...ir.visitor import IRVisitor
-from ...passes.tasks import TASK_ID_TYPE, submit_result_type
-from ...passes.tasks import is_task_id as _is_task_id
 from .. import dsl
 from .core_side import CORE_SIDE, check_core_side
 from .deps import HOST_TYPES, parse_deps

@@ -89,7 +89,8 @@ Touch = tuple[int, Extent, str]   # (env slot, bytes, variable name)
 class _KernelCompiler(FunctionCompiler):
     kind = "kernel"
 
-    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False) -> None:
+    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False,
+                 clock: bool = False) -> None:
         self.buffers: dict[int, _Buffer] = {}
         self.extents: dict[Var, Extent] = {}
         self.soc = soc
@@ -100,7 +101,7 @@ class _KernelCompiler(FunctionCompiler):
         self.effects: list[tuple[tuple, tuple]] = []
         self.trace: list[int] = []
         self.overlap = not count   # a Group member keeps serial pipes (its clock paces the pipe rings)
-        self.counting = count or _has_control_flow(func.body)
+        self.counting = count or clock or _has_control_flow(func.body)
         super().__init__(func)
 
     def on_define(self, var: Var, slot: int) -> None:
@@ -355,6 +356,8 @@ class KernelExecutor:
         sanitizer: None, or a one-element list holding the current `Sanitizer` (read at run time).
         count: count executed ops even without control flow, so `cycles_so_far()` can be read
             while the kernel runs (the kernels of a Group call, whose pipes need their clocks).
+        clock: count executed ops (so `cycles_so_far()` is exact) but keep the overlapping-pipe
+            cost: a rank of a distributed run reads the clock when a kernel talks to a peer.
 
     Attributes:
         func: the kernel's `ir.Function`. name: its name.
@@ -370,8 +373,9 @@ class KernelExecutor:
             tile parameter, an unknown op, ...).
     """
 
-    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None, count: bool = False) -> None:
-        c = _KernelCompiler(func, soc, sanitizer, count)
+    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None, count: bool = False,
+                 clock: bool = False) -> None:
+        c = _KernelCompiler(func, soc, sanitizer, count, clock)
         self.func, self.name = func, func.name
         self._c = c
         self._body = c.body
@@ -418,6 +422,12 @@ class KernelExecutor:
             if n:
                 total += n * c.cycles
         return total
+
+    def current_site(self) -> int | None:
+        """The index (into `sites` / `site_spans`) of the op executing now; None unless the executor
+        records the order of its ops (built with `clock=True` or with control flow, not a Group
+        member). `cycles_so_far()` already counts that op."""
+        return self._trace[-1] if self._trace else None
 
     def template(self, arena: CoreArena) -> list:
         """The environment template for `arena`: tile slots hold their views (built once)."""

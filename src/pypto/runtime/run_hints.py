@@ -34,9 +34,9 @@ from ..core.diagnostics import Diagnostic, DiagnosticOptions, render_diagnostics
 from ..core.enums import MemorySpace
 from ..core.span import Span
 from ..ops.system import SLOTS_ONE_WAY
-from ..runtime.sim.cost_model import const
-from ..runtime.sim.record import RunRecord
-from ..runtime.sim.task import Task
+from .sim.cost_model import const
+from .sim.record import RunRecord
+from .sim.task import Task
 
 __all__ = ["run_hints", "render_run_hints", "update_run_hints", "RUN_HINT_CODES", "RUN_HINTS_FILE",
            "PIPE_BUSY_BELOW"]

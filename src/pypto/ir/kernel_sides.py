@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from ..core.enums import MemorySpace
 from ..core.span import Span
-from ..ir.expr import Call, Expr, GlobalVar, Var
-from ..ir.function import Function
-from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
-from ..ir.types import TileType
-from ..ir.visitor import IRVisitor, stmt_children
 from ..ops import get_op
-from .analysis import used_vars
+from .expr import Call, Expr, GlobalVar, Var
+from .function import Function
+from .stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ReturnStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
+from .types import TileType
+from .uses import used_vars
+from .visitor import IRVisitor, stmt_children
 
 __all__ = ["C", "V", "B", "X", "CUBE_SPACES", "stmt_side", "tile_side", "sides_used", "side_uses", "sided_ops"]
 

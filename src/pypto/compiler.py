@@ -35,13 +35,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..backend import BackendType
-from ..core.errors import user_facing
-from ..ir.function import Program
-from ..ir.printer import python_print
-from .base import PassContext
-from .manager import PassManager, VerificationLevel
-from .pipeline import OptimizationStrategy, check_strategy, passes_for
+from .backend import BackendType
+from .core.errors import user_facing
+from .ir.function import Program
+from .ir.printer import python_print
+from .language.parser.entry import parse_text
+from .passes.base import PassContext
+from .passes.manager import PassManager, VerificationLevel
+from .passes.pipeline import OptimizationStrategy, check_strategy, passes_for
 
 __all__ = ["compile", "lower", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
 
@@ -74,9 +75,9 @@ def default_output_dir(program_name: str) -> Path:
 
 def _abi(entry: Any) -> list[dict[str, Any]]:
     """The orchestration argument slots of `entry`: its parameters, then its dynamic dimensions."""
-    from ..codegen.orchestration import entry_dynamic_dims
-    from ..ir.expr import ConstInt
-    from ..ir.types import ScalarType, TensorType
+    from .codegen.orchestration import entry_dynamic_dims
+    from .ir.expr import ConstInt
+    from .ir.types import ScalarType, TensorType
 
     out = []
     for p, d in zip(entry.params, entry.param_directions):
@@ -96,8 +97,8 @@ def _meta(program: Program, compiled: Any, strategy: OptimizationStrategy, kerne
           ptoas: str | None) -> dict[str, Any]:
     from dataclasses import asdict
 
-    from ..codegen import orchestration_table, runtime_settings
-    from ..runtime.compiled import META_FORMAT, PROGRAM_IR_FILE
+    from .codegen import orchestration_table, runtime_settings
+    from .runtime.compiled import META_FORMAT, PROGRAM_IR_FILE
 
     funcs = [{"name": f.name, "type": f.func_type.name,
               "params": [{"name": p.name, "type": python_print(p.type), "direction": d.name}
@@ -116,8 +117,8 @@ def _meta(program: Program, compiled: Any, strategy: OptimizationStrategy, kerne
 
 def _never_written(program: Program) -> list[Any]:
     """W004 per Out parameter that no path writes."""
-    from ..core.diagnostics import Diagnostic
-    from .analysis import unwritten_outputs
+    from .core.diagnostics import Diagnostic
+    from .passes.analysis import unwritten_outputs
 
     return [Diagnostic("W004", func.name,  # type: ignore[attr-defined]
                        f"Out parameter '{param.name}' of '{func.name}' is never written: the caller's "  # type: ignore[attr-defined]
@@ -145,7 +146,7 @@ WARNING_CODES = ("W001", "W002", "W003", "W004")
 
 def _compile_warnings(ssa: list[Program], lowered: Program, diag: Any) -> list[Any]:
     """The enabled compile-time warnings: W001-W003 on the SSA program, W004 on the lowered one."""
-    from .value_warnings import value_warnings
+    from .passes.value_warnings import value_warnings
 
     if not diag.runs("compile"):
         return []
@@ -188,10 +189,10 @@ def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tu
     """Generate every artifact into `stage`; returns the kernel table and the ptoas used (or None)."""
     from dataclasses import replace
 
-    from ..codegen import generate, kernel_table, render_kernel_config
-    from ..ir.serialize import serialize
-    from ..runtime.compiled import PROGRAM_IR_FILE
-    from ..runtime.toolchain import find_ptoas, note_ptoas_missing, run_ptoas
+    from .codegen import generate, kernel_table, render_kernel_config
+    from .ir.serialize import serialize
+    from .runtime.compiled import PROGRAM_IR_FILE
+    from .runtime.toolchain import find_ptoas, note_ptoas_missing, run_ptoas
 
     for rel, text in generate(lowered, compiled.entry, compiled.backend_type).items():
         path = stage / rel
@@ -202,7 +203,7 @@ def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tu
     if ptoas is None and not skip_ptoas:
         note_ptoas_missing()
     if compiled.platform.endswith("sim"):  # hand-written kernels run as host code: build them now
-        from ..runtime.extern import build_library
+        from .runtime.extern import build_library
 
         for k in kernels:
             if k.external:
@@ -240,7 +241,7 @@ def lower(program: Program, strategy: OptimizationStrategy = OptimizationStrateg
         CompileError: a pass rejects the program.
     """
     level = verification_level if verification_level is not None else VerificationLevel.from_env()
-    return PassManager(passes_for(strategy), level, None).run(program, PassContext(backend_type))
+    return PassManager(passes_for(strategy), level, None, reparse=parse_text).run(program, PassContext(backend_type))
 
 
 @user_facing
@@ -248,8 +249,11 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             strategy: OptimizationStrategy = OptimizationStrategy.Default, dump_passes: bool = True,
             backend_type: BackendType = BackendType.Ascend910B, skip_ptoas: bool = False,
             verification_level: VerificationLevel | None = None, platform: str | None = None,
-            diagnostic_phase: str | None = None, disabled_diagnostics: Any = None) -> Any:
-    """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder.
+            diagnostic_phase: str | None = None, disabled_diagnostics: Any = None,
+            distributed_config: Any = None) -> Any:
+    """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder
+    (a `DistributedCompiledProgram` for a program with a HOST orchestrator: SPEC §8,
+    `pypto.runtime.dist.program`).
 
     Args:
         output_dir: build folder; None uses `default_output_dir(program.name)`.
@@ -264,6 +268,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             PH001-PH003 in `report/perf_hints.log`), "run" (hints PH004-PH007 after each simulator
             run, in `report/perf_hints_run.log`) or "all" (None: the default, "all").
         disabled_diagnostics: codes or names (e.g. {"W001", "TaskTooSmall"}) to leave out.
+        distributed_config: for a distributed program, the `DistributedConfig` recorded in
+            `distributed_meta.json` (the ranks it was built for; a run may use others).
 
     Raises:
         ValueError: unknown `strategy`, `verification_level`, `$PYPTO_VERIFY_LEVEL`,
@@ -276,8 +282,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         CompileError (MemoryCapacityError, VerificationError, CodegenError, ...): the program cannot
             be compiled; the message is also written to `report/error.log`.
     """
-    from ..core.diagnostics import emit_warnings, render_diagnostics
-    from ..runtime.compiled import CompiledProgram
+    from .core.diagnostics import emit_warnings, render_diagnostics
+    from .runtime.compiled import CompiledProgram
 
     if not isinstance(program, Program):
         hint = ""
@@ -285,8 +291,16 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             hint = (f"; a @pl.jit kernel compiles with {program.__name__}.compile(*sample_args), "
                     f"or get its Program with {program.__name__}.specialize(*sample_args)")
         raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}{hint}")
-    from ..core.diagnostics import diagnostic_options
+    from .core.diagnostics import diagnostic_options
+    from .runtime.dist.program import compile_distributed, is_distributed
 
+    if is_distributed(program):  # a HOST orchestrator: host driver + one chip build per chip program
+        return compile_distributed(program, Path(output_dir) if output_dir is not None else
+                                   default_output_dir(program.name), chip_compile=compile, strategy=strategy,
+                                   dump_passes=dump_passes, backend_type=backend_type, skip_ptoas=skip_ptoas,
+                                   verification_level=verification_level, platform=platform,
+                                   diagnostic_phase=diagnostic_phase, disabled_diagnostics=disabled_diagnostics,
+                                   distributed_config=distributed_config)
     passes = passes_for(strategy)
     check_strategy(program, strategy)
     level = _check_level(verification_level)
@@ -299,7 +313,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     ctx = PassContext(backend_type)
     ssa: list[Program] = []
     pm = PassManager(passes, level, out / "passes_dump" if dump_passes else None,
-                     observers={"ConvertToSSA": ssa.append} if diag.runs("compile") else None)
+                     observers={"ConvertToSSA": ssa.append} if diag.runs("compile") else None,
+                     reparse=parse_text)
     stage: Path | None = None
     stages: dict[str, float] = {}
     try:
@@ -310,7 +325,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         stage = Path(tempfile.mkdtemp(prefix=".build_", dir=out))
         kernels, ptoas = _build(lowered, stage, compiled, skip_ptoas)
         t2 = time.perf_counter()
-        from ..tools.perf_hints import perf_hints, render_perf_hints
+        from .tools.perf_hints import perf_hints, render_perf_hints
 
         hint_list = diag.keep(perf_hints(lowered, backend_type)) if diag.runs("compile") else []
         hints = render_perf_hints(hint_list, lowered, backend_type, diag)

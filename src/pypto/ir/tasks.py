@@ -8,8 +8,8 @@ followed by the submitted task's `pl.TaskId`.
 from __future__ import annotations
 
 from ..core.dtype import TASK_ID
-from ..ir.expr import Call, Expr
-from ..ir.types import ScalarType, TupleType, Type
+from .expr import Call, Expr
+from .types import ScalarType, TupleType, Type
 
 __all__ = ["TASK_ID_TYPE", "submit_result_type", "is_submit", "is_task_id", "results_of"]
 

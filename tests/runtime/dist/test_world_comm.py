@@ -1,0 +1,178 @@
+"""The rank processes' `Comm` (pypto.runtime.dist.comm) used directly in rank processes through the
+test entry point `world.call_on_ranks`: peer views, atomic notifies, waits, remote writes and reads,
+simulated arrival times, errors, and the deadlock report (SPEC §8; issue 10 items 3-5)."""
+
+import pytest
+import torch
+
+from pypto.core.errors import RuntimeSimError
+from pypto.runtime.config import DistributedConfig
+from pypto.runtime.dist import DistributedDeadlockError
+from pypto.runtime.dist.rank import WindowArg
+from pypto.runtime.dist.world import World, call_on_ranks
+from pypto.runtime.sim.cost_model import CONSTANTS, const
+
+LAT = int(const("link_latency"))
+
+
+@pytest.fixture
+def world3():
+    w = World({}, None, DistributedConfig(device_ids=[0, 1, 2], deadlock_timeout=0.3))
+    yield w
+    w.close()
+
+
+def _win(w: World, shape, dtype=torch.float32):
+    n = 1
+    for d in shape:
+        n *= d
+    spec = w.alloc_window(n * torch.empty((), dtype=dtype).element_size())
+    return WindowArg(spec.wid, 0, tuple(shape), dtype)
+
+
+# ---- functions run inside the rank processes ------------------------------------------------------
+def shift_ring(comm, data, sig):
+    """Each rank writes its row into the next rank's copy, then notifies it."""
+    r, n = comm.rank, comm.nranks
+    peer = (r + 1) % n
+    comm.remote_write(data[r], peer, torch.full((4,), float(10 * r + 1)), False)
+    comm.notify(sig[0], peer, 1, "add")
+    comm.wait(sig[0], 1, "eq")
+    return data.clone()
+
+
+def hammer(comm, sig, n):
+    """Every rank adds 1 to rank 0's counter n times (atomicity), then rank 0 waits for all of them."""
+    for _ in range(n):
+        comm.notify(sig[0], 0, 1, "add")
+    if comm.rank == 0:
+        comm.wait(sig[0], n * comm.nranks, "ge")
+    return int(sig[0])
+
+
+def barrier_then_read(comm, acc, sig):
+    """Every rank accumulates rank+1 into rank 0's copy; a barrier; everyone reads it back."""
+    comm.remote_write(acc, 0, torch.full(tuple(acc.shape), float(comm.rank + 1)), True)
+    for p in range(comm.nranks):
+        comm.notify(sig[comm.rank], p, 1, "add")
+    for p in range(comm.nranks):
+        comm.wait(sig[p], 1, "ge")
+    return comm.remote_read(acc, 0)
+
+
+def bad_peer(comm, sig):
+    comm.notify(sig[0], comm.nranks, 1, "add")
+
+
+def not_a_window(comm, sig):
+    comm.notify(torch.zeros(1, dtype=torch.int32), 0, 1, "add")
+
+
+def stuck(comm, sig):
+    """Rank 0 notifies rank 1 once; ranks 0 and 1 wait for 2 (never); rank 2 returns."""
+    if comm.rank == 0:
+        comm.notify(sig[1], 1, 1, "add")
+    if comm.rank < 2:
+        comm.wait(sig[1], 2, "ge")
+
+
+def timed(comm, sig):
+    """Rank 0 notifies rank 1 right away; rank 1 waits: released at the notify's arrival."""
+    if comm.rank == 0:
+        comm.notify(sig[0], 1, 1, "add")
+    elif comm.rank == 1:
+        comm.wait(sig[0], 1, "eq")
+    return [(e.kind, e.time, e.arrival, e.cause) for e in comm.events]
+
+
+# ---- tests ------------------------------------------------------------------------------------------
+def test_remote_write_notify_wait_ring(world3: World) -> None:
+    data, sig = _win(world3, (3, 4)), _win(world3, (1,), torch.int32)
+    out = call_on_ranks(world3, shift_ring, [[data, sig]] * 3)
+    for r in range(3):
+        src = (r - 1) % 3
+        expect = torch.zeros(3, 4)
+        expect[src] = 10 * src + 1
+        assert torch.equal(out[r], expect)
+
+
+def test_notify_is_atomic_across_processes(world3: World) -> None:
+    sig = _win(world3, (1,), torch.int32)
+    got = call_on_ranks(world3, hammer, [[sig, 200]] * 3)
+    assert got[0] == 600
+
+
+def test_accumulate_and_remote_read(world3: World) -> None:
+    acc, sig = _win(world3, (2, 3)), _win(world3, (3,), torch.int32)
+    got = call_on_ranks(world3, barrier_then_read, [[acc, sig]] * 3)
+    for r in range(3):
+        assert torch.equal(got[r], torch.full((2, 3), 6.0))   # 1 + 2 + 3, seen by every rank
+
+
+def test_bad_peer_and_non_window_cell_raise(world3: World) -> None:
+    sig = _win(world3, (1,), torch.int32)
+    with pytest.raises(RuntimeSimError, match=r"rank \d \(device \d\).*notify: peer 3 is outside the world \[0, 3\)"):
+        call_on_ranks(world3, bad_peer, [[sig]] * 3)
+    with pytest.raises(RuntimeSimError, match="the tensor is not in a window"):
+        call_on_ranks(world3, not_a_window, [[sig]] * 3)
+
+
+def test_deadlock_report_names_waits_and_missing_peers(world3: World) -> None:
+    sig = _win(world3, (2,), torch.int32)
+    with pytest.raises(DistributedDeadlockError) as ei:
+        call_on_ranks(world3, stuck, [[sig]] * 3)
+    e = ei.value
+    msg = str(e)
+    assert "every busy rank has been blocked" in msg
+    assert [b.rank for b in e.blocked] == [0, 1]
+    b0, b1 = e.blocked
+    assert (b0.expected, b0.cmp, b0.current, b0.senders) == (2, "ge", 0, [])
+    assert (b1.current, b1.senders) == (1, [0])
+    assert ">= 2, current value 1; in this call it was notified by rank 0" in msg
+    assert "never notified by rank 2" in msg and "rank 2 has nothing left to run" in msg
+    assert e.idle == [2]
+    # the world is usable again after the report
+    assert call_on_ranks(world3, hammer, [[_win(world3, (1,), torch.int32), 1]] * 3)[0] == 3
+
+
+def test_wait_completes_at_the_notify_arrival(world3: World) -> None:
+    sig = _win(world3, (1,), torch.int32)
+    ev = call_on_ranks(world3, timed, [[sig]] * 3)
+    (kind, t, arrival, _), = ev[0]
+    assert kind == "notify" and arrival == t + LAT
+    (kind, t1, release, cause), = ev[1]
+    assert kind == "wait" and release == max(t1, arrival) and cause == 1   # rank 0's first event
+    assert "estimate" in CONSTANTS["link_latency"].source and "estimate" in CONSTANTS["link_bytes_per_cycle"].source
+
+
+def fail_on_rank1(comm, sig):
+    """Rank 1 fails; the others wait for a notify from it that never comes."""
+    if comm.rank == 1:
+        raise ValueError("rank 1 broke")
+    comm.wait(sig[0], 1, "eq")
+
+
+def test_a_failing_rank_releases_the_waiting_ones() -> None:
+    w = World({}, None, DistributedConfig(device_ids=[0, 1, 2], deadlock_timeout=30))
+    try:
+        sig = _win(w, (1,), torch.int32)
+        with pytest.raises(RuntimeSimError, match=r"rank 1 \(device 1\), running 'fail_on_rank1': "
+                                                  r"ValueError: rank 1 broke") as ei:
+            call_on_ranks(w, fail_on_rank1, [[sig]] * 3)
+        assert ei.value.rank == 1
+        assert call_on_ranks(w, hammer, [[_win(w, (1,), torch.int32), 1]] * 3)[0] == 3   # still usable
+    finally:
+        w.close()
+
+
+def test_distributed_config_checks_its_fields() -> None:
+    from pypto.runtime import RunConfig
+
+    assert DistributedConfig(device_ids=[3, 1]).world_size == 2
+    for bad, what in [({"device_ids": []}, "device_ids"), ({"device_ids": [0, 0]}, "device_ids"),
+                      ({"device_ids": list(range(65))}, "device_ids"), ({"num_sub_workers": -1}, "num_sub_workers"),
+                      ({"deadlock_timeout": 0}, "deadlock_timeout"), ({"start_method": "thread"}, "start_method")]:
+        with pytest.raises(ValueError, match=f"DistributedConfig.{what}"):
+            DistributedConfig(**bad)
+    with pytest.raises(ValueError, match="RunConfig.distributed_config must be a DistributedConfig"):
+        RunConfig(distributed_config=[0, 1])
