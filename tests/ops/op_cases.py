@@ -157,6 +157,11 @@ CASES.update({
     "pld.tensor.remote_store": "pld.tensor.remote_store(a, dw, n, [0, 0])",
     "pld.tensor.put": "pld.tensor.put(dw, n, b, [0, 0], [8, 0], [8, 32], chunk_rows=4, chunk_cols=32, pipeline=True)",
     "pld.tensor.get": "pld.tensor.get(o, 0, dw, atomic=pld.AtomicType.Add, chunk_rows=8)",
+    # host-level ops (pypto.ops.distributed_host): legal only in a HOST orchestrator (HOST_PRELUDE)
+    "pld.world_size": "pld.world_size()",
+    "pld.alloc_window_buffer": "pld.alloc_window_buffer([16, 32], dtype=pl.FP32)",
+    "pld.window": "pld.window(buf, [4, 8], dtype=pl.INT32)",
+    "pld.rank_view": "pld.rank_view(wt, n)",
     # collectives (pypto.ops.distributed_collectives, SPEC §8)
     "pld.allreduce": "pld.allreduce(dx, sg, op=pld.ReduceOp.Max, mode=\"mesh\")",
     "pld.barrier": "pld.barrier(sg)",
@@ -165,11 +170,6 @@ CASES.update({
     "pld.reduce_scatter": "pld.reduce_scatter(dg, sg, op=pld.ReduceOp.Prod)",
     "pld.all_to_all": "pld.all_to_all(dvi, dv, sg)",
     "pld.all_to_all_v": "pld.all_to_all_v(dvi, dv, sg, cnt, cnt)",
-    # host-level ops (pypto.ops.distributed_host): legal only in a HOST orchestrator (HOST_PRELUDE)
-    "pld.world_size": "pld.world_size()",
-    "pld.alloc_window_buffer": "pld.alloc_window_buffer([16, 32], dtype=pl.FP32)",
-    "pld.window": "pld.window(buf, [4, 8], dtype=pl.INT32)",
-    "pld.rank_view": "pld.rank_view(wt, n)",
 })
 
 

@@ -45,8 +45,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "chip": ("Chip-wide system ops (`pl.system.*`)", "chip"),
     "array": ("Small on-core arrays (`pl.Array`, `pl.array.*`)", "array"),
     "distributed": ("Distributed primitives (`pld.*`)", "distributed"),
-    "collective": ("Collectives (`pld.*`)", "distributed_collectives"),
     "distributed_host": ("Host-level distributed ops (`pld.*`, HOST orchestrator only)", "distributed_host"),
+    "collective": ("Collectives (`pld.*`)", "distributed_collectives"),
 }
 
 _INTRO = """\
