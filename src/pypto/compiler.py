@@ -314,7 +314,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         t2 = time.perf_counter()
         from .tools.perf_hints import perf_hints, render_perf_hints
 
-        hint_list = diag.keep(perf_hints(lowered, backend_type)) if diag.runs("compile") else []
+        found = [*ctx.records.get("perf_hints", []), *perf_hints(lowered, backend_type)]   # PH008: passes
+        hint_list = diag.keep(found) if diag.runs("compile") else []
         hints = render_perf_hints(hint_list, lowered, backend_type, diag)
         warned = _compile_warnings(ssa, lowered, diag)
         stages = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3}

@@ -52,7 +52,7 @@ from .arena import CoreArena, tile_nbytes
 from .cost_model import OpCost, TaskCost, const, copy_cost, op_cost, task_cost
 from .exprs import Env, ExprFn, Extent
 from .interp import FunctionCompiler, StmtFn
-from .pipes import PipeSchedule
+from .pipes import PipeOp, PipeSchedule
 
 __all__ = ["KernelExecutor", "CUBE_SPACES", "KERNEL_TYPES"]
 
@@ -96,6 +96,7 @@ class _KernelCompiler(FunctionCompiler):
         self.san_ref = sanitizer
         self.sites: list[OpCost] = []
         self.site_spans: list[Span | None] = []
+        self.site_names: list[str] = []   # the op of each site (swimlane pipe tracks)
         self.counts: list[int] = []
         self.effects: list[tuple[tuple, tuple]] = []
         self.trace: list[int] = []
@@ -150,10 +151,12 @@ class _KernelCompiler(FunctionCompiler):
         return ext
 
     # ---- cost sites ----------------------------------------------------------------------------
-    def site(self, cost: OpCost, span: Span | None = None, reads: tuple = (), writes: tuple = ()) -> int:
-        """A new cost site; `reads` / `writes`: the buffers it reads and writes (`pipes.py`)."""
+    def site(self, cost: OpCost, span: Span | None = None, reads: tuple = (), writes: tuple = (),
+             name: str = "tile copy") -> int:
+        """A new cost site of op `name`; `reads` / `writes`: the buffers it reads and writes (`pipes.py`)."""
         self.sites.append(cost)
         self.site_spans.append(span)
+        self.site_names.append(name)
         self.counts.append(0)
         self.effects.append((reads, writes))
         return len(self.sites) - 1
@@ -282,7 +285,7 @@ class _KernelCompiler(FunctionCompiler):
         slot = self.define(var)
         if spec.compute is None and spec.has_trait("creation"):
             return lambda env: None
-        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, var))
+        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, var), name=spec.name)
         dtype = var.type.dtype  # type: ignore[union-attr]
         pack = dtype.is_packed()   # the view holds bytes: encode the result (pypto.core.packed)
         into = spec.compute_into is not None and not pack
@@ -338,7 +341,7 @@ class _KernelCompiler(FunctionCompiler):
             raise RuntimeSimError(f"the tile result of {call.op} must be assigned to a tile variable "
                                   f"with a MemRef", call.span)
         spec = self.lookup_op(call)
-        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, None))
+        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, None), name=spec.name)
         run = self.counted(self.op_closure(call, spec), [k])
         if self.san_ref is None:
             return run
@@ -379,6 +382,7 @@ class KernelExecutor:
         self.buffers = len(self._buffers)
         self.sites = tuple(c.sites)
         self.site_spans = tuple(c.site_spans)
+        self.site_names = tuple(c.site_names)
         self.dynamic = c.counting
         self._counts, self._zeros = c.counts, [0] * len(c.counts)
         self._trace = c.trace
@@ -466,6 +470,13 @@ class KernelExecutor:
         self._trace.clear()
         self._body(env)
         return self._cost(self._counts, self._trace)
+
+    def pipe_timeline(self) -> list[PipeOp] | None:
+        """The ops of the last run placed on the core's pipes (`PipeSchedule.timeline`: site, pipe,
+        start and end cycles after the launch); None for a Group member, whose pipes run serially."""
+        if self._pipes is None:
+            return None
+        return self._pipes.timeline(range(len(self.sites)) if self._static_cost is not None else self._trace)
 
     def _cost(self, counts: list[int] | None, order: Any) -> TaskCost:
         """The task's cost: per-pipe and per-path totals of the executed sites; its cycles are the
