@@ -46,6 +46,7 @@ from ...ir.expr import Call, Expr, GlobalVar, Var
 from ...ir.function import Function
 from ...ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt
 from ...ir.types import MemRef, ScalarType, TensorType, TileType, static_shape
+from ...ops.effects import call_buffers
 from ...ops.registry import OpSpec
 from .access import AccessSummary
 from .arena import CoreArena, tile_nbytes
@@ -194,25 +195,15 @@ class _KernelCompiler(FunctionCompiler):
         return many
 
     def buffers_of(self, spec: OpSpec, call: Call, dst: Var | None) -> tuple[tuple, tuple]:
-        """(buffers read, buffers written) by `call`: on-chip extents of its tile operands and
-        result, and its DDR tensor operands (one key per tensor Var)."""
-        n = len(call.args)
+        """(buffers read, buffers written) by `call` (`ops.effects.call_buffers`): on-chip extents of
+        its tile operands and result, and its DDR tensor operands (one key per tensor Var)."""
+        return call_buffers(spec, call, dst if dst is not None and dst in self.extents else None, self.buffer_key)
 
-        def keys(indices: Any) -> list:
-            out = []
-            for i in indices:
-                a = call.args[i] if i < n else None
-                if isinstance(a, Var):
-                    ext = self.extents.get(a)
-                    if ext is not None:
-                        out.append(ext)
-                    elif isinstance(a.type, TensorType):
-                        out.append(("ddr", a))
-            return out
-        reads, writes = keys(spec.reads), keys(spec.writes)
-        if dst is not None and dst in self.extents:
-            writes.append(self.extents[dst])
-        return tuple(reads), tuple(writes)
+    def buffer_key(self, a: Var) -> Any:
+        ext = self.extents.get(a)
+        if ext is not None:
+            return ext
+        return ("ddr", a) if isinstance(a.type, TensorType) else None
 
     # ---- sanitizer hooks -------------------------------------------------------------------------
     def touch(self, e: Expr) -> Touch | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
+from ...ops.effects import conflict
 from .cost_model import OpCost
 
 __all__ = ["PipeSchedule", "PipeOp"]
@@ -55,7 +56,7 @@ class PipeSchedule:
                 if k not in index:
                     index[k] = len(keys)
                     keys.append(k)
-        conflicts = [tuple(j for j, o in enumerate(keys) if _conflict(k, o)) for k in keys]
+        conflicts = [tuple(j for j, o in enumerate(keys) if conflict(k, o)) for k in keys]
         pipes: dict[str, int] = {}
         self._plan = []
         for cost, (reads, writes) in zip(sites, effects):
@@ -109,10 +110,3 @@ class PipeSchedule:
             if out is not None:
                 out.append(PipeOp(k, self._pipe_names[pipe], start, end))
         return last
-
-
-def _conflict(a: Hashable, b: Hashable) -> bool:
-    if a == b:
-        return True
-    ov = getattr(a, "overlaps", None)
-    return ov is not None and hasattr(b, "overlaps") and bool(ov(b))
