@@ -111,3 +111,34 @@ def test_level_one_has_no_pipe_tracks(tmp_path):
     assert cp.tasks[0].pipe_ops is None
     doc = json.loads((tmp_path / "stage2" / "dfx_outputs" / "swimlane.json").read_text())
     assert not [e for e in doc["traceEvents"] if e.get("cat") == "pipe"]
+
+
+def test_the_numbers_of_the_performance_guide(tmp_path):
+    """docs/performance.md, "Double buffering with pl.pipeline": examples/double_buffering.py's kernel
+    takes 15876 cycles with one buffer set and 10836 with two; three do not fit and fall back to two."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "double_buffering", Path(__file__).resolve().parents[2] / "examples" / "double_buffering.py")
+    mod = importlib.util.module_from_spec(spec)
+    import sys
+
+    sys.path.insert(0, str(Path(spec.origin).parent))   # its `_check` helper
+    try:
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    finally:
+        sys.path.pop(0)
+    a, b = torch.randn(mod.ROWS, mod.COLS), torch.randn(mod.ROWS, mod.COLS)
+    cycles = {}
+    for stage in (1, 2, 3):
+        out = tmp_path / f"s{stage}"
+        cp = ir.compile(mod.add_blocks(stage), output_dir=out, dump_passes=False, skip_ptoas=True)
+        c = torch.zeros(mod.ROWS, mod.COLS)
+        cp(a, b, c)
+        assert torch.equal(c, a + b)
+        cycles[stage] = cp.tasks[0].cost.cycles
+        hints = (out / "report" / "perf_hints.log").read_text()
+        assert ("\nPH008 " in hints) == (stage == 3)
+    assert cycles == {1: 15876, 2: 10836, 3: 10836}
+    assert cp.tasks[0].cost.pipe_cycles == {"mte2": 9216, "vector": 1152, "mte3": 4608}
