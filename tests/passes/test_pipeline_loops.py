@@ -192,3 +192,79 @@ def test_a_pipelined_loop_needs_a_constant_step():
 
     with pytest.raises(CompileError, match="pl.pipeline needs a positive constant step"):
         ir.compile(DynStep, dump_passes=False, skip_ptoas=True)
+
+
+@pl.program
+class RunTimeBounds:
+    """Bounds known at run time, a step of 2, three stages and an if in the body."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[8 * R, C], pl.FP32], lo: pl.Scalar[pl.INDEX], hi: pl.Scalar[pl.INDEX],
+          y: pl.Out[pl.Tensor[[8 * R, C], pl.FP32]]) -> pl.Tensor[[8 * R, C], pl.FP32]:
+        for j, (yy,) in pl.pipeline(lo, hi, 2, stage=3, init_values=(y,)):
+            t = pl.load(x, [j * R, 0], [R, C])
+            if j < 3:
+                u = pl.exp(t)
+            else:
+                u = pl.mul(t, t)
+            y2 = pl.store(u, [j * R, 0], yy)
+            out = pl.yield_(y2)
+        return out
+
+
+def test_run_time_bounds_split_into_groups_of_stages_and_the_rest(tmp_path):
+    cp = ir.compile(RunTimeBounds, output_dir=tmp_path, skip_ptoas=True)
+    dump = next((tmp_path / "passes_dump").glob("*_after_PipelineLoops.py")).read_text()
+    heads = [ln.strip() for ln in dump.splitlines() if " in pl." in ln]
+    main = "pl.max(lo + (((hi - lo) + 1) // 2 // 3) * 6, lo)"
+    assert [h.replace("(((((hi - lo) + 1) // 2) // 3) * 6)", "(((hi - lo) + 1) // 2 // 3) * 6") for h in heads] == [
+        f"for j, (yy,) in pl.range(lo, {main}, 6, init_values=(y,)):",
+        f"for j_r, (yy_r,) in pl.range({main}, hi, 2, init_values=(out_main,)):"]
+    for lo, hi in ((0, 8), (1, 8), (5, 2), (3, 3), (0, 7), (2, 5), (0, 13), (1, 14)):
+        x = torch.randn(8 * R, C) if hi <= 8 else torch.randn(8 * R, C)
+        hi = min(hi, 8)
+        y = torch.zeros(8 * R, C)
+        cp(x, lo, hi, y)
+        ref = torch.zeros(8 * R, C)
+        for j in range(lo, hi, 2):
+            t = x[j * R:(j + 1) * R]
+            ref[j * R:(j + 1) * R] = torch.exp(t) if j < 3 else t * t
+        torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_matmul_k_loop_gives_bit_identical_results(tmp_path):
+    """The cube path: L1 loads, L0 moves and matmul_acc into the carried accumulator, two stages."""
+    tm = tk = tn = 64
+    k = 512
+
+    def prog(stage):
+        @pl.program
+        class MM:
+            @pl.function(type=pl.FunctionType.InCore)
+            def mm(self, a: pl.Tensor[[tm, k], pl.FP16], b: pl.Tensor[[k, tn], pl.FP16],
+                   c: pl.Out[pl.Tensor[[tm, tn], pl.FP32]]) -> pl.Tensor[[tm, tn], pl.FP32]:
+                a0 = pl.load(a, [0, 0], [tm, tk], target_memory=pl.Mem.Mat)
+                b0 = pl.load(b, [0, 0], [tk, tn], target_memory=pl.Mem.Mat)
+                acc0 = pl.matmul(pl.move(a0, target_memory=pl.Mem.Left), pl.move(b0, target_memory=pl.Mem.Right))
+                for kk, (acc,) in pl.pipeline(tk, k, tk, stage=stage, init_values=(acc0,)):
+                    ak = pl.load(a, [0, kk], [tm, tk], target_memory=pl.Mem.Mat)
+                    bk = pl.load(b, [kk, 0], [tk, tn], target_memory=pl.Mem.Mat)
+                    nacc = pl.matmul_acc(acc, pl.move(ak, target_memory=pl.Mem.Left),
+                                         pl.move(bk, target_memory=pl.Mem.Right))
+                    out = pl.yield_(nacc)
+                c = pl.store(out, [0, 0], c)
+                return c
+
+        return MM
+
+    a, b = torch.randn(tm, k).half(), torch.randn(k, tn).half()
+    got = {}
+    for stage in (1, 2):
+        cp = ir.compile(prog(stage), output_dir=tmp_path / f"s{stage}", skip_ptoas=True)
+        c = torch.zeros(tm, tn)
+        cp(a, b, c)
+        torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+        got[stage] = c
+    dump = next((tmp_path / "s2" / "passes_dump").glob("*_after_PipelineLoops.py")).read_text()
+    assert "ak_s1" in dump and "pl.Mem.Left" in dump
+    assert torch.equal(got[1], got[2])

@@ -7,9 +7,10 @@ AllocateMemoryAddr (which places, and checks the capacity of, every copy). A loo
         body(i, acc)
 
 becomes a loop over groups of N iterations whose body is N copies of `body`, copy k working on
-iteration `i + k*st` with its own set of the body's *private* buffers (those only tiles bound in
-the body live in: not the carried buffers, not a buffer memory planning shares with a tile outside
-the loop), then a plain loop over the iterations left over (`(hi - lo) / st` not a multiple of N;
+iteration `i + k*st` with its own set of the body's *private* buffers (those of tiles bound in
+the body that no other tile holds while the loop runs: not the carried buffers, not the buffer of a
+value live across the loop; a buffer memory planning shares with a tile dead before the loop, or
+born after it, is private), then a plain loop over the iterations left over (`(hi - lo) / st` not a multiple of N;
 emitted whenever the bounds are not constants):
 
     for i, (acc,) in pl.range(lo, lo + (n // N) * N * st, N * st, init_values=(x,)):
@@ -49,6 +50,7 @@ from ..ir.types import MemRef, TileType
 from ..ir.visitor import IRMutator, IRVisitor
 from .analysis import defined_vars
 from .base import FunctionPass, PassContext
+from .liveness import numbered_statements, value_intervals
 from .tile_layout import align_up
 
 __all__ = ["PipelineLoops", "HINT_CODE"]
@@ -78,13 +80,18 @@ class _Buffers(IRVisitor):
     visit_IterArg = visit_Var
 
 
-def _binding_keys(s: Stmt, func_params: tuple[Var, ...] = ()) -> Counter[Key]:
-    out: Counter[Key] = Counter()
-    for v in (*func_params, *defined_vars(s)):
-        k = _key(v)
-        if k is not None:
-            out[k] += 1
-    return out
+def _private_keys(func: Function, loop: ForStmt) -> set[Key]:
+    """Buffers of tiles bound in the loop body that no other tile holds while the loop runs: not
+    the carried buffers, not one that a value live across the loop is in (a buffer memory planning
+    shares with a tile that is dead before the loop or born after it is private all the same)."""
+    inside = defined_vars(loop.body)
+    keys = {k for v in inside if (k := _key(v)) is not None}
+    nums = [n for n in numbered_statements(func) if n.stmt is loop]
+    head, end = min(n.number for n in nums), max(n.number for n in nums)
+    for v, iv in value_intervals(func, lambda v: v).items():
+        if v not in inside and iv.start <= end and head <= iv.end:
+            keys.discard(_key(v))  # type: ignore[arg-type]
+    return keys
 
 
 class _FirstPipeline(IRVisitor):
@@ -129,8 +136,13 @@ _FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordi
 
 
 def _bin(op: str, a: Expr, b: Expr) -> Expr:
-    if isinstance(a, ConstInt) and isinstance(b, ConstInt):
+    """`a op b` on indices, folded when both are constants or `b` is the identity of `op`."""
+    if isinstance(a, ConstInt) and isinstance(b, ConstInt) and op in _FOLD:
         return _idx(_FOLD[op](a.value, b.value))
+    if isinstance(b, ConstInt) and b.value == {"add": 0, "sub": 0, "mul": 1, "floordiv": 1}.get(op):
+        return a
+    if op == "add" and isinstance(a, ConstInt) and a.value == 0:
+        return b
     return BinaryExpr(op, a, b, INDEX)
 
 
@@ -172,6 +184,8 @@ def _expand(loop: ForStmt, depth: int, private: dict[Key, MemRef], next_id: int)
     st = step.value
     trips = _bin("floordiv", _bin("add", _bin("sub", hi, lo), _idx(st - 1)), _idx(st))
     main_stop = _bin("add", lo, _bin("mul", _bin("floordiv", trips, _idx(depth)), _idx(depth * st)))
+    if not isinstance(main_stop, ConstInt):
+        main_stop = BinaryExpr("max", main_stop, lo, INDEX)   # no trip at all when hi <= lo
     rest = not (isinstance(trips, ConstInt) and trips.value % depth == 0)
     sets: list[dict[Key, MemRef]] = [{}]
     for _ in range(1, depth):
@@ -244,11 +258,9 @@ class PipelineLoops(FunctionPass):
         if not (isinstance(loop.step, ConstInt) and loop.step.value > 0):
             raise CompileError("pl.pipeline needs a positive constant step (the copies of its body work on "
                                "iterations i, i + step, ...)", loop.span)
-        everywhere = _binding_keys(func.body, func.params)
-        inside = _binding_keys(loop.body)
         b = _Buffers()
         b.visit_function(func)
-        private = {k: b.memrefs[k] for k, n in inside.items() if everywhere[k] == n}
+        private = {k: b.memrefs[k] for k in _private_keys(func, loop)}
         if loop.stage < 2 or not private:
             return plain   # nothing to rotate
         depth = _depth(loop, private, b.memrefs, ctx)
