@@ -8,29 +8,17 @@ from collections import Counter
 from pathlib import Path
 
 from pto_check import check_pto
+from shared_programs import load_example
 
 import pypto.language as pl
 from pypto import ir
 from pypto.codegen.pto import emit_kernel
 
-R, C, TC = 16, 2048, 512
+R, TC = 16, 512
 _FLAG = re.compile(r"pto\.(set|wait)_flag\[<(\w+)>, <(\w+)>, <EVENT_ID(\d)>\]")
 
 
-def _add_loop(stage: int):
-    @pl.program
-    class AddLoop:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
-              c: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
-            for j, (cc,) in pl.pipeline(0, C, TC, stage=stage, init_values=(c,)):
-                ta = pl.load(a, [0, j], [R, TC])
-                tb = pl.load(b, [0, j], [R, TC])
-                nc = pl.store(pl.add(ta, tb), [0, j], cc)
-                out = pl.yield_(nc)
-            return out
-
-    return AddLoop
+_add_loop = load_example("double_buffering").add_blocks   # c = a + b, one block per trip
 
 
 @pl.program
@@ -45,7 +33,7 @@ class Straight:
 
 def _pto(prog, tmp_path: Path) -> str:
     ir.compile(prog, output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
-    (path,) = (tmp_path / "kernels").rglob("k.pto")
+    (path,) = (tmp_path / "kernels").rglob("*.pto")
     text = path.read_text()
     check_pto(text)                 # structure, SSA and a loc on every line, flags included
     return text

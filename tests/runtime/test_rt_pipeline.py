@@ -6,34 +6,19 @@ change, and the swimlane (level 2) shows it on the core's pipe tracks."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
+from shared_programs import load_example
 
-import pypto.language as pl
 from pypto import ir
 from pypto.runtime import RunConfig
 from pypto.runtime.sim.cost_model import const
 
-R, C, TC = 16, 2048, 512
-
-
-def add_program(stage: int):
-    """c = a + b over [16, 2048] FP32 in [16, 512] tiles, one loop trip per tile."""
-
-    @pl.program
-    class AddLoop:
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
-              c: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
-            for j, (cc,) in pl.pipeline(0, C, TC, stage=stage, init_values=(c,)):
-                ta = pl.load(a, [0, j], [R, TC])
-                tb = pl.load(b, [0, j], [R, TC])
-                nc = pl.store(pl.add(ta, tb), [0, j], cc)
-                out = pl.yield_(nc)
-            return out
-
-    return AddLoop
+EXAMPLE = load_example("double_buffering")      # c = a + b over [16, 4096] FP32 in [16, 512] blocks
+R, C = EXAMPLE.ROWS, EXAMPLE.COLS
+add_program = EXAMPLE.add_blocks
 
 
 def _run(tmp_path, stage: int, level: int = 0):
@@ -46,15 +31,19 @@ def _run(tmp_path, stage: int, level: int = 0):
 
 
 def test_double_buffering_drops_the_task_time_to_near_the_load_pipe(tmp_path):
-    one, two = (_run(tmp_path, s).tasks[0].cost for s in (1, 2))
-    assert one.pipe_cycles == two.pipe_cycles == {"mte2": 4608, "vector": 576, "mte3": 2304}
-    launch = int(const("task_launch"))
+    """The numbers of docs/performance.md, "Double buffering with pl.pipeline"."""
+    cost = {}
+    for stage in (1, 2, 3):
+        cp = _run(tmp_path, stage)
+        cost[stage] = cp.tasks[0].cost
+        hints = (tmp_path / f"stage{stage}" / "report" / "perf_hints.log").read_text()
+        assert ("\nPH008 " in hints) == (stage == 3)     # three stages do not fit: two are used
+    assert cost[1].pipe_cycles == cost[2].pipe_cycles == {"mte2": 9216, "vector": 1152, "mte3": 4608}
     # stage=1: the sum is computed in place over ta, so the next load into ta waits for the store
-    assert one.cycles == 8388
     # stage=2: loads of the next trip overlap the add and store of this one; the floor is the
     # busiest pipe (MTE2) plus the launch
-    assert two.cycles == 6228
-    assert launch + two.pipe_cycles["mte2"] <= two.cycles < one.cycles
+    assert {s: c.cycles for s, c in cost.items()} == {1: 15876, 2: 10836, 3: 10836}
+    assert int(const("task_launch")) + cost[2].pipe_cycles["mte2"] <= cost[2].cycles
 
 
 def _ops(cp):
@@ -67,7 +56,7 @@ def test_the_load_of_the_next_iteration_overlaps_the_vector_op_of_this_one(tmp_p
     ops = _ops(_run(tmp_path, 2, level=2))
     loads = [o for o in ops if o[1] == "mte2"]
     adds = [o for o in ops if o[1] == "vector"]
-    assert len(loads) == 8 and len(adds) == 4
+    assert len(loads) == 16 and len(adds) == 8
     # iteration 0's add runs while iteration 1's loads (into the other buffer set) are under way
     add0 = adds[0]
     assert any(s < add0[3] and add0[2] < e for _, _, s, e in loads[2:4])
@@ -95,7 +84,7 @@ def test_the_swimlane_has_a_track_per_pipe_under_the_core(tmp_path, stage):
     i = after.index(core_tid)
     assert set(after[i + 1:i + 4]) == set(pipe_tracks)      # right under their core
     slices = [e for e in ev if e["ph"] == "X" and e.get("cat") == "pipe"]
-    assert len(slices) == 16
+    assert len(slices) == 32
     assert {e["name"] for e in slices} == {"tile.load", "tile.add", "tile.store"}
     task = next(e for e in ev if e["ph"] == "X" and e.get("cat") == "task")
     launch_us = const("task_launch") / (const("clock_ghz") * 1e3)
@@ -103,7 +92,9 @@ def test_the_swimlane_has_a_track_per_pipe_under_the_core(tmp_path, stage):
     last = max(e["ts"] + e["dur"] for e in slices)
     assert first == pytest.approx(task["ts"] + launch_us)
     assert last == pytest.approx(task["ts"] + task["dur"])   # the last op ends the task
-    assert slices[0]["args"]["line"].endswith(f"test_rt_pipeline.py:{add_program.__code__.co_firstlineno + 9}")
+    src = Path(EXAMPLE.__file__)
+    line = next(i for i, ln in enumerate(src.read_text().splitlines(), 1) if "ta = pl.load" in ln)
+    assert slices[0]["args"]["line"] == f"{src}:{line}"
 
 
 def test_level_one_has_no_pipe_tracks(tmp_path):
@@ -113,32 +104,21 @@ def test_level_one_has_no_pipe_tracks(tmp_path):
     assert not [e for e in doc["traceEvents"] if e.get("cat") == "pipe"]
 
 
-def test_the_numbers_of_the_performance_guide(tmp_path):
-    """docs/performance.md, "Double buffering with pl.pipeline": examples/double_buffering.py's kernel
-    takes 15876 cycles with one buffer set and 10836 with two; three do not fit and fall back to two."""
-    import importlib.util
-    from pathlib import Path
+def test_timeline_places_each_op_on_its_pipe():
+    """`PipeSchedule.timeline`: the same replay as `critical_path`, op by op (two trips of load /
+    add / store with ping-pong buffers: the second load starts as soon as MTE2 is free)."""
+    from pypto.core.enums import MemorySpace as M
+    from pypto.runtime.sim.cost_model import OpCost
+    from pypto.runtime.sim.exprs import Extent
+    from pypto.runtime.sim.pipes import PipeOp, PipeSchedule
 
-    spec = importlib.util.spec_from_file_location(
-        "double_buffering", Path(__file__).resolve().parents[2] / "examples" / "double_buffering.py")
-    mod = importlib.util.module_from_spec(spec)
-    import sys
-
-    sys.path.insert(0, str(Path(spec.origin).parent))   # its `_check` helper
-    try:
-        spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    finally:
-        sys.path.pop(0)
-    a, b = torch.randn(mod.ROWS, mod.COLS), torch.randn(mod.ROWS, mod.COLS)
-    cycles = {}
-    for stage in (1, 2, 3):
-        out = tmp_path / f"s{stage}"
-        cp = ir.compile(mod.add_blocks(stage), output_dir=out, dump_passes=False, skip_ptoas=True)
-        c = torch.zeros(mod.ROWS, mod.COLS)
-        cp(a, b, c)
-        assert torch.equal(c, a + b)
-        cycles[stage] = cp.tasks[0].cost.cycles
-        hints = (out / "report" / "perf_hints.log").read_text()
-        assert ("\nPH008 " in hints) == (stage == 3)
-    assert cycles == {1: 15876, 2: 10836, 3: 10836}
-    assert cp.tasks[0].cost.pipe_cycles == {"mte2": 9216, "vector": 1152, "mte3": 4608}
+    bufs = [(Extent(M.Vec, 0, 1024), Extent(M.Vec, 2048, 1024)), (Extent(M.Vec, 1024, 1024), Extent(M.Vec, 3072, 1024))]
+    sites, effects = [], []
+    for a, b in bufs:
+        sites += [OpCost("mte2", 100), OpCost("vector", 50), OpCost("mte3", 100)]
+        effects += [((("ddr", "x"),), (a,)), ((a,), (b,)), ((b,), (("ddr", "y"),))]
+    s = PipeSchedule(sites, effects)
+    ops = s.timeline(range(6))
+    assert ops == [PipeOp(0, "mte2", 0, 100), PipeOp(1, "vector", 100, 150), PipeOp(2, "mte3", 150, 250),
+                   PipeOp(3, "mte2", 100, 200), PipeOp(4, "vector", 200, 250), PipeOp(5, "mte3", 250, 350)]
+    assert max(o.end for o in ops) == s.critical_path(range(6)) == 350
