@@ -24,8 +24,9 @@ are the statements that contain them (the ops themselves, or the loop / if aroun
   every iteration, and waited once after L, so every set has its wait (the ping-pong pattern of a
   double-buffered loop: its two buffer sets get two events).
 
-Event ids are given per (source pipe, destination pipe) in order of appearance, modulo the 8 a core
-has (`EVENT_IDS`). Not covered: the `pto.tmov` copies the emitter adds for carried tiles (`control`).
+A pipe runs in order, so of the consumers on one pipe of a producer only the first waits, and of
+the producers on one pipe a consumer needs only the last sets a flag for it. Event ids are given per (source pipe, destination pipe) in order of
+appearance, modulo the 8 a core has (`EVENT_IDS`). Not covered: the `pto.tmov` copies the emitter adds for carried tiles (`control`).
 """
 
 from __future__ import annotations
@@ -150,9 +151,9 @@ class _Walk:
             self.deps.setdefault((id(p.stmt), id(c.stmt)), (p, c))
 
 
-def _place(p: _Op, c: _Op) -> tuple[str, Stmt, Stmt, Stmt | None] | None:
-    """("fwd", P', C', None) or ("loop", P'', C'', L); None when the two never meet (branches of
-    one if, outside any loop)."""
+def _place(p: _Op, c: _Op) -> tuple[str, Stmt, Stmt, Stmt | None, int, int] | None:
+    """("fwd", P', C', None, index of P', index of C') or ("loop", P'', C'', L, index of P'', index
+    of C''); None when the two never meet (branches of one if, outside any loop)."""
     n = min(len(p.path), len(c.path))
     i = 0
     while i < n and p.path[i][0] is c.path[i][0] and p.path[i][1] == c.path[i][1]:
@@ -160,7 +161,7 @@ def _place(p: _Op, c: _Op) -> tuple[str, Stmt, Stmt, Stmt | None] | None:
     if i < n and p.path[i][0] is c.path[i][0]:
         block, pi, ci = p.path[i][0], p.path[i][1], c.path[i][1]
         if pi < ci:
-            return ("fwd", block.stmts[pi], block.stmts[ci], None)
+            return ("fwd", block.stmts[pi], block.stmts[ci], None, pi, ci)
     # loop-carried: the innermost loop holding both
     for j in range(i - 1, -1, -1):
         block, idx = p.path[j]
@@ -168,9 +169,7 @@ def _place(p: _Op, c: _Op) -> tuple[str, Stmt, Stmt, Stmt | None] | None:
         if isinstance(s, (ForStmt, WhileStmt)):
             bp, bc = p.path[j + 1], c.path[j + 1]
             ps, cs = bp[0].stmts[bp[1]], bc[0].stmts[bc[1]]
-            if bp[1] < bc[1]:
-                return ("fwd", ps, cs, None)
-            return ("loop", ps, cs, s)
+            return ("fwd" if bp[1] < bc[1] else "loop", ps, cs, None if bp[1] < bc[1] else s, bp[1], bc[1])
     return None
 
 
@@ -179,22 +178,29 @@ def plan_sync(func: Function, pipe_of: PipeOf) -> SyncPlan:
     names the pipe an op runs on ("mte2", "vector", ...; others are not synchronised)."""
     w = _Walk(pipe_of)
     w.stmt(func.body)
-    plan = SyncPlan()
-    placed: dict[tuple, int] = {}
-    next_id: dict[tuple[str, str], int] = {}
+    # one flag per producer statement and pipe pair: of its consumers on one pipe, the first in the
+    # block waits (a pipe runs in order, so the later ones come after it anyway) ...
+    first: dict[tuple, tuple[int, Stmt, int]] = {}
     for p, c in w.deps.values():
         where = _place(p, c)
         if where is None:
             continue
-        kind, ps, cs, loop = where
-        pair = (PTO_PIPES[p.pipe], PTO_PIPES[c.pipe])
-        key = (kind, id(ps), id(cs), id(loop), pair)
-        if key in placed:
-            continue
-        ev = next_id.get(pair, 0)
-        next_id[pair] = ev + 1
-        placed[key] = ev
-        args = f"[<{pair[0]}>, <{pair[1]}>, <EVENT_ID{ev % EVENT_IDS}>]"
+        kind, ps, cs, loop, pi, ci = where
+        key = (kind, ps, loop, PTO_PIPES[p.pipe], PTO_PIPES[c.pipe])
+        if key not in first or ci < first[key][0]:
+            first[key] = (ci, cs, pi)
+    # ... and of the producers on one pipe a consumer waits for, only the last one
+    last: dict[tuple, tuple[int, Stmt]] = {}
+    for (kind, ps, loop, src, dst), (_, cs, pi) in first.items():
+        key = (kind, cs, loop, src, dst)
+        if key not in last or pi > last[key][0]:
+            last[key] = (pi, ps)
+    plan = SyncPlan()
+    next_id: dict[tuple[str, str], int] = {}
+    for (_kind, cs, loop, src, dst), (_, ps) in last.items():
+        ev = next_id.get((src, dst), 0)
+        next_id[(src, dst)] = ev + 1
+        args = f"[<{src}>, <{dst}>, <EVENT_ID{ev % EVENT_IDS}>]"
         plan.after.setdefault(id(ps), []).append(f"pto.set_flag{args}")
         plan.before.setdefault(id(cs), []).append(f"pto.wait_flag{args}")
         if loop is not None:
