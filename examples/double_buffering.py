@@ -36,6 +36,12 @@ def add_blocks(stage: int):
                 out = pl.yield_(nc)
             return out
 
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[ROWS, COLS], pl.FP32], b: pl.Tensor[[ROWS, COLS], pl.FP32],
+                 c: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+            c = self.add(a, b, c)
+            return c
+
     return AddBlocks
 
 
