@@ -35,7 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .backend import BackendType
+from .backend import BackendType, get_soc
 from .core.errors import user_facing
 from .ir.function import Program
 from .ir.printer import python_print
@@ -192,9 +192,12 @@ def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tu
     from .codegen import generate, kernel_table, render_kernel_config
     from .ir.serialize import serialize
     from .runtime.compiled import PROGRAM_IR_FILE
+    from .runtime.sim.cost_model import op_cost
     from .runtime.toolchain import find_ptoas, note_ptoas_missing, run_ptoas
 
-    for rel, text in generate(lowered, compiled.entry, compiled.backend_type).items():
+    soc = get_soc(compiled.backend_type)
+    pipe_of = lambda spec, call: op_cost(spec, call, soc).pipe   # noqa: E731  (the simulator's pipes)
+    for rel, text in generate(lowered, compiled.entry, compiled.backend_type, pipe_of).items():
         path = stage / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
