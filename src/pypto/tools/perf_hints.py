@@ -115,7 +115,7 @@ _PER_FUNCTION: list[tuple[str, Callable[[Function, _Calls, SoCModel], Iterator[P
     ("PH001", _narrow_ddr_rows),
     ("PH002", _unaligned_l0),
 ]
-HINT_CODES = {c: CATALOGUE[c].summary for c in ("PH001", "PH002", "PH003", "PH008")}
+HINT_CODES = {c: CATALOGUE[c].summary for c in ("PH001", "PH002", "PH003", "PH008", "PH009")}
 
 
 def perf_hints(program: Program, backend: BackendType) -> list[PerfHint]:
