@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ...core.dtype import BOOL, INDEX
 from ...core.enums import ForKind
@@ -19,7 +20,7 @@ from ...core.errors import (
     SSAViolationError,
 )
 from ...core.span import Span
-from ...ir.expr import Call, ConstBool, Expr, IterArg, MakeTuple, TupleGetItem, Var
+from ...ir.expr import Call, ConstBool, ConstInt, Expr, IterArg, MakeTuple, TupleGetItem, Var
 from ...ir.stmt import (
     AssignStmt,
     BreakStmt,
@@ -256,7 +257,12 @@ class StmtParser:
         base = self.parse_expr(target.value)
         if not isinstance(base.type, TensorType):
             raise ParserTypeError("subscript assignment needs a Tensor target", self.span(target))
-        offsets, sizes, _ = self.subscript_region(base, target.slice)
+        if _whole_region(target.slice, len(base.type.shape)):
+            # `y[:] = v` writes all of y: no slice is taken, so it works on dynamic dimensions too
+            offsets: Any = tuple(ConstInt(0, INDEX) for _ in base.type.shape)
+            sizes: Any = tuple(base.type.shape)
+        else:
+            offsets, sizes, _ = self.subscript_region(base, target.slice)
         src = self.parse_expr(value_node)
         st = src.type
         if isinstance(st, (TensorType, TileType)) and not _shape_eq(tuple(st.shape), sizes):
@@ -706,3 +712,12 @@ class StmtParser:
         else:
             raise ParserSyntaxError(f"pl.{f.name}(...) cannot be used as a statement", self.span(node))
 
+
+def _whole_region(index: ast.expr, rank: int) -> bool:
+    """Whether a subscript names the whole tensor: `[:]`, `[:, :]` (one bare `:` per dimension, or
+    fewer: the rest are implied) or `[...]`."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    if len(items) == 1 and isinstance(items[0], ast.Constant) and items[0].value is Ellipsis:
+        return True
+    return 0 < len(items) <= rank and all(
+        isinstance(i, ast.Slice) and i.lower is None and i.upper is None and i.step is None for i in items)
