@@ -374,13 +374,9 @@ class RankComm:
             d = (ptr - a.data_ptr()) // a.element_size()
             if d < 0:
                 continue
-            idx = []
-            for n, s in sorted(zip(a.shape, a.stride()), key=lambda x: -x[1]):
-                q, d = divmod(d, s) if s else (0, d)
-                idx.append((q, n, s))
-            if d == 0 and all(q < n for q, n, _ in idx):
-                order = {s: q for q, _, s in idx}
-                return p.name, tuple(order[s] for s in a.stride())
+            index = _unravel(d, tuple(a.shape), tuple(a.stride()))
+            if index is not None:
+                return p.name, index
         return None, ()
 
     # ---- data ------------------------------------------------------------------------------------
@@ -421,3 +417,16 @@ class RankComm:
 
     def fence(self, span: Span | None = None) -> None:
         """Writes are visible when they return (sequentially consistent): nothing to do."""
+
+
+def _unravel(offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The index of the element `offset` elements past the start of a tensor of `shape` and
+    `strides`, or None when no element lies there. Dimensions of size 1 are always at index 0
+    (their stride says nothing: a [NR, 1] signal has strides (1, 1))."""
+    index = [0] * len(shape)
+    for k in sorted((k for k in range(len(shape)) if shape[k] > 1), key=lambda k: -strides[k]):
+        q, offset = divmod(offset, strides[k]) if strides[k] else (0, offset)
+        if q >= shape[k]:
+            return None
+        index[k] = q
+    return tuple(index) if offset == 0 else None
