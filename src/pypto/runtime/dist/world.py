@@ -301,8 +301,13 @@ class World:
             lines.append("  " + b.describe())
             never = [r for r in range(self.nranks) if r not in b.senders and r != b.rank]
             if never:
-                lines.append(f"    never notified by rank{'s' if len(never) > 1 else ''} "
-                             f"{', '.join(map(str, never))}")
+                lines.append(f"    no notify reached this cell from rank{'s' if len(never) > 1 else ''} "
+                             f"{', '.join(map(str, never))} in this call")
+                done = [r for r in never if r in idle]   # they can no longer send it
+                if done:
+                    lines[-1] += (f"; rank{'s' if len(done) > 1 else ''} {', '.join(map(str, done))} "
+                                  f"finished without notifying it: the likely missing sender"
+                                  f"{'s' if len(done) > 1 else ''}")
         if idle:
             lines.append(f"  rank {idle[0]} has" if len(idle) == 1 else
                          f"  ranks {', '.join(map(str, idle))} have")
