@@ -136,7 +136,9 @@ def test_world_shaped_parameters_must_match_the_world_size(guide_build, monkeypa
     with pytest.raises(ArgumentValueError) as ei:
         cp(torch.randn(2, 1, 256), torch.zeros(2, 1, 256))
     assert str(ei.value) == ("parameter 'inputs' of 'host_orch' is indexed by rank (inputs[r]), so its leading "
-                             "dimension must be the world size (4 ranks), got shape [2, 1, 256]")
+                             "dimension must be the world size (4 ranks), got shape [2, 1, 256]; the world size is the number "
+                             "of devices of the run: for 2 ranks pass "
+                             "config=RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1]))")
 
 
 def test_from_dir_reloads_and_runs(guide_build, monkeypatch):
@@ -208,7 +210,9 @@ def test_world_dimension_must_be_the_world_size(scale_build, monkeypatch):
     seq_runtime.install(monkeypatch, 2)
     with pytest.raises(ArgumentValueError) as ei:
         scale_build(torch.randn(3, 16, 64), torch.zeros(3, 16, 64), callbacks={"done": print})
-    assert str(ei.value) == "parameter 'xs' of 'host': dimension 0 ('NR') is 3, but 'NR' is the world size (2 ranks)"
+    assert str(ei.value) == ("parameter 'xs' of 'host': dimension 0 ('NR') is 3, but 'NR' is the world size (2 ranks); "
+                             "the world size is the number of devices of the run: for 3 ranks pass "
+                             "config=RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1, 2]))")
 
 
 def test_host_argument_errors(scale_build, monkeypatch):

@@ -315,11 +315,19 @@ def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Seque
                 why = (f"the world size ({world} ranks)" if d in world_dims
                        else f"{dims[d]}, its size in an earlier parameter")
                 raise ArgumentValueError(f"parameter '{name}' of '{host}': dimension {axis} ('{d}') is {n}, "
-                                         f"but '{d}' is {why}")
+                                         f"but '{d}' is {why}" + (_world_hint(n) if d in world_dims else ""))
         if name in world_shaped and t.shape[0] != world:
             raise ArgumentValueError(f"parameter '{name}' of '{host}' is indexed by rank ({name}[r]), so its leading "
-                                     f"dimension must be the world size ({world} ranks), got shape {list(t.shape)}")
+                                     f"dimension must be the world size ({world} ranks), got shape {list(t.shape)}"
+                                     + _world_hint(t.shape[0]))
     return dims
+
+
+def _world_hint(n: int) -> str:
+    """How to ask for `n` ranks: the world size comes from the run's DistributedConfig (SPEC §8)."""
+    ids = ", ".join(str(i) for i in range(min(int(n), 4))) + (", ..." if n > 4 else "")
+    return (f"; the world size is the number of devices of the run: for {n} ranks pass "
+            f"config=RunConfig(distributed_config=DistributedConfig(device_ids=[{ids}]))")
 
 
 def _shape_text(shape: Sequence[Any]) -> str:
