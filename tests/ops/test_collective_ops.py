@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+import pypto.language as pl
+import pypto.language.distributed as pld
 from pypto.core.dtype import FP32, INDEX, INT32, DataType
 from pypto.core.enums import ReduceOp
-from pypto.core.errors import CompileError
+from pypto.core.errors import CompileError, ParserTypeError
 from pypto.ir.expr import ConstInt, Var
 from pypto.ir.op import make_call
 from pypto.ir.types import DistributedTensorType, ScalarType, TensorType, TupleType
@@ -119,3 +121,20 @@ def test_all_to_all_v_counts():
         error_of("pld.all_to_all_v", [i, t, sig, plain("c", ["NR"]), c])
     assert "argument 'input' must be 2-D [NR, MAX_COUNT]" in \
         error_of("pld.all_to_all_v", [win("i", ["NR", 4, 25]), win("t", ["NR", 4, 25]), sig, c, c])
+
+
+def test_a_mesh_shaped_signal_with_a_run_time_rank_count_is_refused_for_the_ring():
+    """[NR, 1] with NR dynamic (or computed on the host) can never be a ring signal: its column count
+    is 1, whatever NR is — located at the call, naming the fix (fresh-user trial)."""
+    NR = pl.dynamic("NR")
+    with pytest.raises(ParserTypeError) as ei:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(x: pl.InOut[pld.DistributedTensor[[64, 256], pl.FP32]],
+              sig: pld.DistributedTensor[[NR, 1], pl.INT32]) -> pld.DistributedTensor[[64, 256], pl.FP32]:
+            x = pld.allreduce(x, sig, mode="ring")  # MARK-ring-mesh-signal
+            return x
+    line = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1) if "MARK-ring-mesh-signal" in t
+                and "next(" not in t)
+    assert ei.value.span.begin_line == line
+    assert "must have shape [2*(NR-1), NR] for mode=\"ring\"" in ei.value.message
+    assert "the shape of a mesh signal: use mode=\"mesh\"" in ei.value.message

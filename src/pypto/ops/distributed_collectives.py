@@ -81,7 +81,12 @@ def _expect_signal(args: list[Expr], i: int, mode: str) -> DistributedTensorType
     if mode == "mesh" and cols is not None and cols != 1:
         raise OpTypeError(f"argument 'signal' must have shape [NR, 1] (one cell per rank), got "
                           f"{shape_str(t.shape)}")
-    if mode == "ring" and rows is not None and cols is not None and (cols < 2 or rows != 2 * (cols - 1)):
+    if mode == "ring" and cols is not None and cols < 2:   # [NR, 1] (a mesh signal), whatever NR is
+        raise OpTypeError(f"argument 'signal' must have shape [2*(NR-1), NR] for mode=\"ring\" (one column "
+                          f"per rank, NR >= 2), got {shape_str(t.shape)}"
+                          + (" — the shape of a mesh signal: use mode=\"mesh\", or allocate "
+                             "[2*(NR-1), NR] cells for the ring" if cols == 1 else ""))
+    if mode == "ring" and rows is not None and cols is not None and rows != 2 * (cols - 1):
         good = f"[{2 * (cols - 1)}, {cols}] for NR = {cols}" if cols >= 2 else "one column per rank, NR >= 2"
         raise OpTypeError(f"argument 'signal' must have shape [2*(NR-1), NR] for mode=\"ring\" ({good}), "
                           f"got {shape_str(t.shape)}")
