@@ -117,7 +117,7 @@ class Scale:
 SCALE_HOST = '''\
     @pl.function(type=pl.FunctionType.Opaque, level=pl.Level.HOST, role=pl.Role.SubWorker)
     def done(self, ys: pl.Tensor[[NR, 16, 64], pl.FP32]):
-        pass
+        ...
 
     @pl.function(type=pl.FunctionType.Opaque, level=pl.Level.HOST, role=pl.Role.Orchestrator)
     def host(self, xs: pl.Tensor[[NR, 16, 64], pl.FP32], ys: pl.Out[pl.Tensor[[NR, 16, 64], pl.FP32]]) \

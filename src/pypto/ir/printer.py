@@ -27,7 +27,7 @@ import math
 from typing import Any
 
 from ..core.dtype import FP32, INDEX, DataType
-from ..core.enums import ForKind, ParamDirection, ScopeKind, ScopeMode
+from ..core.enums import ForKind, ParamDirection, Role, ScopeKind, ScopeMode
 from .expr import (
     BINARY_OPS,
     BinaryExpr,
@@ -477,6 +477,8 @@ class _Printer:
             self.emit(depth + 1, "...")  # a hand-written C++ kernel has no DSL body
         elif f.attrs and not f.body.stmts:
             pass  # the pl.func_attr statement is the body
+        elif f.role is Role.SubWorker and not f.body.stmts:
+            self.emit(depth + 1, "...")  # a HOST SubWorker is a Python callback bound at run time
         else:
             self.body(f.body, depth + 1)
 

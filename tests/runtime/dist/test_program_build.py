@@ -327,3 +327,26 @@ def test_meta_records_the_distributed_config(tmp_path):
     built = again.compile(config=RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1, 2])))
     assert built.build.meta["distributed_config"]["device_ids"] == [0, 1, 2]
     assert built.chip_programs == {}
+
+
+def test_a_host_legal_op_without_a_host_form_is_a_located_compile_error(tmp_path):
+    from pypto.codegen import CodegenError
+
+    @pl.jit
+    def chip(x: pl.Tensor, c: pl.Scalar[pl.INT64]):
+        return
+
+    @pl.jit.host
+    def h(xs: pl.Tensor[[2, 4, 4], pl.FP32]):
+        w = pld.window(pld.alloc_window_buffer(64), [4, 4], dtype=pl.FP32)
+        ctx = pld.get_comm_ctx(w)  # MARK-host-ctx
+        for r in pl.range(pld.world_size()):
+            chip(xs[r], ctx, device=r)
+        return xs
+
+    with pytest.raises(CodegenError) as ei:
+        ir.compile(h.specialize(), tmp_path, skip_ptoas=True, dump_passes=False)
+    assert ei.value.message.startswith("'pld.get_comm_ctx' has no form in the host driver")
+    line = next(i for i, s in enumerate(open(__file__), 1) if "# MARK-host-ctx" in s)
+    assert ei.value.span.begin_line == line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]   # the chip build made first is gone

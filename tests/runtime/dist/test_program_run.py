@@ -136,3 +136,43 @@ def test_class_form_with_a_sub_worker_callback(tmp_path):
     want = xs * torch.tensor([1.0, 2.0]).view(p, 1, 1)
     torch.testing.assert_close(ys, want)
     assert len(seen) == 1 and torch.equal(seen[0], want)   # it ran after both dispatches
+
+
+# ---- a host-level allreduce: the builtin chip program of pypto.runtime.dist.builtin on every rank --
+@pl.jit
+def put_row(x: pl.Tensor, data: pl.InOut[pld.DistributedTensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        data[:] = pl.muls(x, 1.0)
+    return data
+
+
+@pl.jit
+def get_row(data: pld.DistributedTensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:] = pl.muls(data, 1.0)
+    return y
+
+
+def _host_allreduce(mode: str, op):
+    @pl.jit.host
+    def host_ar(xs: pl.Tensor[[NR, 1, N], pl.FP32], ys: pl.Out[pl.Tensor[[NR, 1, N], pl.FP32]]):
+        data = pld.window(pld.alloc_window_buffer([1, N], dtype=pl.FP32), [1, N], dtype=pl.FP32)
+        for r in pl.range(pld.world_size()):
+            put_row(xs[r], data, device=r)
+        pld.allreduce(data, op=op, mode=mode)          # no signal: the host driver allocates it
+        for r in pl.range(pld.world_size()):
+            get_row(data, ys[r], device=r)
+        return ys
+
+    return host_ar
+
+
+@pytest.mark.parametrize("p,mode,op", [(2, "mesh", pld.ReduceOp.Sum), (3, "ring", pld.ReduceOp.Max)])
+def test_host_level_allreduce(p, mode, op):
+    host_ar = _host_allreduce(mode, op)
+    xs, ys = torch.randn(p, 1, N), torch.zeros(p, 1, N)
+    host_ar(xs, ys, config=_cfg(p))
+    want = xs.sum(0) if op is pld.ReduceOp.Sum else xs.amax(0)
+    torch.testing.assert_close(ys, want.expand(p, 1, N), rtol=1e-5, atol=1e-5)
+    builtin = [n for n in host_ar.compile().chip_programs if n.startswith("pld_allreduce")]
+    assert len(builtin) == 1

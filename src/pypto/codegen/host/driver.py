@@ -175,7 +175,9 @@ class _Writer:
             return f"_dispatch_all(rt, {builtin!r}, [{', '.join(args)}], {result})"
         spec = get_op(e.op)
         if not spec.host:
-            raise CodegenError(f"host driver: op '{e.op}' has no host form", e.span)
+            raise CodegenError(f"'{spec.dsl_name}' has no form in the host driver (the Python the host "
+                               f"runs); call it in the chip orchestration function or kernel that uses its "
+                               f"result, and pass that function what it needs (e.g. the window)", e.span)
         fields = {p: self.expr(a) for p, a in zip(spec.params, e.args)}
         fields.update({k: self.attr(v) for k, v in spec.attrs.items()})
         fields.update({k: self.attr(v) for k, v in e.kwargs})

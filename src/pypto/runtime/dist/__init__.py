@@ -9,9 +9,10 @@ own simulated chip and a `RankComm` over shared memory (`comm.py`). See docs/dis
 from .build import DistributedBuild, HostParam
 from .comm import BlockedWait, CommEvent, RankComm
 from .host import HostRuntime, WindowBuffer, WindowTensor
+from .program import DistributedCompiledProgram
 from .worker import DistributedWorker, RunHandle, run
 from .world import DispatchRecord, DistributedDeadlockError, RankProcessError, World
 
-__all__ = ["DistributedBuild", "HostParam", "run", "DistributedWorker", "RunHandle", "HostRuntime",
-           "WindowBuffer", "WindowTensor", "DistributedDeadlockError", "RankProcessError", "DispatchRecord",
+__all__ = ["DistributedBuild", "HostParam", "DistributedCompiledProgram", "run", "DistributedWorker", "RunHandle",
+           "HostRuntime", "WindowBuffer", "WindowTensor", "DistributedDeadlockError", "RankProcessError", "DispatchRecord",
            "BlockedWait", "CommEvent", "RankComm", "World"]
