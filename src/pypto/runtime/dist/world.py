@@ -171,6 +171,7 @@ class World:
             self._ctl.seg.close()
             self._ctl = None
         self._pending.clear()
+        self._sync = None        # the locks and bells (named semaphores under spawn) go with it
 
     # ---- windows ---------------------------------------------------------------------------------
     def alloc_window(self, nbytes: int) -> WindowSpec:
