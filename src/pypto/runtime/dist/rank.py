@@ -146,9 +146,10 @@ class _Rank:
         self.windows: dict[int, WindowMap] = {}
         self.clock = RankClock()
         self.devices: dict[BackendType, RankDevice] = {}
-        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock, bells)
+        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock)
         self.dfx_root = dfx_root
         self.call, self.dispatches = -1, 0
+        self.comm.bells = bells
 
     def device(self, backend: BackendType) -> RankDevice:
         d = self.devices.get(backend)
