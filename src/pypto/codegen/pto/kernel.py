@@ -10,7 +10,8 @@ Ops are emitted from their OpSpec alone (DESIGN "One registry, many readers"; no
 specific op): the instruction is `OpSpec.pto`; arguments the op reads (and scratch tiles) go to
 `ins(...)`, arguments it writes and the result tile go to `outs(...)`. A tensor argument becomes a
 `pto.partition_view` window whose offsets come from the op's `offsets` argument and whose sizes
-come from its `shapes` argument, else from the tile it moves. A tile op without a `pto` name is an
+come from its `shapes` argument, else from the tile it moves (or, for the arguments an op lists in
+`OpSpec.regions`, from the arguments named there: the distributed transfers). A tile op without a `pto` name is an
 error naming the op, except creation ops (`tile.create`), which only allocate.
 
 Control flow becomes `scf.for` / `scf.if` / `scf.while`; loop-carried tiles and scalars are
@@ -390,8 +391,12 @@ class KernelEmitter(ControlFlow):
                     return a.elements
             return None
 
-        offsets = list_arg("offsets") or tuple(ConstInt(0, INDEX) for _ in range(rank))
-        sizes = list_arg("shapes")
+        region = get_op(call.op).regions.get(i) if isinstance(call.op, str) else None  # type: ignore[arg-type]
+        if region is not None:   # OpSpec.regions: this argument's own offsets and box
+            offsets, sizes = self._arg_box(call, region, tv.type)
+        else:
+            offsets = list_arg("offsets") or tuple(ConstInt(0, INDEX) for _ in range(rank))
+            sizes = list_arg("shapes")
         if sizes is None:
             sizes = tuple(tile_ref.shape) if tile_ref is not None else tuple(tv.type.shape)
         sizes = (ConstInt(1, INDEX),) * max(0, rank - len(sizes)) + tuple(sizes)
@@ -402,6 +407,22 @@ class KernelEmitter(ControlFlow):
         self.emit(f"{name} = pto.partition_view {tv.view}, offsets = [{', '.join(o.name for o in offs)}], "
                   f"sizes = [{', '.join(s.name for s in szs)}] : {tensor_view_type(tv.type)} -> {ptype} {loc}")
         return name, ptype
+
+    @staticmethod
+    def _arg_box(call: Call, region: tuple[Any, Any], t: TensorType) -> tuple[tuple[Expr, ...], tuple[Expr, ...]]:
+        """(offsets, sizes) of a tensor argument described by `OpSpec.regions` (see there)."""
+        rank, (oi, box) = len(t.shape), region
+        zeros, ones = tuple(ConstInt(0, INDEX) for _ in range(rank)), tuple(ConstInt(1, INDEX) for _ in range(rank))
+        o = call.args[oi] if isinstance(oi, int) and oi < len(call.args) else None
+        offsets = o.elements if isinstance(o, MakeTuple) else zeros
+        if box == "one":
+            return offsets, ones
+        b = call.args[box] if isinstance(box, int) and box < len(call.args) else None
+        if isinstance(b, MakeTuple):
+            return offsets, b.elements
+        shape = getattr(getattr(b, "type", None), "shape", None)
+        return offsets, tuple(shape) if shape is not None else tuple(t.shape)
+
 
 _STMTS = {
     SeqStmts: KernelEmitter.seq, AssignStmt: KernelEmitter.assign, EvalStmt: KernelEmitter.eval_,
