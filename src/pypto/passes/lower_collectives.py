@@ -66,7 +66,6 @@ from ..ir.stmt import AssignStmt, EvalStmt, ScopeStmt, Stmt
 from ..ir.types import TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
-from ..ops.registry import OpSpec
 from .base import FunctionPass, PassContext
 from .collective_builder import ALIGN_BYTES, StmtBuilder, for_each_chunk, plan_chunks
 
@@ -91,7 +90,6 @@ class _Lowering:
     """One collective call being lowered: the builder, the call's operands by name, the chunk budget."""
 
     b: StmtBuilder
-    spec: OpSpec
     call: Call
     args: dict[str, Var]
     budget: int
@@ -388,7 +386,7 @@ class _Lower(IRMutator):
         for name, a in zip(spec.params, call.args):
             a = self.visit_expr(a)
             args[name] = a if isinstance(a, Var) else b.var(name, a)
-        _LOWER[call.op](_Lowering(b, spec, call, args, self.budget))  # type: ignore[index]
+        _LOWER[call.op](_Lowering(b, call, args, self.budget))  # type: ignore[index]
         if result is not None:
             target = args.get("src", args.get("target"))
             if target is not None and result is not target:

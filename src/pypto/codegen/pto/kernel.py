@@ -14,6 +14,9 @@ come from its `shapes` argument, else from the tile it moves (or, for the argume
 `OpSpec.regions`, from the arguments named there: the distributed transfers). A tile op without a `pto` name is an
 error naming the op, except creation ops (`tile.create`), which only allocate.
 
+Between the pipes, `pto.set_flag` / `pto.wait_flag` pairs order the ops that share a buffer
+(`sync.py`; when the caller says which pipe each op runs on, as the compile driver does).
+
 Control flow becomes `scf.for` / `scf.if` / `scf.while`; loop-carried tiles and scalars are
 `iter_args`. Tiles are buffers (destination-passing style): when a yielded tile sits in another
 buffer than the carried value, a `pto.tmov` copies it there first, as the simulator does
@@ -59,6 +62,7 @@ from ..common import CodegenError, NameAllocator, dynamic_dims, kernel_core_type
 from .attrs import format_attrs
 from .control import ControlFlow
 from .scalars import Scalar, ScalarBuilder
+from .sync import PipeOf, SyncPlan, plan_sync
 from .types import elem, partition_type, pto_dims, ptr_type, tensor_view_type, tile_buf_type
 from .values import ArrayVal, TensorVal, TileVal, Value, array_type_str, buffer_key, mlir_loc
 
@@ -68,8 +72,9 @@ __all__ = ["emit_kernel", "mlir_loc"]
 class KernelEmitter(ControlFlow):
     """Emits one kernel Function as a PTO MLIR module (see the module docstring)."""
 
-    def __init__(self, func: Function, program: Program | None = None) -> None:
+    def __init__(self, func: Function, program: Program | None = None, pipe_of: PipeOf | None = None) -> None:
         self.func, self.program = func, program
+        self.sync = plan_sync(func, pipe_of) if pipe_of is not None else SyncPlan()
         self.names = NameAllocator()
         self.env: dict[Var, Value] = {}
         self.floc = mlir_loc(func.span)
@@ -264,7 +269,11 @@ class KernelEmitter(ControlFlow):
             handler = _STMTS.get(type(s))
             if handler is None:
                 raise self.fail(f"{type(s).__name__} is not supported in a kernel", s.span)
+            for line in self.sync.before.get(id(s), ()):
+                self.emit(f"{line} {self.loc(s.span)}")
             handler(self, s)
+            for line in self.sync.after.get(id(s), ()):
+                self.emit(f"{line} {self.loc(s.span)}")
         finally:
             self.span = prev
 
@@ -432,12 +441,13 @@ _STMTS = {
 }
 
 
-def emit_kernel(func: Function, program: Program | None = None) -> str:
-    """The `.pto` text (PTO MLIR module) of kernel `func`.
+def emit_kernel(func: Function, program: Program | None = None, pipe_of: PipeOf | None = None) -> str:
+    """The `.pto` text (PTO MLIR module) of kernel `func`; with `pipe_of(spec, call)` (the pipe each
+    op runs on) it also has the set_flag / wait_flag pairs between the pipes (`sync.py`).
 
     Raises:
         CodegenError: an op without a PTO instruction (naming the op), a tile without an address,
             break/continue or an early return left in the kernel, or a call of another function.
     """
-    return KernelEmitter(func, program).run()
+    return KernelEmitter(func, program, pipe_of).run()
 
