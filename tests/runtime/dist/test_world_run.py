@@ -321,3 +321,37 @@ def test_real_npu_platform_is_a_clear_error(axpy_program) -> None:
     cfg = RunConfig(platform="a2a3", distributed_config=DistributedConfig(device_ids=[0, 1]))
     with pytest.raises(RuntimeError, match="platform 'a2a3' runs on a real Ascend NPU"):
         run(_build(axpy_program), (x, w, out), cfg)
+
+
+def _idle_host_process(ready_fd: int) -> None:
+    """Body of a forked host process: a world of 2 ranks that mapped a window, then nothing."""
+    try:
+        w = World({}, None, DistributedConfig(device_ids=[0, 1]))
+        spec = w.alloc_window(8)
+        call_on_ranks(w, lambda_free_ok, [[WindowArg(spec.wid, 0, (2,), torch.int32)]] * 2)
+        os.write(ready_fd, b"r")
+        time.sleep(60)
+    finally:
+        os._exit(0)
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm") or not hasattr(os, "fork"), reason="POSIX only")
+def test_ranks_clean_up_after_a_killed_host() -> None:
+    r, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        _idle_host_process(wfd)
+    os.close(wfd)
+    try:
+        assert os.read(r, 1) == b"r"
+        prefix = f"pypto_{pid}_"
+        assert len([n for n in os.listdir("/dev/shm") if n.startswith(prefix)]) == 2   # control + window
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        deadline = time.monotonic() + 20
+        while any(n.startswith(prefix) for n in os.listdir("/dev/shm")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        os.close(r)
+    assert [n for n in os.listdir("/dev/shm") if n.startswith(prefix)] == []

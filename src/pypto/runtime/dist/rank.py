@@ -16,7 +16,8 @@ control block, makes its own `RankDevice` (a `SimDevice`: its own cores, memorie
 Each finished message is answered on the shared outbox with `("done", rank, seq, result, info)`,
 `("error", rank, seq, exc, traceback)` or `("aborted", rank, seq, blocked)` (a wait stopped by the
 host's abort flag; `blocked` says where it was blocked). SIGINT is ignored in rank processes: the
-host handles Ctrl-C and tears the world down; a rank whose host process is gone exits by itself.
+host handles Ctrl-C and tears the world down; a rank whose host process is gone (killed) unlinks the
+segments it knows of and exits by itself.
 """
 
 from __future__ import annotations
@@ -145,9 +146,10 @@ class _Rank:
         self.windows: dict[int, WindowMap] = {}
         self.clock = RankClock()
         self.devices: dict[BackendType, RankDevice] = {}
-        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock, bells)
+        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock)
         self.dfx_root = dfx_root
         self.call, self.dispatches = -1, 0
+        self.comm.bells = bells
 
     def device(self, backend: BackendType) -> RankDevice:
         d = self.devices.get(backend)
@@ -215,7 +217,9 @@ class _Rank:
             try:
                 msg = inbox.get(timeout=0.5)
             except queue.Empty:
-                if os.getppid() != parent:   # the host is gone
+                if os.getppid() != parent:   # the host died without cleaning up (SIGKILL): do it for it
+                    for name in [self.ctl.seg.name, *(w.segment.name for w in self.windows.values())]:
+                        shm.unlink_name(name)
                     return
                 continue
             if msg[0] == "stop":

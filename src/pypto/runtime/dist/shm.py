@@ -2,7 +2,7 @@
 
 A `Segment` is a POSIX shared-memory object (`/dev/shm/pypto_<world>_<what>` on Linux) mapped into
 this process. The host creates it (`Segment.create`), rank processes map it by name
-(`Segment.attach`). Only the creator unlinks it: `unlink()` removes the name at once (mappings stay
+(`Segment.attach`). Only the creator unlinks it (or, when the host was killed, a rank: `unlink_name`): `unlink()` removes the name at once (mappings stay
 valid until their processes drop them), and every segment created and not yet unlinked is unlinked at
 interpreter exit as well (`atexit`), so a failed run or a Ctrl-C leaves nothing in /dev/shm.
 
@@ -24,7 +24,7 @@ try:
 except ImportError:   # pragma: no cover - Windows has no POSIX shared memory
     _posixshmem = None
 
-__all__ = ["Segment", "PREFIX", "new_world_id", "live_segments"]
+__all__ = ["Segment", "PREFIX", "new_world_id", "live_segments", "unlink_name"]
 
 PREFIX = "pypto_"
 _CREATED: set[str] = set()     # names this process created and has not unlinked yet
@@ -104,6 +104,15 @@ class Segment:
 
     def __repr__(self) -> str:
         return f"Segment({self.name!r}, {self.size} bytes)"
+
+
+def unlink_name(name: str) -> None:
+    """Unlink segment `name` whoever created it (a rank cleaning up after a host that was killed);
+    a name that is already gone is fine."""
+    try:
+        _posixshmem.shm_unlink("/" + name)
+    except FileNotFoundError:
+        pass
 
 
 def _unlink(name: str) -> None:

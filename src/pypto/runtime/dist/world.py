@@ -129,13 +129,15 @@ class World:
         ctx = mp.get_context(method)
         self._ctl = Control.create(f"{self.id}_ctl", self.nranks)
         try:
-            self._sync = ([ctx.Lock() for _ in range(self.nranks)], [ctx.Semaphore(0) for _ in range(self.nranks)])
+            self._locks = [ctx.Lock() for _ in range(self.nranks)]
+            self._bells = [ctx.Semaphore(0) for _ in range(self.nranks)]
             self._inboxes = [ctx.Queue() for _ in range(self.nranks)]
             self._outbox = ctx.Queue()
             programs = self.programs if method == "fork" else _program_spec(self.programs)
             for r in range(self.nranks):
                 p = ctx.Process(target=rank_main, name=f"pypto-rank{r}", daemon=True,
-                                args=(r, self.nranks, self._ctl.seg.name, self._sync, programs, self.config,
+                                args=(r, self.nranks, self._ctl.seg.name, (self._locks, self._bells), programs,
+                                      self.config,
                                       self.output_dir, self._inboxes[r], self._outbox))
                 p.start()
                 self.procs.append(p)
@@ -171,6 +173,7 @@ class World:
             self._ctl.seg.close()
             self._ctl = None
         self._pending.clear()
+        self._locks = self._bells = []   # (named semaphores under spawn: unlinked as they go)
 
     # ---- windows ---------------------------------------------------------------------------------
     def alloc_window(self, nbytes: int) -> WindowSpec:
