@@ -31,6 +31,7 @@ import torch
 from ...core.dtype import DataType, dtype_from_name
 from ...core.errors import ArgumentTypeError, ArgumentValueError
 from ..device_tensor import DeviceTensor
+from . import checks
 from .rank import WindowArg
 from .world import World
 
@@ -232,6 +233,7 @@ class HostRuntime:
         """End of the host call: wait for everything, then free this call's window buffers."""
         try:
             self.sync()
+            checks.end_of_call(self._world)   # credit leaks, collective sequences, weak-mode races
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)

@@ -42,7 +42,7 @@ from ..device_tensor import DeviceTensor
 from ..dfx import DFX_DIR, update_dfx, wants_dfx
 from ..sim.device import SimDevice
 from ..sim.kernel import KernelExecutor
-from . import shm
+from . import shm, visibility
 from .comm import RankClock, RankComm, WaitAborted, WindowMap
 from .control import IDLE, RUNNING, Control
 
@@ -146,6 +146,8 @@ class _Rank:
         self.clock = RankClock()
         self.devices: dict[BackendType, RankDevice] = {}
         self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock)
+        if visibility.weak_mode(config):   # weak visibility (visibility.py)
+            self.comm.weak = visibility.WeakMemory(self.comm, ctl_name)
         self.dfx_root = dfx_root
         self.call, self.dispatches = -1, 0
 
@@ -171,7 +173,8 @@ class _Rank:
             for d in reversed(a.shape):
                 strides.append(n)
                 n *= d
-            return DeviceTensor(w.view(self.rank, a.offset, a.shape, tuple(reversed(strides)), a.dtype))
+            view = w.view(self.rank, a.offset, a.shape, tuple(reversed(strides)), a.dtype)
+            return DeviceTensor(visibility.watch(view) if self.comm.weak is not None else view)
         if isinstance(a, torch.Tensor):
             return DeviceTensor(a)
         return a
@@ -223,6 +226,8 @@ class _Rank:
             kind, seq, what, args, windows, not_before, call = msg
             if call != self.call:     # a new host call: its simulated time starts at 0
                 self.call, self.dispatches, self.clock.base = call, 0, 0
+                if self.comm.weak is not None:
+                    self.comm.weak.new_call()
             self.comm.events = []
             self.clock.base = max(self.clock.base, not_before)
             self.ctl.set_state(self.rank, RUNNING)
