@@ -130,8 +130,7 @@ def mark_credit_window(rt: Any, window: Any, name: str) -> None:
         stride.append(n)
         n *= d
     marks = rt._world.__dict__.setdefault("_credit_marks", [])
-    marks.append(CreditSignal(-1, window.buffer.wid, window.offset, shape, tuple(reversed(stride)), item, name,
-                              "host"))
+    marks.append(CreditSignal(-1, window.buffer.wid, window.offset, shape, tuple(reversed(stride)), item, name))
 
 
 # ---- host side -------------------------------------------------------------------------------------
