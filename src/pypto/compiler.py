@@ -249,8 +249,11 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             strategy: OptimizationStrategy = OptimizationStrategy.Default, dump_passes: bool = True,
             backend_type: BackendType = BackendType.Ascend910B, skip_ptoas: bool = False,
             verification_level: VerificationLevel | None = None, platform: str | None = None,
-            diagnostic_phase: str | None = None, disabled_diagnostics: Any = None) -> Any:
-    """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder.
+            diagnostic_phase: str | None = None, disabled_diagnostics: Any = None,
+            distributed_config: Any = None) -> Any:
+    """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder
+    (a `DistributedCompiledProgram` for a program with a HOST orchestrator: SPEC §8,
+    `pypto.runtime.dist.program`).
 
     Args:
         output_dir: build folder; None uses `default_output_dir(program.name)`.
@@ -265,6 +268,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             PH001-PH003 in `report/perf_hints.log`), "run" (hints PH004-PH007 after each simulator
             run, in `report/perf_hints_run.log`) or "all" (None: the default, "all").
         disabled_diagnostics: codes or names (e.g. {"W001", "TaskTooSmall"}) to leave out.
+        distributed_config: for a distributed program, the `DistributedConfig` recorded in
+            `distributed_meta.json` (the ranks it was built for; a run may use others).
 
     Raises:
         ValueError: unknown `strategy`, `verification_level`, `$PYPTO_VERIFY_LEVEL`,
@@ -287,7 +292,15 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
                     f"or get its Program with {program.__name__}.specialize(*sample_args)")
         raise TypeError(f"ir.compile expects an ir.Program, got {type(program).__name__}{hint}")
     from .core.diagnostics import diagnostic_options
+    from .runtime.dist.program import compile_distributed, is_distributed
 
+    if is_distributed(program):  # a HOST orchestrator: host driver + one chip build per chip program
+        return compile_distributed(program, Path(output_dir) if output_dir is not None else
+                                   default_output_dir(program.name), chip_compile=compile, strategy=strategy,
+                                   dump_passes=dump_passes, backend_type=backend_type, skip_ptoas=skip_ptoas,
+                                   verification_level=verification_level, platform=platform,
+                                   diagnostic_phase=diagnostic_phase, disabled_diagnostics=disabled_diagnostics,
+                                   distributed_config=distributed_config)
     passes = passes_for(strategy)
     check_strategy(program, strategy)
     level = _check_level(verification_level)

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import pypto.language as pl
+import pypto.language.distributed as pld
 from pypto import ir
 from pypto.backend import BackendType
 from pypto.core.errors import ParserSyntaxError
@@ -215,11 +216,12 @@ def test_jit_host_discovers_chip_entries_and_rejects_level():
         return out
 
     @pl.jit.host
-    def host_orch(inputs: pl.Tensor[[16, 32], pl.FP32], outputs: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
-        outputs = chip_orch(inputs, outputs)
+    def host_orch(inputs: pl.Tensor[[1, 16, 32], pl.FP32], outputs: pl.Out[pl.Tensor[[1, 16, 32], pl.FP32]]):
+        for r in pl.range(pld.world_size()):       # one rank without a DistributedConfig
+            chip_orch(inputs[r], outputs[r], device=r)
         return outputs
 
-    x, y = torch.randn(16, 32), torch.zeros(16, 32)
+    x, y = torch.randn(1, 16, 32), torch.zeros(1, 16, 32)
     host_orch(x, y)
     torch.testing.assert_close(y, x * 3.0)
     prog = host_orch.specialize(x, y)

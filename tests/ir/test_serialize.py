@@ -128,10 +128,18 @@ def build() -> Program:
     main = Function("main", FunctionType.Orchestration, (x, y), (ParamDirection.In, ParamDirection.Out),
                     (), SeqStmts((EvalStmt(Call(GlobalVar("kernel"), (x, y), (("alpha", f.value),),
                                                 TupleType(()))),
-                                  EvalStmt(f), ReturnStmt(()))), attrs=(("ids", (1, 2)), ("owner", "me")))
+                                  EvalStmt(f), _window_buffer(), ReturnStmt(()))), attrs=(("ids", (1, 2)), ("owner", "me")))
     ext = Function("ext", FunctionType.AIV, (Var("e", tensor),), (ParamDirection.InOut,), (tensor,), SeqStmts(()),
                    external=ExternalKernel("/src/k.cpp", ("/inc",), "e.numel() // 4", 2), span=sp(30))
     return Program("prog", (kernel, main, ext), span=sp(8))
+
+
+def _window_buffer():
+    """`wb = pld.alloc_window_buffer(64)`: a host-level value (SPEC §8)."""
+    from pypto.ir.types import WindowBufferType
+
+    return AssignStmt(Var("wb", WindowBufferType()), Call("pld.alloc_window_buffer", (ConstInt(64),), (),
+                                                           WindowBufferType()))
 
 
 def _walk(x, seen):

@@ -11,7 +11,11 @@ PARAMS = ("a: pl.Tensor[[16, 32], pl.FP32], b: pl.Tensor[[16, 32], pl.FP32], "
           "ridx: pl.Tensor[[16, 1], pl.INT32], h: pl.Tensor[[32, 32], pl.FP16], "
           "bias: pl.Tensor[[1, 32], pl.FP32], hrow: pl.Tensor[[1, 32], pl.FP16], "
           "s: pl.Scalar[pl.FP32], n: pl.Scalar[pl.INT32], o: pl.InOut[pl.Tensor[[16, 32], pl.FP32]], "
-          "dw: pld.DistributedTensor[[16, 32], pl.FP32], sg: pld.DistributedTensor[[4, 1], pl.INT32]")
+          "dw: pld.DistributedTensor[[16, 32], pl.FP32], sg: pld.DistributedTensor[[4, 1], pl.INT32], "
+          "dx: pl.InOut[pld.DistributedTensor[[16, 32], pl.FP32]], "
+          "dg: pl.InOut[pld.DistributedTensor[[4, 16, 32], pl.FP32]], "
+          "dv: pl.InOut[pld.DistributedTensor[[4, 32], pl.FP32]], dvi: pld.DistributedTensor[[4, 32], pl.FP32], "
+          "cnt: pl.Tensor[[4], pl.INT32]")
 
 PRELUDE = """
 ta = pl.load(a, [0, 0], [16, 32])
@@ -153,17 +157,45 @@ CASES.update({
     "pld.tensor.remote_store": "pld.tensor.remote_store(a, dw, n, [0, 0])",
     "pld.tensor.put": "pld.tensor.put(dw, n, b, [0, 0], [8, 0], [8, 32], chunk_rows=4, chunk_cols=32, pipeline=True)",
     "pld.tensor.get": "pld.tensor.get(o, 0, dw, atomic=pld.AtomicType.Add, chunk_rows=8)",
+    # host-level ops (pypto.ops.distributed_host): legal only in a HOST orchestrator (HOST_PRELUDE)
+    "pld.world_size": "pld.world_size()",
+    "pld.alloc_window_buffer": "pld.alloc_window_buffer([16, 32], dtype=pl.FP32)",
+    "pld.window": "pld.window(buf, [4, 8], dtype=pl.INT32)",
+    "pld.rank_view": "pld.rank_view(wt, n)",
+    # collectives (pypto.ops.distributed_collectives, SPEC §8)
+    "pld.allreduce": "pld.allreduce(dx, sg, op=pld.ReduceOp.Max, mode=\"mesh\")",
+    "pld.barrier": "pld.barrier(sg)",
+    "pld.broadcast": "pld.broadcast(dx, sg, root=3)",
+    "pld.allgather": "pld.allgather(dw, dg, sg)",
+    "pld.reduce_scatter": "pld.reduce_scatter(dg, sg, op=pld.ReduceOp.Prod)",
+    "pld.all_to_all": "pld.all_to_all(dvi, dv, sg)",
+    "pld.all_to_all_v": "pld.all_to_all_v(dvi, dv, sg, cnt, cnt)",
 })
 
 
 _VALUED = ("tpop", "available_")  # system ops with a result
 
 
+HOST_PRELUDE = "buf = pld.alloc_window_buffer(4096)"
+HOST_OPS = ("pld.world_size(", "pld.alloc_window_buffer(", "pld.window(", "pld.rank_view(")
+
+
+def _host_function_text(call: str) -> str:
+    """A HOST orchestrator whose body is HOST_PRELUDE plus `r = <call>` (SPEC §8 host ops)."""
+    body = "\n".join("    " + line for line in (HOST_PRELUDE + "\n" + f"r = {call}").splitlines())
+    return ("import pypto.language as pl\nimport pypto.language.distributed as pld\n\n\n"
+            "@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)\n"
+            f"def f(wt: pl.Tensor[[4, 16, 32], pl.FP32], n: pl.Scalar[pl.INT64]):\n{body}\n")
+
+
 def function_text(call: str) -> str:
     """A complete `@pl.function` whose body is PRELUDE plus `r = <call>` (or `<call>` alone for ops
     without a value)."""
+    if call.startswith(HOST_OPS):
+        return _host_function_text(call)
     no_value = (call.startswith(("pl.system.", "pld.system.")) and not any(w in call for w in _VALUED)) or \
-        call.startswith(("pl.tensor.dump_tag", "pld.tile.remote_store", "pld.tensor.remote_store", "pld.tensor.put"))
+        call.startswith(("pl.tensor.dump_tag", "pld.tile.remote_store", "pld.tensor.remote_store", "pld.tensor.put",
+                         "pld.barrier"))
     stmt = call if no_value else f"r = {call}"
     body = "\n".join("    " + line for line in (PRELUDE.strip() + "\n" + stmt).splitlines())
     return f"import pypto.language as pl\nimport pypto.language.distributed as pld\n\n\n@pl.function\ndef f({PARAMS}):\n{body}\n"

@@ -27,7 +27,9 @@ def test_op_is_complete(spec):
     assert spec.cost.measure in MEASURES
     assert spec.family in FAMILIES
     # semantics: every op computes, except tile.create (a buffer whose contents are undefined)
-    assert spec.compute is not None or (spec.has_trait("creation") and spec.namespace == "tile")
+    # (and the host-level ops, which run in the host driver: their `host` field is their Python form)
+    assert spec.compute is not None or (spec.has_trait("creation") and spec.namespace == "tile") or \
+        (spec.has_trait("host_only") and spec.host and spec.pto is None)
     if spec.namespace == "tensor":
         assert spec.pto is None
         assert spec.tile_op is not None or spec.has_trait("orchestration")
@@ -39,7 +41,9 @@ def test_op_is_complete(spec):
     for i in spec.scratch:
         assert i in spec.writes
     assert all(p.isidentifier() and not keyword.iskeyword(p) for p in spec.params)
-    if spec.namespace == "pld":   # distributed ops (SPEC §8): they run as they are, with PTO text
+    if spec.namespace == "pld" and spec.has_trait("collective"):   # lowered to primitives (LowerCollectives)
+        assert spec.pto is None and spec.compute is not None and spec.has_trait("distributed")
+    elif spec.namespace == "pld" and not spec.has_trait("host_only"):   # distributed ops (SPEC §8): they run as they are, with PTO text
         assert spec.pto is not None and spec.pto.startswith("pto.") and spec.compute is not None
         assert spec.has_trait("distributed")
     leaf = spec.python_name.rsplit(".", 1)[1]

@@ -3,7 +3,9 @@
 from pypto.passes.pipeline import DEBUG_TILE_PIPELINE, DEFAULT_PIPELINE
 
 SPEC_ORDER = [
-    "InlineFunctions", "UnrollLoops", "CtrlFlowTransform", "ConvertToSSA", "Simplify", "FlattenCallExpr",
+    "InlineFunctions",
+    "LowerCollectives",  # issue 10: kernel-level pld collectives become primitives, on pre-SSA IR
+    "UnrollLoops", "CtrlFlowTransform", "ConvertToSSA", "Simplify", "FlattenCallExpr",
     "OutlineHierarchyScopes", "OutlineIncoreScopes", "OutlineClusterScopes",
     "TileTensorBlocks",  # issue 11: automatic tiling, between outlining and the lowering
     "ConvertTensorToTileOps",

@@ -69,6 +69,7 @@ from .types import (
     TileView,
     TupleType,
     Type,
+    WindowBufferType,
 )
 from .visitor import IRVisitor
 
@@ -241,6 +242,8 @@ class _Printer:
             return "tuple[" + ", ".join(self.type(x) for x in t.types) + "]"
         if isinstance(t, ArrayType):
             return f"pl.Array[{t.extent}, {t.dtype!r}]"
+        if isinstance(t, WindowBufferType):
+            return "pld.WindowBuffer"
         raise TypeError(f"cannot print type {t!r}")
 
     def memref(self, m: MemRef) -> str:
@@ -306,6 +309,9 @@ class _Printer:
         args = [self.expr(a) for a in e.args]
         if isinstance(e.op, GlobalVar) and e.attr("submit"):
             return self.submit(e, args)
+        if isinstance(e.op, GlobalVar) and e.attr("device"):  # host dispatch: f(..., device=r) (SPEC §8)
+            args[-1] = f"device={args[-1]}"
+            return f"{self.expr(e.op)}({', '.join(args)})"
         args += [f"{k}={format_value(v)}" for k, v in _shown_kwargs(e)]
         if e.deps:
             args.append(self.deps(e.deps))

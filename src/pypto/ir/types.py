@@ -108,6 +108,17 @@ class ArrayType(Type):
     dtype: DataType
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class WindowBufferType(Type):
+    """The handle of a host window buffer, `pld.alloc_window_buffer(...)` (SPEC §8): a zero-
+    initialised, 32-byte aligned slot of every rank's window, living for one host call. Only a HOST
+    orchestrator holds one; `pld.window(buf, shape, dtype=)` views it as a `DistributedTensorType`.
+    Prints as `pld.WindowBuffer`."""
+
+
+__all__ += ["WindowBufferType"]
+
+
 def static_shape(ty: Type) -> tuple[int, ...]:
     """The shape of a tensor/tile type as Python ints.
 

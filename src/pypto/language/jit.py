@@ -316,7 +316,10 @@ class JITFunction(_Specialisable):
 
     @user_facing
     def specialize(self, *args: Any) -> Program:
-        """The `ir.Program` this entry becomes for arguments like `args` (no compilation)."""
+        """The `ir.Program` this entry becomes for arguments like `args` (no compilation); with no
+        arguments at all, the one its annotations alone give (every parameter fully annotated)."""
+        if not args and not unannotated_params(self.__pypto_pyfunc__):
+            return self._program({})
         return self._program(self._overrides(args))
 
     def _program(self, overrides: dict[str, Type]) -> Program:
@@ -414,6 +417,8 @@ class JITFunction(_Specialisable):
         if config.strategy is not None:
             opts["strategy"] = config.strategy
         opts.update(diagnostic_phase=config.diagnostic_phase, disabled_diagnostics=config.disabled_diagnostics)
+        if self.level is Level.HOST:  # recorded in distributed_meta.json (SPEC §8)
+            opts["distributed_config"] = getattr(config, "distributed_config", None)
         compiled = ir_compile(program, **opts)
         self._cache[key] = compiled
         self._extern_prints[key] = _extern_fingerprint(compiled.program)
@@ -451,6 +456,8 @@ class JITFunction(_Specialisable):
         for name, a in zip(inspect.signature(self.__pypto_pyfunc__).parameters, args):
             check_on_cpu(f"argument '{name}' of '{self.__name__}'", a)
         compiled = self.compile(*args, config=config)
+        if self.level is Level.HOST:  # a DistributedCompiledProgram (SPEC §8 one-shot call)
+            return compiled(*args, config=config)
         # compile() applied config's compile-time fields, so running must not warn about them
         return compiled.run_on(None, args, config, warn_compile_fields=False)
 
@@ -477,8 +484,8 @@ class _JitDecorator:
         if kw:
             raise TypeError(f"@pl.jit.host got unexpected arguments {sorted(kw)}")
 
-        def wrap(f: Callable) -> JITFunction:
-            return JITFunction(f, FunctionType.Orchestration, Level.HOST, Role.Orchestrator, auto_scope)
+        def wrap(f: Callable) -> JITFunction:  # specialises into @pl.function(level=HOST, role=Orchestrator)
+            return JITFunction(f, FunctionType.Opaque, Level.HOST, Role.Orchestrator, auto_scope)
         return wrap(fn) if fn is not None else wrap
 
     def incore(self, fn: Callable | None = None, *, level: Level | None = None, **kw: Any) -> Any:

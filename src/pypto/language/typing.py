@@ -395,7 +395,7 @@ def to_ir_type(ann: Any) -> Type:
     """Convert an evaluated annotation to an IR type. Raises AnnotationError."""
     if ann is Tensor:
         ann = TensorAnnotation()
-    if isinstance(ann, (TensorAnnotation, TileAnnotation, ScalarAnnotation, ArrayAnnotation, InvalidAnnotation)):
+    if isinstance(ann, Annotation) and hasattr(ann, "to_ir"):  # pl.Tensor[...], pld.WindowBuffer, ...
         return ann.to_ir()
     if isinstance(ann, DataType):
         return ScalarType(ann)

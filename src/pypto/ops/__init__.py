@@ -2,7 +2,8 @@
 
 One module per family: elementwise (arithmetic, unary math, activations), bitwise, compare,
 reduction, broadcast, cast, creation, memory, shape, matmul, gather, block, system, chip, array,
-distributed (the `pld.*` primitives of SPEC §8). Shared pieces:
+distributed (the `pld.*` primitives of SPEC §8), distributed_collectives (the `pld.*` collectives).
+Shared pieces:
 `registry` (OpSpec, dispatch tables), `typing_rules` (argument checks, dtype classes), `valid`
 (partial-tile valid regions), `families` (elementwise factories), `cost` (cost-model entries) and
 `reference` (the generated operator reference page).
@@ -18,6 +19,8 @@ from . import (  # noqa: F401  (registration)
     compare,
     creation,
     distributed,
+    distributed_host,
+    distributed_collectives,
     elementwise,
     gather,
     matmul,

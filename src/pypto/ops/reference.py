@@ -45,6 +45,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "chip": ("Chip-wide system ops (`pl.system.*`)", "chip"),
     "array": ("Small on-core arrays (`pl.Array`, `pl.array.*`)", "array"),
     "distributed": ("Distributed primitives (`pld.*`)", "distributed"),
+    "distributed_host": ("Host-level distributed ops (`pld.*`, HOST orchestrator only)", "distributed_host"),
+    "collective": ("Collectives (`pld.*`)", "distributed_collectives"),
 }
 
 _INTRO = """\
@@ -91,6 +93,8 @@ def _lowering(spec: OpSpec) -> str:
         parts.append(f"`{spec.pto}`")
     if spec.has_trait("orchestration"):
         parts.append("host")
+    if spec.has_trait("collective"):
+        parts.append("primitives (LowerCollectives)")
     if not parts:
         parts.append("allocation only")
     return ", ".join(parts)

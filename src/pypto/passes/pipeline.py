@@ -27,6 +27,7 @@ from .infer_tile_memory_space import InferTileMemorySpace
 from .init_memref import InitMemRef
 from .inline_functions import InlineFunctions
 from .legalize_tile_cast import LegalizeTileCast
+from .lower_collectives import LowerCollectives
 from .memory_reuse import MemoryReuse
 from .outline_cluster_scopes import OutlineClusterScopes
 from .outline_hierarchy_scopes import OutlineHierarchyScopes
@@ -50,6 +51,7 @@ class OptimizationStrategy(enum.Enum):
 # Order follows SPEC §5; passes of later issues slot in at their positions.
 DEFAULT_PIPELINE: list[type[Pass]] = [
     InlineFunctions,
+    LowerCollectives,
     UnrollLoops,
     CtrlFlowTransform,
     ConvertToSSA,
@@ -72,8 +74,8 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
     AutoDeriveTaskDependencies,
 ]
 DEBUG_TILE_PIPELINE: list[type[Pass]] = [
-    InlineFunctions, UnrollLoops, CtrlFlowTransform, ConvertToSSA, Simplify, FlattenCallExpr,
-    FlattenTileNdTo2D, LegalizeTileCast, InferTileMemorySpace, ResolveBackendOpLayouts,
+    InlineFunctions, LowerCollectives, UnrollLoops, CtrlFlowTransform, ConvertToSSA, Simplify,
+    FlattenCallExpr, FlattenTileNdTo2D, LegalizeTileCast, InferTileMemorySpace, ResolveBackendOpLayouts,
     ExpandMixedKernel, InitMemRef, MemoryReuse, AllocateMemoryAddr, DeriveCallDirections,
     AutoDeriveTaskDependencies,
 ]

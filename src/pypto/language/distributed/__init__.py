@@ -15,10 +15,11 @@ from __future__ import annotations
 from ...core.enums import AtomicType, NotifyOp, ReduceOp, WaitCmp
 from . import system, tensor, tile
 from ._namespace import ops_under, short_forms
+from .host import WindowBuffer
 from .types import CommCtx, DistributedTensor
 
 globals().update(ops_under("pld."))
 globals().update(short_forms())
 
-__all__ = ["DistributedTensor", "CommCtx", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp", "system", "tile",
+__all__ = ["DistributedTensor", "CommCtx", "WindowBuffer", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp", "system", "tile",
            "tensor", *sorted(ops_under("pld.")), *sorted(short_forms())]

@@ -167,6 +167,7 @@ def parse_program(cls: type | None, *, info: SourceInfo | None = None, ns: Names
         evaluated = getattr(getattr(method, "__pypto_pyfunc__", None), "__annotations__", None)
         headers[fdef.name] = parse_header(fdef, info, ns, is_method=True, evaluated=evaluated)
         headers[fdef.name].func_type = fopts.func_type
+        headers[fdef.name].level, headers[fdef.name].role = fopts.level, fopts.role
     ctx.headers = headers
     funcs: dict[str, Function] = {}
 

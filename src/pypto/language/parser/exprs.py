@@ -39,6 +39,7 @@ from .. import dsl
 from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
 from ..typing import DynVar
 from .deps import parse_deps, reject_deps
+from .host import function_call, is_host_orchestrator, rank_subscript
 from .source import MISSING
 from .tasks import parse_submit, reject_task_id
 
@@ -239,6 +240,8 @@ class ExprParser:
                 raise ParserTypeError(f"tuple index must be a constant in [0, {len(t.types)})",
                                       self.span(node))
             return TupleGetItem(base, idx, span=self.span(node))
+        if isinstance(t, TensorType) and is_host_orchestrator(self.level, self.role, self.func_type):
+            return rank_subscript(self, base, node)  # x[r] of a world-shaped tensor (SPEC §8)
         if isinstance(t, TensorType):
             offsets, sizes, is_slice = self.subscript_region(base, node.slice)
             if not is_slice:  # A[i, j] reads one element (Language Guide "subscript syntax")
@@ -404,13 +407,14 @@ class ExprParser:
 
     def check_op_placement(self, op_name: str, node: ast.AST) -> None:
         """Orchestration functions may only create/view tensors and dispatch; compute needs pl.at.
-        A HOST function (level=HOST, `@pl.jit.host`) may call only ops with the trait "host" or
-        "orchestration"; an op with the trait "host_only" is refused everywhere else (SPEC §8)."""
-        from ...core.enums import FunctionType, Level
+        A HOST orchestrator (`@pl.jit.host`, level=HOST) may call only ops with the trait "host" (they
+        have a Python form in the host driver); an op with the trait "host_only" is refused everywhere
+        else (SPEC §8; parser/host.py has the other host-level rules)."""
+        from ...core.enums import FunctionType
 
         spec = _ops.get_op(op_name)
-        if self.level is Level.HOST:
-            if not spec.traits & {"host", "orchestration"}:
+        if is_host_orchestrator(self.level, self.role, self.func_type):  # host code has a Python form only for these
+            if not spec.has_trait("host"):
                 raise InvalidOperationError(
                     f"'{spec.dsl_name}' cannot run in HOST function '{self.fdef.name}': it runs on a chip"
                     f"{' (on the cores, inside a kernel)' if spec.has_trait('distributed') else ''}; "
@@ -457,7 +461,11 @@ class ExprParser:
         params, _dirs, rets = self.program.signature(gv.name)
         args = [self.parse_expr(a) for a in node.args]
         deps: tuple[Expr, ...] = ()
+        device = None
         for k in node.keywords:
+            if k.arg == "device":  # host dispatch to one rank (SPEC §8; parser/host.py)
+                device = k
+                continue
             if k.arg != "deps":
                 raise ParserSyntaxError("keyword arguments are not supported in function calls (except "
                                         "deps=[...])", self.span(node))
@@ -480,8 +488,9 @@ class ExprParser:
                                       f"{type_text(a.type)}", self.span(node))
             if d is not ParamDirection.In:
                 self.check_writable(a, f"it is passed as {d.name} parameter '{p.name}' of '{gv.name}'", node)
+        call_args, attrs = function_call(self, gv, args, device, node)
         rt = rets[0] if len(rets) == 1 else TupleType(tuple(rets))
-        return Call(gv, tuple(args), (), rt, deps, span=self.span(node))
+        return Call(gv, call_args, attrs, rt, deps, span=self.span(node))
 
 
 def _conflicting(param: Any, arg: Any) -> bool:

@@ -22,6 +22,7 @@ from ..typing import AnnotationError, DirectionAnnotation, to_ir_type
 from .conditions import ConditionParser
 from .core_side import CORE_SIDE, check_core_level, check_core_side
 from .exprs import ExprParser
+from .host import check_dispatch_loops, is_host_orchestrator
 from .source import Namespace, SourceInfo
 from .stmts import PendingYield, StmtParser
 
@@ -37,6 +38,8 @@ class FunctionHeader:
     directions: list[ParamDirection]
     return_types: list[Type] | None  # None: infer from the return statement
     func_type: FunctionType | None = None  # from the decorator, when known (pl.submit checks it)
+    level: Level | None = None  # from the decorator (calls across levels check them: parser/host.py)
+    role: Role | None = None
 
 
 @dataclass
@@ -279,10 +282,13 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
                 raise ParserTypeError(f"{declared} but returns {len(vals)}", self.span(self.fdef))
         if self.func_type is FunctionType.InCore and self.level in CORE_SIDE:
             check_core_side(body, self.level, f"kernel '{self.fdef.name}' is {self.decorator}")  # type: ignore[arg-type]
-        return Function(self.fdef.name, self.func_type, tuple(self.header.params),
+        func = Function(self.fdef.name, self.func_type, tuple(self.header.params),
                         tuple(self.header.directions), tuple(rets), body, self.level, self.role,
                         self.strict_ssa, self.auto_scope, self.optimizations, attrs=self.attrs,
                         span=self.span(self.fdef))
+        if is_host_orchestrator(self.level, self.role, self.func_type):
+            check_dispatch_loops(func)
+        return func
 
     def take_func_attr(self, body: list[ast.stmt]) -> list[ast.stmt]:
         """`body` without its leading `pl.func_attr({...})`, whose options and metadata this

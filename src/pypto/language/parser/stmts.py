@@ -34,7 +34,7 @@ from ...ir.stmt import (
     YieldStmt,
 )
 from ...ir.structural import structural_equal
-from ...ir.types import ArrayType, ScalarType, TensorType, TileType, TupleType, Type
+from ...ir.types import ArrayType, ScalarType, TensorType, TileType, TupleType, Type, WindowBufferType
 from .. import dsl
 from .conditions import const_condition
 from .exprs import make_op_call
@@ -82,6 +82,8 @@ def type_compatible(declared: Type, inferred: Type) -> bool:
             type_compatible(a, b) for a, b in zip(declared.types, inferred.types))
     if isinstance(declared, ArrayType) and isinstance(inferred, ArrayType):
         return declared.extent == inferred.extent and declared.dtype is inferred.dtype
+    if isinstance(declared, WindowBufferType):  # pld.WindowBuffer (SPEC §8)
+        return isinstance(inferred, WindowBufferType)
     return False
 
 
@@ -610,6 +612,8 @@ class StmtParser:
             vals = tuple(self.parse_expr(e) for e in node.value.elts)
         else:
             vals = (self.parse_expr(node.value),)
+            if isinstance(vals[0], MakeTuple) and not vals[0].elements and isinstance(node.value, ast.Call):
+                vals = ()  # `return helper(...)` of an inline helper that returns nothing
         self.returns.append(vals)
         self.emit(ReturnStmt(vals, span=self.span(node)))
 
