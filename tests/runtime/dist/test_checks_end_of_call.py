@@ -225,3 +225,51 @@ def test_hooks_recorded_on_the_ranks_are_checked_at_the_end(leak_on, kind) -> No
             assert "  rank 1: pld.barrier(signal [2])" in str(ei.value)
     finally:
         w.close()
+
+
+# ---- builtin host collectives: their signal is a credit signal ------------------------------------
+@pytest.fixture(scope="module")
+def allreduce_program():
+    from pypto.core.dtype import FP32, INDEX, INT32
+    from pypto.ir.expr import ConstInt, Var
+    from pypto.ir.types import DistributedTensorType, ScalarType
+    from pypto.runtime.dist.builtin import builtin_program
+
+    nr = Var("NR", ScalarType(INDEX))
+    x = DistributedTensorType((ConstInt(4, INDEX), ConstInt(64, INDEX)), FP32)
+    s = DistributedTensorType((nr, ConstInt(1, INDEX)), INT32)
+    prog = builtin_program("allreduce", [x, s], {"mode": "mesh"})
+    return prog.name, ir.compile(prog, dump_passes=False, skip_ptoas=True, diagnostic_phase="none")
+
+
+@pytest.mark.parametrize("tamper", [False, True])
+def test_a_builtin_collective_signal_must_end_at_zero(allreduce_program, tamper: bool) -> None:
+    name, cp = allreduce_program
+    p = 2
+
+    def host(rt, out):
+        data = rt.window(rt.alloc_window_buffer(4 * 64 * 4), [4, 64], "FP32")
+        sig = rt.window(rt.alloc_window_buffer(p * 4), [p, 1], "INT32")
+        for r in range(p):
+            data.on_rank(r).fill_(r + 1.0)
+        for r in range(p):
+            rt.dispatch(name, r, [data, sig])
+        rt.sync()
+        if tamper:                                   # test only: a stale credit left in rank 1's signal
+            sig.on_rank(1)[0, 0] += 1
+        out.copy_(data.on_rank(0))
+        return out
+
+    out = torch.zeros(4, 64)
+    build = DistributedBuild("h", host, [HostParam("out", "Out", None)], {name: cp})
+    if not tamper:
+        run(build, (out,), _cfg(p))
+        assert torch.equal(out, torch.full((4, 64), 3.0))
+        return
+    with pytest.raises(DistributedCheckError) as ei:
+        run(build, (out,), _cfg(p))
+    assert ei.value.kind == "credit_leak" and torch.equal(out, torch.zeros(4, 64))
+    assert str(ei.value).splitlines() == [
+        f"credit leak: signal 'signal' (used by host pld.allreduce ('{name}')) is not back to zero at the end of "
+        f"the call: a later call that reuses it starts with stale credits (collective signals are self-clearing, "
+        f"SPEC §8)", "  rank 1: signal[0, 0] = 1"]

@@ -120,7 +120,7 @@ def record_collective(comm: Any, name: str, signature: Iterable[Any] = (), span:
     comm.events.append(CollectiveCall(comm.rank, name, tuple(str(s) for s in signature), span, kernel, core=core))
 
 
-def mark_credit_window(rt: Any, window: Any, name: str) -> None:
+def mark_credit_window(rt: Any, window: Any, name: str, collective: str = "") -> None:
     """Host driver side: mark `window` (a `WindowTensor` of `rt.window`) as a credit signal of this
     call (checked on every rank at the end of the call)."""
     item = window.dtype.to_torch()
@@ -130,7 +130,30 @@ def mark_credit_window(rt: Any, window: Any, name: str) -> None:
         stride.append(n)
         n *= d
     marks = rt._world.__dict__.setdefault("_credit_marks", [])
-    marks.append(CreditSignal(-1, window.buffer.wid, window.offset, shape, tuple(reversed(stride)), item, name))
+    marks.append(CreditSignal(-1, window.buffer.wid, window.offset, shape, tuple(reversed(stride)), item, name,
+                              collective))
+
+
+def on_dispatch(rt: Any, program: str, args: list[Any]) -> None:
+    """Host side, before a dispatch: the signal of a builtin host collective (a chip program named
+    `pld_<collective>_...` with a parameter `signal`, `pypto.runtime.dist.builtin`) is a credit signal."""
+    if not program.startswith("pld_"):
+        return
+    cp = rt._world.programs.get(program)
+    entry = getattr(cp, "entry_function", None)
+    names = [p.name for p in getattr(entry, "params", ())]
+    if "signal" not in names or names.index("signal") >= len(args):
+        return
+    sig = args[names.index("signal")]
+    if hasattr(sig, "buffer") and hasattr(sig, "dtype"):
+        marks = rt._world.__dict__.setdefault("_credit_marks", [])
+        if not any(m.wid == sig.buffer.wid and m.offset == sig.offset for m in marks):
+            coll = "pld." + program.removeprefix("pld_").split("_")[0]
+            for full in ("all_to_all_v", "all_to_all", "reduce_scatter"):
+                if program.startswith(f"pld_{full}"):
+                    coll = f"pld.{full}"
+                    break
+            mark_credit_window(rt, sig, "signal", collective=f"host {coll} ('{program}')")
 
 
 # ---- host side -------------------------------------------------------------------------------------

@@ -181,6 +181,7 @@ class HostRuntime:
             raise ArgumentValueError(f"dispatch: no chip program {program!r} in this build (it has "
                                      f"{', '.join(sorted(world.programs)) or 'none'})")
         self._drain_sub_workers()
+        checks.on_dispatch(self, program, args)   # a builtin collective's signal is a credit signal
         world.send(rank, "run", program, [self._arg(program, i, a) for i, a in enumerate(args)])
 
     def _arg(self, program: str, i: int, a: Any) -> Any:

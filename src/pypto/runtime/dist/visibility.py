@@ -503,6 +503,7 @@ def world_close(world: Any) -> None:
 def world_begin_call(world: Any) -> None:
     """A host call begins: clocks and phases start again."""
     world._vis_phase = 0
+    world.__dict__.pop("_credit_marks", None)   # checks.py: credit signals are marked per call
     seg = getattr(world, "_vc_seg", None)
     if seg is not None:
         seg.bytes.zero_()
