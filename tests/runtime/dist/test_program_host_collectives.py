@@ -61,8 +61,20 @@ def fake_collective(monkeypatch):
     monkeypatch.setattr(pld, "test_host_barrier", OpRef(FAKE), raising=False)
     builtin = types.ModuleType("pypto.runtime.dist.builtin")
     builtin.builtin_program = _builtin_program
-    monkeypatch.setitem(sys.modules, "pypto.runtime.dist.builtin", builtin)
+    _install_builtin(monkeypatch, builtin)
     return builtin
+
+
+def _install_builtin(monkeypatch, module):
+    """Stand `module` in for pypto.runtime.dist.builtin (None: importing it fails), also when the real
+    module was imported earlier in this process (then it is an attribute of the package)."""
+    import pypto.runtime.dist as dist_pkg
+
+    monkeypatch.setitem(sys.modules, "pypto.runtime.dist.builtin", module)
+    if module is None:
+        monkeypatch.delattr(dist_pkg, "builtin", raising=False)
+    else:
+        monkeypatch.setattr(dist_pkg, "builtin", module, raising=False)
 
 
 def _host_program():
@@ -90,7 +102,7 @@ def test_host_collective_dispatches_its_builtin_program_to_every_rank(fake_colle
 
 
 def test_host_collective_without_builtin_programs_is_a_located_error(fake_collective, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pypto.runtime.dist.builtin", None)  # import fails
+    _install_builtin(monkeypatch, None)  # `from . import builtin` fails
     prog = _host_program()
     with pytest.raises(CompileError) as ei:
         ir.compile(prog, tmp_path, skip_ptoas=True, dump_passes=False)
@@ -135,7 +147,7 @@ def fake_reduce(monkeypatch):
     builtin.builtin_program = _reduce_program
     builtin.implicit_signal = lambda name, arg_types: len(arg_types) == 1
     builtin.signal_shape = lambda name, attrs, world: [world, 1]
-    monkeypatch.setitem(sys.modules, "pypto.runtime.dist.builtin", builtin)
+    _install_builtin(monkeypatch, builtin)
 
 
 def test_host_collective_without_a_signal_gets_the_drivers_own(fake_reduce, tmp_path, monkeypatch):
