@@ -273,3 +273,89 @@ def test_a_builtin_collective_signal_must_end_at_zero(allreduce_program, tamper:
         f"credit leak: signal 'signal' (used by host pld.allreduce ('{name}')) is not back to zero at the end of "
         f"the call: a later call that reuses it starts with stale credits (collective signals are self-clearing, "
         f"SPEC §8)", "  rank 1: signal[0, 0] = 1"]
+
+
+# ---- kernel-level collectives: recorded per rank, their signals are credit signals ------------------
+@pl.jit.incore
+def bcast_k(x: pl.InOut[pld.DistributedTensor], sig: pld.DistributedTensor):
+    pld.broadcast(x, sig, root=0)                              # tag: broadcast
+    return x
+
+
+@pl.jit
+def bcast(x: pl.InOut[pld.DistributedTensor], sig: pld.DistributedTensor):
+    x = bcast_k(x, sig)
+    return x
+
+
+@pl.jit.incore
+def gather_k(local: pld.DistributedTensor, x: pl.InOut[pld.DistributedTensor], sig: pld.DistributedTensor):
+    pld.allgather(local, x, sig)                               # tag: allgather
+    return x
+
+
+@pl.jit
+def gather(local: pld.DistributedTensor, x: pl.InOut[pld.DistributedTensor], sig: pld.DistributedTensor):
+    x = gather_k(local, x, sig)
+    return x
+
+
+@pl.jit.incore
+def barrier_k(sig: pld.DistributedTensor):
+    ctx = pld.get_comm_ctx(sig)
+    me = pld.rank(ctx)
+    pld.barrier(sig)                                           # tag: barrier
+    pld.notify(sig, (me + 1) % pld.nranks(ctx), [me, 0], 1)    # a stray credit on the collective's signal
+
+
+@pl.jit
+def stray(sig: pld.DistributedTensor):
+    barrier_k(sig)
+
+
+@pytest.fixture(scope="module")
+def coll_programs():
+    x, loc, s = torch.zeros(2, 64), torch.zeros(64), torch.zeros(2, 1, dtype=torch.int32)
+    return {"bcast": _compile(bcast, x, s), "gather": _compile(gather, loc, x, s), "stray": _compile(stray, s)}
+
+
+def _tag(tag):
+    return next(i for i, s in enumerate(open(__file__, encoding="utf-8"), 1) if f"# tag: {tag}" in s)
+
+
+def test_ranks_that_ran_different_kernel_collectives(coll_programs) -> None:
+    def host(rt, out):
+        loc = rt.window(rt.alloc_window_buffer(64 * 4), [64], "FP32")
+        x = rt.window(rt.alloc_window_buffer(2 * 64 * 4), [2, 64], "FP32")
+        sig = rt.window(rt.alloc_window_buffer(2 * 4), [2, 1], "INT32")
+        rt.dispatch("bcast", 0, [x, sig])                      # the planted bug: rank 0 broadcasts,
+        rt.dispatch("gather", 1, [loc, x, sig])                # rank 1 gathers
+        rt.sync()
+        return out
+
+    out = torch.zeros(1)
+    with pytest.raises(DistributedCheckError) as ei:
+        run(DistributedBuild("h", host, [HostParam("out", "Out", None)], coll_programs), (out,), _cfg(2))
+    e = ei.value
+    assert e.kind == "collective_mismatch" and [c.name for c in e.details] == ["pld.broadcast", "pld.allgather"]
+    assert e.message.splitlines()[1:] == [
+        f"  rank 0: pld.broadcast(signal [2, 1]) in kernel 'bcast_k' at {__file__}:{_tag('broadcast')}",
+        f"  rank 1: pld.allgather(signal [2, 1]) in kernel 'gather_k' at {__file__}:{_tag('allgather')}"]
+
+
+def test_a_stray_notify_on_a_collective_signal_is_a_credit_leak(coll_programs) -> None:
+    def host(rt, out):
+        sig = rt.window(rt.alloc_window_buffer(2 * 4), [2, 1], "INT32")
+        for r in range(2):
+            rt.dispatch("stray", r, [sig])
+        rt.sync()
+        return out
+
+    with pytest.raises(DistributedCheckError) as ei:
+        run(DistributedBuild("h", host, [HostParam("out", "Out", None)], coll_programs), (torch.zeros(1),), _cfg(2))
+    e = ei.value
+    assert e.kind == "credit_leak" and e.span.begin_line == _tag("barrier")
+    assert e.message.splitlines() == [
+        f"credit leak: signal 'sig' (used by pld.barrier at {__file__}:{_tag('barrier')}) is not back to zero at "
+        f"the end of the call: a later call that reuses it starts with stale credits (collective signals are "
+        f"self-clearing, SPEC §8)", "  rank 0: sig[1, 0] = 1", "  rank 1: sig[0, 0] = 1"]

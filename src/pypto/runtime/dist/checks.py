@@ -156,6 +156,69 @@ def on_dispatch(rt: Any, program: str, args: list[Any]) -> None:
             mark_credit_window(rt, sig, "signal", collective=f"host {coll} ('{program}')")
 
 
+# ---- kernel-level collectives, found in the lowered kernel ------------------------------------------
+
+_KERNEL_COLLECTIVES: dict[int, tuple[Any, list[tuple[str, int, str, Span | None]]]] = {}
+
+
+def kernel_collectives(func: Any) -> list[tuple[str, int, str, Span | None]]:
+    """The collectives a lowered kernel `func` runs, in program order: (IR name, index of its signal
+    parameter, the signal's shape as text, the collective's source span).
+
+    LowerCollectives (`pypto.passes.lower_collectives`) opens each lowered collective with
+    `<short><k>_ctx = pld.get_comm_ctx(signal)` (`_SHORT`: "ar" allreduce, "bar" barrier, ...; k
+    counts the kernel's collectives), located at the collective's call; that statement is what is
+    looked for. Cached per function."""
+    hit = _KERNEL_COLLECTIVES.get(id(func))
+    if hit is not None and hit[0] is func:
+        return hit[1]
+    found: list[tuple[int, str, int, str, Span | None]] = []
+    try:
+        import re
+
+        from ...ir.expr import Call
+        from ...ir.stmt import AssignStmt
+        from ...ir.visitor import stmt_children
+        from ...passes.lower_collectives import _SHORT
+
+        names = {v: f"pld.{k}" for k, v in _SHORT.items()}
+        pat = re.compile(rf"^({'|'.join(sorted(names, key=len, reverse=True))})(\d+)_ctx(_\d+)?$")
+        params = list(func.params)
+
+        def walk(st: Any) -> None:
+            if isinstance(st, AssignStmt) and isinstance(st.value, Call) and st.value.op == "pld.get_comm_ctx":
+                m = pat.match(st.var.name)
+                sig = st.value.args[0] if st.value.args else None
+                if m and sig in params:
+                    shape = "[" + ", ".join(str(getattr(d, "value", getattr(d, "name", d)))
+                                            for d in sig.type.shape) + "]"
+                    found.append((int(m.group(2)), names[m.group(1)], params.index(sig), shape, st.span))
+            for c in stmt_children(st):
+                walk(c)
+
+        walk(func.body)
+    except Exception:   # noqa: BLE001 - no lowering pass, or another IR shape: nothing to check
+        found = []
+    out = [(name, idx, shape, span) for _, name, idx, shape, span in sorted(found, key=lambda x: x[0])]
+    _KERNEL_COLLECTIVES[id(func)] = (func, out)
+    return out
+
+
+def on_task(comm: Any, task: Any) -> None:
+    """Rank side, as a kernel task starts: record its collectives and mark their signals as credit
+    signals (`kernel_collectives`)."""
+    func = getattr(getattr(task, "executor", None), "func", None)
+    if func is None or not getattr(task, "args", None):
+        return
+    for name, idx, shape, span in kernel_collectives(func):
+        record_collective(comm, name, [f"signal {shape}"], span)
+        if idx < len(task.args):
+            try:
+                mark_credit(comm, task.args[idx], func.params[idx].name, name, span)
+            except RuntimeSimError:   # not a window: the collective itself reports it
+                pass
+
+
 # ---- host side -------------------------------------------------------------------------------------
 
 def check_collectives(calls: Iterable[CollectiveCall], nranks: int) -> None:

@@ -42,7 +42,7 @@ from ..device_tensor import DeviceTensor
 from ..dfx import DFX_DIR, update_dfx, wants_dfx
 from ..sim.device import SimDevice
 from ..sim.kernel import KernelExecutor
-from . import shm, visibility
+from . import checks, shm, visibility
 from .comm import RankClock, RankComm, WaitAborted, WindowMap
 from .control import IDLE, RUNNING, Control
 
@@ -91,6 +91,7 @@ class RankDevice(SimDevice):
     def __init__(self, backend: BackendType, clock: RankClock) -> None:
         super().__init__(backend)
         self.clock = clock
+        self.task_hook: Any = None
         clock.device = self
 
     def kernel(self, func: Function, member: int | None = None) -> KernelExecutor:
@@ -106,6 +107,8 @@ class RankDevice(SimDevice):
     def execute(self, task: Any) -> None:
         start = self.scheduler.now
         self.clock.begin_task(task)
+        if self.task_hook is not None:   # checks.on_task: the kernel's collectives
+            self.task_hook(task)
         try:
             super().execute(task)
         finally:
@@ -155,6 +158,7 @@ class _Rank:
         d = self.devices.get(backend)
         if d is None:
             d = self.devices[backend] = RankDevice(backend, self.clock)
+            d.task_hook = lambda task: checks.on_task(self.comm, task)
         return d
 
     def map_windows(self, specs: list[WindowSpec]) -> None:
