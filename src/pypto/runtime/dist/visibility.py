@@ -290,10 +290,9 @@ _META = frozenset({
 })
 
 
-def _is_write(name: str, i: int, kwargs: dict) -> bool:
-    if i == 0 and (name == "__setitem__" or (name.endswith("_") and not name.endswith("__"))):
-        return True
-    return False
+def _is_write(name: str, i: int) -> bool:
+    """Argument `i` of torch function `name` is written: the self of an in-place op (`add_`, `copy_`)."""
+    return i == 0 and name.endswith("_") and not name.endswith("__")
 
 
 class WatchedWindow(torch.Tensor):
@@ -319,7 +318,7 @@ class WatchedWindow(torch.Tensor):
             if name == "__setitem__" and i == 0:
                 with torch._C.DisableTorchFunctionSubclass():
                     mem.local(plain[args[1]], "write")
-            elif _is_write(name, i, kwargs):
+            elif _is_write(name, i):
                 mem.local(plain, "write")
             elif not _views_of(out, plain):
                 mem.local(plain, "read")
@@ -355,11 +354,6 @@ def _rewrap(out: Any, args: tuple) -> Any:
 def watch(view: torch.Tensor) -> torch.Tensor:
     """`view` (a rank's window view) as a `WatchedWindow`."""
     return view.as_subclass(WatchedWindow)
-
-
-def plain(t: Any) -> Any:
-    """`t` without the watch (for the Comm's own reads and writes)."""
-    return t.as_subclass(torch.Tensor) if isinstance(t, WatchedWindow) else t
 
 
 # ---- host side: the check --------------------------------------------------------------------------
