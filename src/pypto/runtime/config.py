@@ -86,6 +86,12 @@ class DistributedConfig:
             nothing changing before the run ends with a `DistributedDeadlockError` (> 0).
         start_method: how rank processes start: "fork", "spawn" or "forkserver"; None takes
             "fork" where available (fastest), else "spawn".
+        visibility: "sc" (default: a remote write is visible as soon as it returns) or "weak": a
+            remote write lands only at the writer's next fence / notify or host sync, and every
+            window access is checked for a happens-before order at the end of the call
+            (`pypto.runtime.dist.visibility`; raises `DistributedVisibilityError`).
+        end_of_call_checks: after every call, check that credit signals are back to zero and that
+            every rank ran the same collectives (`pypto.runtime.dist.checks`; default on).
 
     Raises:
         ValueError: a field out of range (the message names it).
@@ -95,6 +101,8 @@ class DistributedConfig:
     num_sub_workers: int = 0
     deadlock_timeout: float = 10.0
     start_method: str | None = None
+    visibility: str = "sc"
+    end_of_call_checks: bool = True
 
     def __post_init__(self) -> None:
         ids = list(self.device_ids)
@@ -109,6 +117,11 @@ class DistributedConfig:
         if self.start_method not in (None, "fork", "spawn", "forkserver"):
             raise ValueError(f"DistributedConfig.start_method must be None, 'fork', 'spawn' or 'forkserver', "
                              f"got {self.start_method!r}")
+        if self.visibility not in ("sc", "weak"):
+            raise ValueError(f"DistributedConfig.visibility must be 'sc' or 'weak', got {self.visibility!r}")
+        if not isinstance(self.end_of_call_checks, bool):
+            raise ValueError(f"DistributedConfig.end_of_call_checks must be True or False, "
+                             f"got {self.end_of_call_checks!r}")
 
     @property
     def world_size(self) -> int:

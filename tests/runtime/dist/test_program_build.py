@@ -317,7 +317,7 @@ def test_meta_records_the_distributed_config(tmp_path):
                     distributed_config=DistributedConfig(device_ids=[3, 5]))
     meta = json.loads((tmp_path / "distributed_meta.json").read_text())
     assert meta["distributed_config"] == {"device_ids": [3, 5], "num_sub_workers": 0, "deadlock_timeout": 10.0,
-                                          "start_method": None}
+                                          "start_method": None, "visibility": "sc", "end_of_call_checks": True}
     assert cp.build.meta == meta
 
     @pl.jit.host

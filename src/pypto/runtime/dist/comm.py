@@ -8,7 +8,9 @@ offset in the peer's copy (`peer_view`).
 Atomicity: a notify, and an accumulating remote write, hold the target rank's lock (one
 `multiprocessing.Lock` per rank, shared by every process of the world) while they read-modify-write
 the peer's memory; waits read their own cell without a lock (aligned 4/8-byte loads are atomic).
-Memory ordering is sequentially consistent (a write is visible as soon as it returns).
+Memory ordering is sequentially consistent (a write is visible as soon as it returns), unless
+`DistributedConfig(visibility="weak")`: then `self.weak` (`visibility.WeakMemory`) buffers remote
+writes until the next fence / notify and records every window access for the happens-before check.
 
 Simulated time (SPEC §8; issue 10 item 4): each rank keeps its own clock (`RankClock`, AI-core cycles
 since the world started). A notify carries its issue time (the kernel's clock before the op); it
@@ -218,6 +220,7 @@ class RankComm:
         self.events: list[CommEvent] = []
         self._seq = 0
         self._pending: dict[int, int] = {}   # peer -> latest arrival of our writes to it
+        self.weak: Any = None   # weak-visibility mode: a visibility.WeakMemory (set by the rank process)
 
     # ---- addressing ------------------------------------------------------------------------------
     def _span(self, span: Span | None) -> Span | None:
@@ -290,6 +293,8 @@ class RankComm:
         t, _ = self.clock.issue()
         arrival = max(t + int(const("link_latency")), self._pending.get(peer, 0))
         eid = self._next_eid()
+        if self.weak is not None:   # weak visibility: fence, publish this rank's clock on the cell
+            self.weak.release(peer, win.wid, off, span)
         with self.locks[peer]:   # the stamp first: a waiter that sees the value sees its arrival
             self.ctl.stamp(peer, Control.slot(win.wid, off), arrival, self.rank, eid)
             if op == "add":
@@ -315,6 +320,7 @@ class RankComm:
             return v == expected if cmp == "eq" else v >= expected
 
         t = self.clock.now()
+        cell = cell.as_subclass(torch.Tensor)   # a signal read is no data access (weak visibility)
         v = int(cell.item())
         if not ok(v):
             self.ctl.set_state(self.rank, BLOCKED)
@@ -343,6 +349,8 @@ class RankComm:
         slot = Control.slot(win.wid, off)
         with self.locks[self.rank]:
             arrival, _, cause = self.ctl.read_stamp(self.rank, slot)
+        if self.weak is not None:   # weak visibility: join the clock published on the cell
+            self.weak.acquire(win.wid, off)
         release = max(t, arrival)
         self.clock.stall += release - t
         self.clock.mark()
@@ -389,7 +397,10 @@ class RankComm:
             raise RuntimeSimError(f"remote_write: data has shape {list(data.shape)}, the region "
                                   f"{list(local.shape)}", span)
         target = self._peer_of(win, off, local, peer)
-        if accumulate:
+        if self.weak is not None:   # weak visibility: lands at the next fence / notify / host sync
+            self.weak.buffer_write(target, data, accumulate, peer)
+            self.weak.record(local, peer, win.wid, off, "add" if accumulate else "write", "remote write", span)
+        elif accumulate:
             with self.locks[peer]:
                 target.add_(data.to(target.dtype))
         else:
@@ -407,6 +418,9 @@ class RankComm:
         peer = self._check_peer(peer, "remote_read", span)
         win, off = self.locate(local, "remote_read", span)
         out = self._peer_of(win, off, local, peer).clone()
+        if self.weak is not None:
+            self.weak.record(local, peer, win.wid, off, "read",
+                             "remote read" if peer != self.rank else "read of its own copy", span)
         nbytes = local.numel() * local.element_size()
         t, end = self.clock.issue()
         done = t + _cycles(nbytes)
@@ -416,7 +430,10 @@ class RankComm:
         return out
 
     def fence(self, span: Span | None = None) -> None:
-        """Writes are visible when they return (sequentially consistent): nothing to do."""
+        """Writes are visible when they return (sequentially consistent): nothing to do; in weak
+        visibility mode the buffered remote writes land now."""
+        if self.weak is not None:
+            self.weak.flush()
 
 
 def _unravel(offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:

@@ -31,6 +31,7 @@ import torch
 from ...core.dtype import DataType, dtype_from_name
 from ...core.errors import ArgumentTypeError, ArgumentValueError
 from ..device_tensor import DeviceTensor
+from . import checks
 from .rank import WindowArg
 from .world import World
 
@@ -180,6 +181,7 @@ class HostRuntime:
             raise ArgumentValueError(f"dispatch: no chip program {program!r} in this build (it has "
                                      f"{', '.join(sorted(world.programs)) or 'none'})")
         self._drain_sub_workers()
+        checks.on_dispatch(self, program, args)   # a builtin collective's signal is a credit signal
         world.send(rank, "run", program, [self._arg(program, i, a) for i, a in enumerate(args)])
 
     def _arg(self, program: str, i: int, a: Any) -> Any:
@@ -232,6 +234,7 @@ class HostRuntime:
         """End of the host call: wait for everything, then free this call's window buffers."""
         try:
             self.sync()
+            checks.end_of_call(self._world)   # credit leaks, collective sequences, weak-mode races
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)

@@ -43,7 +43,7 @@ from ..device_tensor import DeviceTensor
 from ..dfx import DFX_DIR, update_dfx, wants_dfx
 from ..sim.device import SimDevice
 from ..sim.kernel import KernelExecutor
-from . import shm
+from . import checks, shm, visibility
 from .comm import RankClock, RankComm, WaitAborted, WindowMap
 from .control import IDLE, RUNNING, Control
 
@@ -92,6 +92,7 @@ class RankDevice(SimDevice):
     def __init__(self, backend: BackendType, clock: RankClock) -> None:
         super().__init__(backend)
         self.clock = clock
+        self.task_hook: Any = None
         clock.device = self
 
     def kernel(self, func: Function, member: int | None = None) -> KernelExecutor:
@@ -107,6 +108,8 @@ class RankDevice(SimDevice):
     def execute(self, task: Any) -> None:
         start = self.scheduler.now
         self.clock.begin_task(task)
+        if self.task_hook is not None:   # checks.on_task: the kernel's collectives
+            self.task_hook(task)
         try:
             super().execute(task)
         finally:
@@ -146,15 +149,17 @@ class _Rank:
         self.windows: dict[int, WindowMap] = {}
         self.clock = RankClock()
         self.devices: dict[BackendType, RankDevice] = {}
-        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock)
+        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock, bells)
+        if visibility.weak_mode(config):   # weak visibility (visibility.py)
+            self.comm.weak = visibility.WeakMemory(self.comm, ctl_name)
         self.dfx_root = dfx_root
         self.call, self.dispatches = -1, 0
-        self.comm.bells = bells
 
     def device(self, backend: BackendType) -> RankDevice:
         d = self.devices.get(backend)
         if d is None:
             d = self.devices[backend] = RankDevice(backend, self.clock)
+            d.task_hook = lambda task: checks.on_task(self.comm, task)
         return d
 
     def map_windows(self, specs: list[WindowSpec]) -> None:
@@ -173,7 +178,8 @@ class _Rank:
             for d in reversed(a.shape):
                 strides.append(n)
                 n *= d
-            return DeviceTensor(w.view(self.rank, a.offset, a.shape, tuple(reversed(strides)), a.dtype))
+            view = w.view(self.rank, a.offset, a.shape, tuple(reversed(strides)), a.dtype)
+            return DeviceTensor(visibility.watch(view) if self.comm.weak is not None else view)
         if isinstance(a, torch.Tensor):
             return DeviceTensor(a)
         return a
@@ -227,6 +233,8 @@ class _Rank:
             kind, seq, what, args, windows, not_before, call = msg
             if call != self.call:     # a new host call: its simulated time starts at 0
                 self.call, self.dispatches, self.clock.base = call, 0, 0
+                if self.comm.weak is not None:
+                    self.comm.weak.new_call()
             self.comm.events = []
             self.clock.base = max(self.clock.base, not_before)
             self.ctl.set_state(self.rank, RUNNING)

@@ -39,6 +39,7 @@ from typing import Any
 from ...core.errors import PyPTOError, RuntimeSimError
 from ..config import DistributedConfig, RunConfig
 from ..dfx import DFX_DIR
+from . import visibility
 from .comm import BlockedWait, CommEvent
 from .control import ABORT_CANCEL, ABORT_DEADLOCK, ABORT_ERROR, BLOCKED, Control
 from .rank import TaskSpan, WindowSpec, rank_main
@@ -129,6 +130,7 @@ class World:
         ctx = mp.get_context(method)
         self._ctl = Control.create(f"{self.id}_ctl", self.nranks)
         try:
+            visibility.world_start(self)   # weak visibility: the shared vector-clock table
             self._locks = [ctx.Lock() for _ in range(self.nranks)]
             self._bells = [ctx.Semaphore(0) for _ in range(self.nranks)]
             self._inboxes = [ctx.Queue() for _ in range(self.nranks)]
@@ -168,6 +170,7 @@ class World:
             q.cancel_join_thread()
         for wid in list(self.windows):
             self.free_window(wid)
+        visibility.world_close(self)
         if self._ctl is not None:
             self._ctl.seg.unlink()
             self._ctl.seg.close()
@@ -208,6 +211,7 @@ class World:
         self._clock, self._ends = 0, [0] * self.nranks
         self.records = []
         self._call += 1
+        visibility.world_begin_call(self)
         if self.output_dir is not None:   # per-rank DFX outputs describe the last call only
             for old in Path(self.output_dir, DFX_DIR).glob("rank*"):
                 shutil.rmtree(old, ignore_errors=True)
@@ -233,6 +237,7 @@ class World:
         results: dict[int, Any] = {}
         try:
             self._collect(results)
+            visibility.world_synced(self)   # phases; weak visibility: buffered writes land
         except KeyboardInterrupt:
             self.broken = "interrupted"
             self.close()
