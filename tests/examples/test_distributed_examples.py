@@ -15,7 +15,8 @@ EXAMPLES = sorted(p.stem for p in FOLDER.glob("*.py") if not p.name.startswith("
 
 
 def test_every_example_of_the_issue_is_present():
-    assert {"hello_rank", "window_round_trip", "barrier", "ring_shift", "allreduce_ops"} <= set(EXAMPLES)
+    assert {"hello_rank", "window_round_trip", "barrier", "ring_shift", "dynamic_ranks", "allreduce_ops",
+            "allgather_gemm", "tp_mlp"} <= set(EXAMPLES)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
