@@ -35,3 +35,21 @@ class Grouped:
         return c
 '''
 
+
+
+def load_example(name: str):  # type: ignore[no-untyped-def]
+    """The module of `examples/<name>.py` (with the examples folder on sys.path while it loads,
+    for its `_check` helper), so tests can use an example's programs."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "examples"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", folder / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    finally:
+        sys.path.remove(str(folder))
+    return mod

@@ -35,7 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .backend import BackendType
+from .backend import BackendType, get_soc
 from .core.errors import user_facing
 from .ir.function import Program
 from .ir.printer import python_print
@@ -192,9 +192,12 @@ def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tu
     from .codegen import generate, kernel_table, render_kernel_config
     from .ir.serialize import serialize
     from .runtime.compiled import PROGRAM_IR_FILE
+    from .runtime.sim.cost_model import op_cost
     from .runtime.toolchain import find_ptoas, note_ptoas_missing, run_ptoas
 
-    for rel, text in generate(lowered, compiled.entry, compiled.backend_type).items():
+    soc = get_soc(compiled.backend_type)
+    pipe_of = lambda spec, call: op_cost(spec, call, soc).pipe   # noqa: E731  (the simulator's pipes)
+    for rel, text in generate(lowered, compiled.entry, compiled.backend_type, pipe_of).items():
         path = stage / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -265,7 +268,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         platform: run platform of the result (default `a2a3sim` / `a5sim` for the backend).
         diagnostic_phase: which diagnostics run (`pypto.core.diagnostics`): "none", "compile"
             (warnings W001-W004 as `DiagnosticWarning`s and in `report/diagnostics.log`; hints
-            PH001-PH003 in `report/perf_hints.log`), "run" (hints PH004-PH007 after each simulator
+            PH001-PH003, PH008 in `report/perf_hints.log`), "run" (hints PH004-PH007 after each simulator
             run, in `report/perf_hints_run.log`) or "all" (None: the default, "all").
         disabled_diagnostics: codes or names (e.g. {"W001", "TaskTooSmall"}) to leave out.
         distributed_config: for a distributed program, the `DistributedConfig` recorded in
@@ -327,7 +330,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         t2 = time.perf_counter()
         from .tools.perf_hints import perf_hints, render_perf_hints
 
-        hint_list = diag.keep(perf_hints(lowered, backend_type)) if diag.runs("compile") else []
+        hint_list = diag.keep(ctx.records.get("perf_hints", []) + perf_hints(lowered, backend_type)) \
+            if diag.runs("compile") else []
         hints = render_perf_hints(hint_list, lowered, backend_type, diag)
         warned = _compile_warnings(ssa, lowered, diag)
         stages = {"passes_ms": (t1 - t0) * 1e3, "codegen_ms": (t2 - t1) * 1e3}

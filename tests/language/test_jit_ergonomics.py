@@ -119,3 +119,29 @@ def test_compile_without_arguments_names_the_bare_parameters():
     assert __file__ in msg
     line = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1) if "MARK-bare" in t)
     assert f":{line}:" in msg
+
+
+M_WHOLE = pl.dynamic("M_WHOLE")
+
+
+@pl.jit
+def _whole_write(x: pl.Tensor[[M_WHOLE, 128], pl.FP32], y: pl.Out[pl.Tensor[[M_WHOLE, 128], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        y[:] = pl.mul(pl.add(x, 1.0), x)
+    return y
+
+
+@pytest.mark.parametrize("rows", [1, 37, 300])
+def test_whole_tensor_write_on_a_dynamic_dimension(rows):
+    """`y[:] = v` writes all of y (tensor.assemble at [0, 0]): no run-time-sized slice is taken, so it
+    works on dynamic dimensions, and one compile serves every row count."""
+    x, y = torch.randn(rows, 128), torch.zeros(rows, 128)
+    _whole_write(x, y)
+    torch.testing.assert_close(y, (x + 1.0) * x)
+
+
+def test_whole_tensor_write_prints_as_an_assemble_at_the_origin():
+    from pypto.ir.printer import python_print
+
+    text = python_print(_whole_write.specialize(torch.zeros(4, 128), torch.zeros(4, 128)))
+    assert "y: pl.Tensor[[M_WHOLE, 128], pl.FP32] = pl.tensor.assemble(y, " in text and ", [0, 0])" in text

@@ -107,6 +107,7 @@ CASES["tile.extract"] = "pl.tile.extract(hm, [0, 16], [32, 16], target_memory=pl
 _both("matmul", "pl.tensor.matmul(h, h, out_dtype=pl.FP16, a_trans=False, b_trans=True)",
       "pl.tile.matmul(hl, hr, b_trans=True)")
 CASES["tile.matmul_acc"] = "pl.tile.matmul_acc(acc, hl, hr)"
+CASES["tensor.matmul_acc"] = "pl.tensor.matmul_acc(pl.tensor.matmul(h, h), h, h, b_trans=True)"
 _both("matmul_bias", "pl.tensor.matmul_bias(h, h, bias)", "pl.tile.matmul_bias(hl, hr, bb)")
 _both("gemv", "pl.tensor.gemv(hrow, h)", "pl.tile.gemv(hrl, hr)")
 _bl, _br = "pl.tile.reshape(hl, [2, 16, 32])", "pl.tile.reshape(hr, [2, 16, 32])"

@@ -297,3 +297,129 @@ def test_link_costs_are_latency_plus_bytes_over_bandwidth():
     for op, (pipe, cycles) in want.items():
         c = op_cost(get_op(op), calls[op], soc)
         assert (c.pipe, c.cycles) == (pipe, cycles), op
+
+
+def test_pto_text_names_each_transfer_box(tmp_path):
+    """Each tensor argument of a pld op is the partition view of its own box (OpSpec.regions)."""
+    import re
+    from pathlib import Path
+
+    compiled = ir.compile(Transfers, dump_passes=False, skip_ptoas=True, output_dir=str(tmp_path / "b"))
+    text = (Path(compiled.output_dir) / "kernels" / "aiv" / "k.pto").read_text()
+    views = {m[0]: m[1:] for m in re.findall(r"(%pv\w*) = pto.partition_view %(\w+)_view, offsets = \[([^\]]*)\], "
+                                               r"sizes = \[([^\]]*)\]", text)}
+
+    def boxes(op):
+        line = next(ln for ln in text.splitlines() if ln.strip().startswith(op) or f"= {op} " in ln)
+        names = re.findall(r"%pv\w*", line)
+        return [views[n] for n in names]
+    assert boxes("pto.remote_put") == [("data", "%c8, %c0", "%c8, %c32"), ("x", "%c0, %c0", "%c8, %c32")]
+    assert boxes("pto.remote_tstore") == [("x", "%c0, %c0", "%c16, %c32"), ("whole", "%c0, %c0", "%c16, %c32")]
+    assert boxes("pto.signal_notify") == [("sig", "%c0, %c0", "%c1, %c1")]
+    assert boxes("pto.signal_wait") == [("sig", "%c0, %c0", "%c1, %c1")]
+    assert boxes("pto.remote_get") == [("whole", "%c0, %c0", "%c4, %c32"), ("y", "%c4, %c0", "%c4, %c32")]
+    assert 'chunk_rows = 4, chunk_cols = 32, pipeline = true' in text and 'atomic = "Add"' in text
+
+
+@pl.program
+class OnChipTransfers:
+    """Tensor-level transfers whose local operand lives on chip (a computed value, a slice region):
+    ConvertTensorToTileOps lowers them to tile ops (OpSpec.on_chip)."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+          whole: pld.DistributedTensor[[M, N], pl.FP32], sig: pld.DistributedTensor[[1, 1], pl.INT32],
+          y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        ctx = pld.get_comm_ctx(data)
+        me = pld.rank(ctx)
+        nxt = (me + 1) % pld.nranks(ctx)
+        z = pl.add(x, x)
+        pld.put(data, nxt, z, [8, 0], [0, 0], [8, N])
+        s = pl.slice(x, [4, N], [4, 0])
+        pld.remote_store(s, whole, nxt, [0, 0])
+        pld.notify(sig, nxt, [0, 0], 1)
+        pld.wait(sig, [0, 0], 1)
+        acc = pl.create_tensor([M, N], dtype=pl.FP32)
+        acc = pld.get(acc, me, data, [0, 0], [8, 0], [8, N])
+        acc = pld.get(acc, me, whole, [8, 0], [0, 0], [4, N], atomic=pld.AtomicType.Add)
+        acc = pld.get(acc, me, data, atomic=pld.AtomicType.Add)
+        y = pl.assemble(y, acc, [0, 0])
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+             whole: pld.DistributedTensor[[M, N], pl.FP32], sig: pld.DistributedTensor[[1, 1], pl.INT32],
+             y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        y = self.k(x, data, whole, sig, y)
+        return y
+
+
+def test_transfers_of_on_chip_values_are_lowered_to_tile_ops():
+    compiled = ir.compile(OnChipTransfers, dump_passes=False, skip_ptoas=True)
+    kernel = compiled.program.get_function("k").as_python()
+    assert "pld.tensor." not in kernel   # every transfer became tile code
+    for op in ("pld.tile.remote_store(", "pl.tile.slice(", "pld.tile.remote_load(", "pl.tile.assemble("):
+        assert op in kernel, op
+    p = 3
+    world = windows(p, ((M, N), F32), ((M, N), F32), ((1, 1), I32))
+    xs = [torch.randn(M, N) for _ in range(p)]
+    ys = [torch.zeros(M, N) for _ in range(p)]
+    run_ranks(compiled, world, lambda r: [xs[r], None, None, None, ys[r]], [1, 2, 3])
+    for r in range(p):
+        prv = xs[(r - 1) % p]
+        data = torch.zeros(M, N)
+        data[8:] = 2 * prv[:8]
+        whole = torch.zeros(M, N)
+        whole[:4] = prv[4:8]
+        assert torch.equal(world.windows[r][0], data) and torch.equal(world.windows[r][1], whole)
+        acc = torch.zeros(M, N)
+        acc[:8] = data[8:]
+        acc[8:12] += whole[:4]
+        acc = acc + data
+        torch.testing.assert_close(ys[r], acc, rtol=1e-6, atol=1e-6)
+
+
+@pl.program
+class Deferred:
+    """Rank 1 stores into rank 0's window and then notifies; rank 0 submits a waiter task
+    (`defer_wait`) and a reader that depends on it (`deps=[tid]`) in a manual scope."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def waiter(self, sig: pld.DistributedTensor[[1, 1], pl.INT32]):
+        pld.system.defer_wait(sig, [0, 0], 1)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def send(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+             sig: pld.DistributedTensor[[1, 1], pl.INT32]):
+        t = pl.load(x, [0, 0], [M, N])
+        pld.remote_store(t, data, 0, [0, 0])
+        pld.notify(sig, 0, [0, 0], 1)
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def read(self, data: pld.DistributedTensor[[M, N], pl.FP32],
+             y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        t = pl.load(data, [0, 0], [M, N])
+        y = pl.store(t, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[M, N], pl.FP32], data: pld.DistributedTensor[[M, N], pl.FP32],
+             sig: pld.DistributedTensor[[1, 1], pl.INT32], me: pl.Scalar[pl.INT32],
+             y: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        if me == 1:
+            self.send(x, data, sig)
+        else:
+            with pl.manual_scope():
+                (tid,) = pl.submit(self.waiter, sig)
+                y, t2 = pl.submit(self.read, data, y, deps=[tid])
+        return y
+
+
+def test_defer_wait_task_orders_its_consumers():
+    compiled = ir.compile(Deferred, dump_passes=False, skip_ptoas=True)
+    world = windows(2, ((M, N), F32), ((1, 1), I32))
+    xs = [torch.randn(M, N) for _ in range(2)]
+    ys = [torch.zeros(M, N) for _ in range(2)]
+    run_ranks(compiled, world, lambda r: [xs[r], None, None, r, ys[r]], [1, 2])
+    assert torch.equal(ys[0], xs[1])
+    assert [e[1] for e in world.log if e[0] == 0] == ["wait"]

@@ -43,9 +43,11 @@ def test_op_is_complete(spec):
     assert all(p.isidentifier() and not keyword.iskeyword(p) for p in spec.params)
     if spec.namespace == "pld" and spec.has_trait("collective"):   # lowered to primitives (LowerCollectives)
         assert spec.pto is None and spec.compute is not None and spec.has_trait("distributed")
-    elif spec.namespace == "pld" and not spec.has_trait("host_only"):   # distributed ops (SPEC §8): they run as they are, with PTO text
+    elif spec.name.startswith("pld.") and spec.has_trait("distributed") and not spec.has_trait("host_only"):
+        # kernel-level distributed ops (SPEC §8): they run as they are, with PTO text
         assert spec.pto is not None and spec.pto.startswith("pto.") and spec.compute is not None
-        assert spec.has_trait("distributed")
+    elif spec.namespace == "pld":
+        assert spec.pto is None or spec.pto.startswith("pto.")
     leaf = spec.python_name.rsplit(".", 1)[1]
     assert leaf.isidentifier() and not keyword.iskeyword(leaf)
 

@@ -261,3 +261,26 @@ def test_a_kernel_allreduce_needs_a_signal():
     assert e.value.message.startswith("pld.allreduce in a kernel needs a signal: a window-bound "
                                       "pld.DistributedTensor of INT32 cells, shape [NR, 1] for mode=\"mesh\"")
     assert e.value.span.begin_line == _line("NOSIG")
+
+
+def test_a_kernel_with_a_collective_is_not_launched_inside_pl_spmd():
+    @pl.program
+    class Spmd:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.InOut[pld.DistributedTensor[[8, 64], pl.FP32]],
+              sig: pld.DistributedTensor[[NR, 1], pl.INT32]) -> pld.DistributedTensor[[8, 64], pl.FP32]:
+            x = pld.allreduce(x, sig)
+            return x
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.InOut[pld.DistributedTensor[[8, 64], pl.FP32]],
+                 sig: pld.DistributedTensor[[NR, 1], pl.INT32]) -> pld.DistributedTensor[[8, 64], pl.FP32]:
+            with pl.spmd(core_num=4):
+                x = self.k(x, sig)  # SPMD
+            return x
+
+    with pytest.raises(CompileError) as e:
+        lower(Spmd)
+    assert e.value.message.startswith("'k' calls 'pld.allreduce', but this pl.spmd launch runs it on several "
+                                      "cores: a collective must run once per rank")
+    assert e.value.span.begin_line == _line("SPMD")

@@ -310,3 +310,44 @@ def test_signals_are_reused_across_calls_and_inside_a_loop(nranks):
     assert_all_equal(x, [want] * nranks, rtol=1e-5, atol=1e-4)
     assert_zero(ring)
     assert_zero(mesh)
+
+
+@pl.program
+class ScriptProgram:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.InOut[pld.DistributedTensor[[4, 16], pl.FP32]],
+          g: pl.InOut[pld.DistributedTensor[[NRD, 4, 16], pl.FP32]],
+          sig: pld.DistributedTensor[[NRD, 1], pl.INT32]) -> tuple[pld.DistributedTensor[[4, 16], pl.FP32],
+                                                                  pld.DistributedTensor[[NRD, 4, 16], pl.FP32]]:
+        x = pld.allreduce(x, sig, op=pld.ReduceOp.Min)
+        g = pld.allgather(x, g, sig)
+        return x, g
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.InOut[pld.DistributedTensor[[4, 16], pl.FP32]],
+             g: pl.InOut[pld.DistributedTensor[[NRD, 4, 16], pl.FP32]],
+             sig: pld.DistributedTensor[[NRD, 1], pl.INT32]) -> tuple[pld.DistributedTensor[[4, 16], pl.FP32],
+                                                                     pld.DistributedTensor[[NRD, 4, 16], pl.FP32]]:
+        x, g = self.k(x, g, sig)
+        return x, g
+
+
+def test_the_torch_script_of_a_program_with_collectives_runs_under_the_comm():
+    """`torch_codegen` of the program as written (collectives not lowered yet) reaches the peers
+    through the same Comm, with the registry's reference semantics."""
+    from pypto.debug import torch_codegen
+
+    ns: dict = {}
+    exec(torch_codegen(ScriptProgram), ns)   # noqa: S102
+    nranks = 3
+    world = ThreadWorld(nranks)
+    x, g, sig = world.alloc([4, 16], torch.float32), world.alloc([nranks, 4, 16], torch.float32), \
+        world.alloc([nranks, 1], torch.int32)
+    xs = [torch.randn(4, 16) for _ in range(nranks)]
+    for r in range(nranks):
+        x[r].copy_(xs[r])
+    on_ranks(world, lambda r: ns["run"](x[r], g[r], sig[r]))
+    want = torch.stack(xs).amin(0)
+    for r in range(nranks):
+        assert torch.equal(x[r], want) and torch.equal(g[r], torch.stack([want] * nranks))
+    assert_zero(sig)

@@ -10,7 +10,9 @@ SPEC_ORDER = [
     "TileTensorBlocks",  # issue 11: automatic tiling, between outlining and the lowering
     "ConvertTensorToTileOps",
     "FlattenTileNdTo2D", "LegalizeTileCast", "InferTileMemorySpace", "ResolveBackendOpLayouts",
-    "ExpandMixedKernel", "InitMemRef", "MemoryReuse", "AllocateMemoryAddr", "DeriveCallDirections",
+    "ExpandMixedKernel", "InitMemRef", "MemoryReuse",
+    "PipelineLoops",  # issue 14.2: pl.pipeline's rotating buffer copies, placed by AllocateMemoryAddr
+    "AllocateMemoryAddr", "DeriveCallDirections",
     "AutoDeriveTaskDependencies",
 ]
 

@@ -32,12 +32,14 @@ class Add256Expected:
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, a: pl.Tensor[[256, 256], FP32], b: pl.Tensor[[256, 256], FP32],
           c: pl.Out[pl.Tensor[[256, 256], FP32]]) -> pl.Tensor[[256, 256], FP32]:
-        # 4 values x 1 KiB per row; budget 92 KiB (half of Vec) -> 16 rows (a power of two)
-        for i, (c_it,) in pl.range(0, 256, 16, init_values=(c,)):
-            a_blk: pl.Tensor[[16, 256], FP32] = pl.tensor.slice(a, [16, 256], [i, 0])
-            t: pl.Tensor[[16, 256], FP32] = pl.tensor.muls(a_blk, 2.0)   # the whole chain per block
-            b_blk: pl.Tensor[[16, 256], FP32] = pl.tensor.slice(b, [16, 256], [i, 0])
-            s: pl.Tensor[[16, 256], FP32] = pl.tensor.add(t, b_blk)
+        # lowered: a_tile and b_tile live (muls / add are computed in place) = 2 KiB per row, plus
+        # room for a second copy of the loads (the loop runs several blocks) = 4 KiB per row;
+        # Vec 184 KiB -> 32 rows (a power of two; 64 would need 256 KiB)
+        for i, (c_it,) in pl.range(0, 256, 32, init_values=(c,)):
+            a_blk: pl.Tensor[[32, 256], FP32] = pl.tensor.slice(a, [32, 256], [i, 0])
+            t: pl.Tensor[[32, 256], FP32] = pl.tensor.muls(a_blk, 2.0)   # the whole chain per block
+            b_blk: pl.Tensor[[32, 256], FP32] = pl.tensor.slice(b, [32, 256], [i, 0])
+            s: pl.Tensor[[32, 256], FP32] = pl.tensor.add(t, b_blk)
             c1: pl.Tensor[[256, 256], FP32] = pl.tensor.assemble(c_it, s, [i, 0])
             c_rv: pl.Tensor[[256, 256], FP32] = pl.yield_(c1)
         return c_rv
@@ -62,12 +64,13 @@ class PrimeRowsExpected:
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, a: pl.Tensor[[257, 300], FP32],
           c: pl.Out[pl.Tensor[[257, 300], FP32]]) -> pl.Tensor[[257, 300], FP32]:
-        for i, (c_it,) in pl.range(0, 257, 32, init_values=(c,)):
-            rows_valid: pl.INDEX = pl.min(32, 257 - i)
+        # one 1216 B row (300 FP32, 32-byte aligned) in Vec + a second copy of the load -> 64 rows
+        for i, (c_it,) in pl.range(0, 257, 64, init_values=(c,)):
+            rows_valid: pl.INDEX = pl.min(64, 257 - i)
             # 257 is prime: the last block holds one row (valid_shape)
-            a_blk: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = \
-                pl.tensor.slice(a, [32, 300], [i, 0], [rows_valid, 300])
-            e: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = pl.tensor.exp(a_blk)
+            a_blk: pl.Tensor[[64, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = \
+                pl.tensor.slice(a, [64, 300], [i, 0], [rows_valid, 300])
+            e: pl.Tensor[[64, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = pl.tensor.exp(a_blk)
             c1: pl.Tensor[[257, 300], FP32] = pl.tensor.assemble(c_it, e, [i, 0])
             c_rv: pl.Tensor[[257, 300], FP32] = pl.yield_(c1)
         return c_rv
@@ -80,35 +83,36 @@ def test_a_partial_tail_block_has_a_valid_shape():
 @pl.program
 class WideRows:
     @pl.function(type=pl.FunctionType.InCore)
-    def k(self, a: pl.Tensor[[64, 1000], FP32],
-          c: pl.Out[pl.Tensor[[64, 1000], FP32]]) -> pl.Tensor[[64, 1000], FP32]:
-        r: pl.Tensor[[64, 1000], FP32] = pl.tensor.relu(a)
-        n: pl.Tensor[[64, 1000], FP32] = pl.tensor.neg(r)
-        x: pl.Tensor[[64, 1000], FP32] = pl.tensor.exp(n)
-        y: pl.Tensor[[64, 1000], FP32] = pl.tensor.adds(x, 1.0)
-        c1: pl.Tensor[[64, 1000], FP32] = pl.tensor.assemble(c, y, [0, 0])
+    def k(self, a: pl.Tensor[[16, 6000], FP32],
+          c: pl.Out[pl.Tensor[[16, 6000], FP32]]) -> pl.Tensor[[16, 6000], FP32]:
+        r: pl.Tensor[[16, 6000], FP32] = pl.tensor.relu(a)
+        n: pl.Tensor[[16, 6000], FP32] = pl.tensor.neg(r)
+        x: pl.Tensor[[16, 6000], FP32] = pl.tensor.exp(n)
+        y: pl.Tensor[[16, 6000], FP32] = pl.tensor.adds(x, 1.0)
+        c1: pl.Tensor[[16, 6000], FP32] = pl.tensor.assemble(c, y, [0, 0])
         return c1
 
 
 @pl.program
 class WideRowsExpected:
     @pl.function(type=pl.FunctionType.InCore)
-    def k(self, a: pl.Tensor[[64, 1000], FP32],
-          c: pl.Out[pl.Tensor[[64, 1000], FP32]]) -> pl.Tensor[[64, 1000], FP32]:
-        # 8 whole rows of the 5 values need 160 KB > 92 KiB: columns in blocks of 128 x 2^k FP32
-        # (128 = 512 B, the 910B DDR granularity), the last one partial
-        for i, (c_it,) in pl.range(0, 64, 8, init_values=(c,)):
-            for j, (c_it_it,) in pl.range(0, 1000, 512, init_values=(c_it,)):
-                cols_valid: pl.INDEX = pl.min(512, 1000 - j)
-                a_blk: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = \
-                    pl.tensor.slice(a, [8, 512], [i, j], [8, cols_valid])
-                r: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.relu(a_blk)
-                n: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.neg(r)
-                x: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.exp(n)
-                y: pl.Tensor[[8, 512], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.adds(x, 1.0)
-                c1: pl.Tensor[[64, 1000], FP32] = pl.tensor.assemble(c_it_it, y, [i, j])
-                c_rv: pl.Tensor[[64, 1000], FP32] = pl.yield_(c1)
-            c_rv_1: pl.Tensor[[64, 1000], FP32] = pl.yield_(c_rv)
+    def k(self, a: pl.Tensor[[16, 6000], FP32],
+          c: pl.Out[pl.Tensor[[16, 6000], FP32]]) -> pl.Tensor[[16, 6000], FP32]:
+        # 8 whole rows (one 24000 B row in Vec: the chain runs in place) need 187.5 KiB with the
+        # second copy of the load > 184 KiB: columns in blocks of 128 x 2^k FP32 (128 = 512 B, the
+        # 910B DDR granularity): 8 x 2048 x 4 B x 2 = 128 KiB fits, 4096 does not; the last partial
+        for i, (c_it,) in pl.range(0, 16, 8, init_values=(c,)):
+            for j, (c_it_it,) in pl.range(0, 6000, 2048, init_values=(c_it,)):
+                cols_valid: pl.INDEX = pl.min(2048, 6000 - j)
+                a_blk: pl.Tensor[[8, 2048], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = \
+                    pl.tensor.slice(a, [8, 2048], [i, j], [8, cols_valid])
+                r: pl.Tensor[[8, 2048], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.relu(a_blk)
+                n: pl.Tensor[[8, 2048], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.neg(r)
+                x: pl.Tensor[[8, 2048], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.exp(n)
+                y: pl.Tensor[[8, 2048], FP32, pl.TensorView(valid_shape=[8, cols_valid])] = pl.tensor.adds(x, 1.0)
+                c1: pl.Tensor[[16, 6000], FP32] = pl.tensor.assemble(c_it_it, y, [i, j])
+                c_rv: pl.Tensor[[16, 6000], FP32] = pl.yield_(c1)
+            c_rv_1: pl.Tensor[[16, 6000], FP32] = pl.yield_(c_rv)
         return c_rv_1
 
 
@@ -135,16 +139,18 @@ class SoftmaxExpected:
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, x: pl.Tensor[[1000, 97], FP32],
           y: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
-        for i, (y_it,) in pl.range(0, 1000, 32, init_values=(y,)):   # rows whole (the reduced dim)
-            rows_valid: pl.INDEX = pl.min(32, 1000 - i)
-            x_blk: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
-                pl.tensor.slice(x, [32, 97], [i, 0], [rows_valid, 97])
-            m: pl.Tensor[[32, 1], FP32, pl.TensorView(valid_shape=[rows_valid, 1])] = pl.tensor.row_max(x_blk)
-            d: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+        # rows whole (the reduced dim); x_tile and the reductions' scratch tile (416 B per row each,
+        # everything else in place or [rows, 1]) + a second copy of x_tile -> 128 rows
+        for i, (y_it,) in pl.range(0, 1000, 128, init_values=(y,)):
+            rows_valid: pl.INDEX = pl.min(128, 1000 - i)
+            x_blk: pl.Tensor[[128, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+                pl.tensor.slice(x, [128, 97], [i, 0], [rows_valid, 97])
+            m: pl.Tensor[[128, 1], FP32, pl.TensorView(valid_shape=[rows_valid, 1])] = pl.tensor.row_max(x_blk)
+            d: pl.Tensor[[128, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
                 pl.tensor.row_expand_sub(x_blk, m)
-            e: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.exp(d)
-            s: pl.Tensor[[32, 1], FP32, pl.TensorView(valid_shape=[rows_valid, 1])] = pl.tensor.row_sum(e)
-            r: pl.Tensor[[32, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+            e: pl.Tensor[[128, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.exp(d)
+            s: pl.Tensor[[128, 1], FP32, pl.TensorView(valid_shape=[rows_valid, 1])] = pl.tensor.row_sum(e)
+            r: pl.Tensor[[128, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
                 pl.tensor.row_expand_div(e, s)
             y1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(y_it, r, [i, 0])
             y_rv: pl.Tensor[[1000, 97], FP32] = pl.yield_(y1)
@@ -166,7 +172,8 @@ class Small:
 
 @pl.program
 class HugeRow:
-    """One row of the softmax chain (5 values of 16384 FP32) exceeds the budget: left alone."""
+    """One row of this chain — x, the row_max scratch tile and a second copy of the load, 64 KiB
+    each — exceeds Vec (184 KiB): left alone."""
 
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, x: pl.Tensor[[4, 16384], FP32], y: pl.Out[pl.Tensor[[4, 16384], FP32]]) -> pl.Tensor[[4, 16384], FP32]:
@@ -194,13 +201,25 @@ def _steps(program):
     return out
 
 
-def test_the_950_granularity_and_vec_give_other_blocks():
-    # 950: Vec 240 KiB (budget 120 KiB), granularity 128 B = 32 FP32. WideRows: 8 rows x 5 values
-    # fit up to 768 columns -> 32 x 2^4 = 512; 16 rows of 512 would need 160 KiB -> 8 rows.
-    # Add256: 4 values x 1 KiB per row -> 16 rows (32 need 128 KiB). Softmax: 1728 B per row -> 64.
-    assert _steps(blocked(WideRows, BackendType.Ascend950)) == [(0, 64, 8), (0, 1000, 512)]
-    assert _steps(blocked(Add256, BackendType.Ascend950)) == [(0, 256, 16)]
-    assert _steps(blocked(Softmax, BackendType.Ascend950)) == [(0, 1000, 64)]
+@pl.program
+class Exp400:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[1000, 400], FP32], c: pl.Out[pl.Tensor[[1000, 400], FP32]]) -> pl.Tensor[[1000, 400], FP32]:
+        e: pl.Tensor[[1000, 400], FP32] = pl.tensor.exp(a)
+        c1: pl.Tensor[[1000, 400], FP32] = pl.tensor.assemble(c, e, [0, 0])
+        return c1
+
+
+def test_the_950_vec_gives_other_blocks():
+    # Exp400: 1600 B per row, twice (the loop runs several blocks: room for the next load):
+    # 910B Vec 184 KiB -> 58 rows -> 32; 950 Vec 240 KiB -> 76 rows -> 64.
+    assert _steps(blocked(Exp400)) == [(0, 1000, 32)]
+    assert _steps(blocked(Exp400, BackendType.Ascend950)) == [(0, 1000, 64)]
+    # WideRows: 8 rows x 2048 columns x 4 B x 2 = 128 KiB fits both, 4096 columns fit neither;
+    # Add256: 4 KiB per row -> 32 rows on both (64 rows need 256 KiB); Softmax: 1248 B per row -> 128
+    assert _steps(blocked(WideRows, BackendType.Ascend950)) == [(0, 16, 8), (0, 6000, 2048)]
+    assert _steps(blocked(Add256, BackendType.Ascend950)) == [(0, 256, 32)]
+    assert _steps(blocked(Softmax, BackendType.Ascend950)) == [(0, 1000, 128)]
 
 
 @pl.program
@@ -225,8 +244,9 @@ class CalledExpected:
     @pl.function(type=pl.FunctionType.Orchestration)
     def host(self, a: pl.Tensor[[1000, 97], FP32],
              c: pl.Out[pl.Tensor[[1000, 97], FP32]]) -> pl.Tensor[[1000, 97], FP32]:
-        # one task per row block, spread over the cores as pl.parallel does
-        for i, (c_it,) in pl.parallel(0, 1000, 64, init_values=(c,)):
+        # one task per row block, spread over the cores as pl.parallel does; a task computes one
+        # block (nothing to double-buffer): 416 B per row (exp and relu in place) -> 256 rows
+        for i, (c_it,) in pl.parallel(0, 1000, 256, init_values=(c,)):
             c1_blk: pl.Tensor[[1000, 97], FP32] = self.k(a, c_it, i)
             c1: pl.Tensor[[1000, 97], FP32] = pl.yield_(c1_blk)
         return c1
@@ -234,11 +254,11 @@ class CalledExpected:
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, a: pl.Tensor[[1000, 97], FP32], c: pl.Out[pl.Tensor[[1000, 97], FP32]],
           i: pl.Scalar[pl.INDEX]) -> pl.Tensor[[1000, 97], FP32]:
-        rows_valid: pl.INDEX = pl.min(64, 1000 - i)
-        a_blk: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
-            pl.tensor.slice(a, [64, 97], [i, 0], [rows_valid, 97])
-        e: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.exp(a_blk)
-        r: pl.Tensor[[64, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.relu(e)
+        rows_valid: pl.INDEX = pl.min(256, 1000 - i)
+        a_blk: pl.Tensor[[256, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = \
+            pl.tensor.slice(a, [256, 97], [i, 0], [rows_valid, 97])
+        e: pl.Tensor[[256, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.exp(a_blk)
+        r: pl.Tensor[[256, 97], FP32, pl.TensorView(valid_shape=[rows_valid, 97])] = pl.tensor.relu(e)
         c1: pl.Tensor[[1000, 97], FP32] = pl.tensor.assemble(c, r, [i, 0])
         return c1
 
@@ -264,11 +284,11 @@ class DynamicExpected:
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, x: pl.Tensor[[M, 300], FP32], y: pl.Out[pl.Tensor[[M, 300], FP32]]) -> pl.Tensor[[M, 300], FP32]:
         # M is only known at run time: always blocked, every block's rows bounded by M
-        for i, (y_it,) in pl.range(0, M, 32, init_values=(y,)):
-            rows_valid: pl.INDEX = pl.min(32, M - i)
-            x_blk: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = \
-                pl.tensor.slice(x, [32, 300], [i, 0], [rows_valid, 300])
-            e: pl.Tensor[[32, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = pl.tensor.exp(x_blk)
+        for i, (y_it,) in pl.range(0, M, 64, init_values=(y,)):
+            rows_valid: pl.INDEX = pl.min(64, M - i)
+            x_blk: pl.Tensor[[64, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = \
+                pl.tensor.slice(x, [64, 300], [i, 0], [rows_valid, 300])
+            e: pl.Tensor[[64, 300], FP32, pl.TensorView(valid_shape=[rows_valid, 300])] = pl.tensor.exp(x_blk)
             y1: pl.Tensor[[M, 300], FP32] = pl.tensor.assemble(y_it, e, [i, 0])
             y_rv: pl.Tensor[[M, 300], FP32] = pl.yield_(y1)
         return y_rv

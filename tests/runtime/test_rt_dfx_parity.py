@@ -51,7 +51,10 @@ def test_swimlane_levels_add_events_step_by_step(chain) -> None:
     assert k1 == {("X", "task"): n, ("X", "submit"): n}
     k2 = _kinds(by_level[2])
     deps = sum(len(t.deps) for t in rec.tasks)
-    assert k2 == {**k1, ("i", "dispatch"): n, ("i", "finish"): n, ("s", "dep"): deps, ("f", "dep"): deps}
+    ops = sum(len(t.pipe_ops) for t in rec.tasks)    # level 2 also places each op on its pipe's track
+    assert ops >= 3 * n
+    assert k2 == {**k1, ("i", "dispatch"): n, ("i", "finish"): n, ("s", "dep"): deps, ("f", "dep"): deps,
+                  ("X", "pipe"): ops}
     k3 = _kinds(by_level[3])
     assert {k: v for k, v in k3.items() if k in k2} == k2
     extra3 = {k for k in k3 if k not in k2}

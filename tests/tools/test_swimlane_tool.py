@@ -92,8 +92,17 @@ def test_page_has_a_row_per_core_a_box_per_task_and_hover_details(build, tmp_pat
     page.feed(text)
     rec = cp.last_run
     cores = [f"AIC{i}" for i in range(rec.num_aic)] + [f"AIV{i}" for i in range(rec.num_aiv)]
-    assert page.labels[:2] == ["orchestrator", "scheduler"] and page.labels[2:2 + len(cores)] == cores
-    assert {lab.split(" (max")[0] for lab in page.labels[2 + len(cores):]} == {"ready tasks", "tasks in flight"}
+    counters = [lab for lab in page.labels if " (max" in lab]
+    rows = [lab for lab in page.labels[2:] if lab not in counters]
+    assert page.labels[:2] == ["orchestrator", "scheduler"] and [r for r in rows if " " not in r] == cores
+    # each busy core is followed by its pipe rows (level >= 2)
+    busy = {t.core for t in cp.tasks}
+    for core in busy:
+        i = rows.index(core)
+        assert rows[i + 1:i + 4] == [f"{core} MTE2", f"{core} VECTOR", f"{core} MTE3"]
+    assert {r.split()[0] for r in rows if " " in r} == busy
+    assert {lab.split(" (max")[0] for lab in counters} == {"ready tasks", "tasks in flight"}
+    assert page.labels[-len(counters):] == counters
     tasks = [r for r in page.rects if r["class"] == "s task"]
     assert len(tasks) == len(cp.tasks) == 16
     for r in tasks:

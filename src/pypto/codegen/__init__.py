@@ -32,10 +32,11 @@ __all__ = ["generate", "CodegenError", "kernel_core_type", "is_kernel", "emit_ke
 
 
 def generate(program: Program, entry: str | None = None,
-             backend: BackendType = BackendType.Ascend910B) -> dict[str, str]:
+             backend: BackendType = BackendType.Ascend910B, pipe_of=None) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Relative path → text of every `.pto` and orchestration `.cpp` of `program` (lowered);
     `entry` names the entry function (it gets host code even when it is not an Orchestration one);
-    `backend` is the target chip (it routes the cross-core pipes of mixed kernels).
+    `backend` is the target chip (it routes the cross-core pipes of mixed kernels); `pipe_of(spec,
+    call)`, the pipe each op runs on, adds the set_flag / wait_flag pairs to the kernels (`pto.sync`).
 
     Raises:
         CodegenError: naming the op or construct that has no PTO / host-code form, at its line.
@@ -44,7 +45,7 @@ def generate(program: Program, entry: str | None = None,
     kernels = kernel_table(program)
     for k in kernels:
         if not k.external:  # a hand-written kernel brings its own C++ (SPEC §10)
-            files[k.pto] = emit_kernel(program.get_function(k.name), program)  # type: ignore[arg-type,index]
+            files[k.pto] = emit_kernel(program.get_function(k.name), program, pipe_of)  # type: ignore[arg-type,index]
     ids = {k.name: k.func_id for k in kernels}
     for o in orchestration_table(program, entry):
         files[o.source] = emit_orchestration(program.get_function(o.name), program, ids, backend)  # type: ignore[arg-type]

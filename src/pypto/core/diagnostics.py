@@ -16,6 +16,8 @@ Every diagnostic has a code, a name, the phase that finds it and the user's sour
 | PH005 | ComputePipeIdle        | hint    | run     | the cube (AIC) or vector (AIV) pipe idle most of a kernel's time |
 | PH006 | DdrTransferBelowGranule| hint    | run     | DDR transfers moving rows narrower than the DDR access granule |
 | PH007 | ReducedPipeDepth       | hint    | run     | a cross-core pipe ring below the default depth that filled up and stalled |
+| PH008 | PoorBlockShape         | hint    | compile | a tensor-level region the compiler could only tile into narrow or short blocks |
+| PH009 | PipelineStagesReduced  | hint    | compile | a `pl.pipeline` loop given fewer buffer stages than requested, for capacity |
 
 Phases (`diagnostic_phase=` of `ir.compile`, `RunConfig`, `JITFunction.compile`):
 "none" (nothing is checked), "compile" (warnings and compile-time hints), "run" (run-time hints
@@ -70,6 +72,10 @@ _ROWS = (
                    "DDR transfers of rows narrower than the DDR access granule"),
     DiagnosticInfo("PH007", "ReducedPipeDepth", "hint", "run",
                    "a cross-core pipe ring below the default depth filled up and stalled"),
+    DiagnosticInfo("PH008", "PoorBlockShape", "hint", "compile",
+                   "a tensor-level region tiled into blocks narrower than the DDR granule or short"),
+    DiagnosticInfo("PH009", "PipelineStagesReduced", "hint", "compile",
+                   "pl.pipeline stages reduced to fit the on-chip memory"),
 )
 CATALOGUE: dict[str, DiagnosticInfo] = {r.code: r for r in _ROWS}
 _BY_NAME: dict[str, str] = {r.name: r.code for r in _ROWS}

@@ -71,3 +71,15 @@ def _get(dst, peer, src, dst_offsets, src_offsets, shape, atomic):
     else:
         d.copy_(data)
     return dst
+
+
+def _collective(name, *args, **attrs):
+    """The `pld.*` collective `name`: the op registry's reference semantics
+    (`pypto.ops.distributed_collectives`) through the same Comm; enum attributes arrive by name ("Sum")."""
+    _comm(name)
+    from pypto.core.enums import ReduceOp
+    from pypto.ops import get_op
+
+    if isinstance(attrs.get("op"), str):
+        attrs["op"] = ReduceOp[attrs["op"]]
+    return get_op(name).compute(*args, **attrs)

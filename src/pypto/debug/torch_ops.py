@@ -141,6 +141,14 @@ TEMPLATES: dict[str, str] = {
     "pld.tensor.remote_store": "_remote_store({0}, {1}, {2}, {3}, {atomic}, None, 'pld.tensor.remote_store')",
     "pld.tensor.put": "_put({0}, {1}, {2}, {3}, {4}, {5}, {atomic})",
     "pld.tensor.get": "_get({0}, {1}, {2}, {3}, {4}, {5}, {atomic})",
+    # collectives (pypto.ops.distributed_collectives): the registry's reference semantics, same Comm
+    "pld.allreduce": "_collective('pld.allreduce', {0}, {1}, op={op}, mode={mode}, core_num={core_num})",
+    "pld.barrier": "_collective('pld.barrier', {0})",
+    "pld.broadcast": "_collective('pld.broadcast', {0}, {1}, root={root})",
+    "pld.allgather": "_collective('pld.allgather', {0}, {1}, {2})",
+    "pld.reduce_scatter": "_collective('pld.reduce_scatter', {0}, {1}, op={op})",
+    "pld.all_to_all": "_collective('pld.all_to_all', {0}, {1}, {2})",
+    "pld.all_to_all_v": "_collective('pld.all_to_all_v', {0}, {1}, {2}, {3}, {4})",
     # cross-core pipes of mixed kernels (torch_cluster)
     **{name: _PIPE[role.kind].format(direction=role.direction) for name, role in PIPE_ROLES.items()},
 }

@@ -27,7 +27,7 @@ import math
 from typing import Any
 
 from ..core.dtype import FP32, INDEX, DataType
-from ..core.enums import ParamDirection, ScopeKind, ScopeMode
+from ..core.enums import ForKind, ParamDirection, ScopeKind, ScopeMode
 from .expr import (
     BINARY_OPS,
     BinaryExpr,
@@ -408,6 +408,8 @@ class _Printer:
 
     def for_(self, s: ForStmt, depth: int) -> None:
         rng = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
+        if s.kind is ForKind.Pipeline:
+            rng += f", stage={s.stage}"
         helper = f"pl.{s.kind.value}"
         lv = self.namer.name(s.loop_var)
         if s.iter_args:

@@ -69,7 +69,10 @@ class IfStmt(Stmt):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ForStmt(Stmt):
-    """`for loop_var in range(start, stop, step)` carrying `iter_args` into `return_vars`."""
+    """`for loop_var in range(start, stop, step)` carrying `iter_args` into `return_vars`.
+
+    `stage` (kind Pipeline only, `pl.pipeline(..., stage=N)`): how many copies of the body's
+    on-chip buffers rotate across iterations (PipelineLoops); 1 for every other kind."""
 
     loop_var: Var
     start: Expr
@@ -79,6 +82,7 @@ class ForStmt(Stmt):
     body: SeqStmts
     return_vars: tuple[Var, ...]
     kind: ForKind = ForKind.Sequential
+    stage: int = 1
 
 
 @dataclass(frozen=True, slots=True, eq=False)

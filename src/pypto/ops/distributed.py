@@ -42,8 +42,12 @@ Semantics (simulator and torch reference): the compute functions receive this ra
 naming the op. A notify is preceded by a fence (the Comm's contract), so data written before it is
 visible to the peer before the new signal value. `defer_wait` blocks like `wait` (`Ge`) in the
 simulator: its task completes when the cell reaches the value, which is when its TaskId releases
-its consumers. `pld.tensor.put/get/remote_store` run as one transfer in the simulator; on the chip
-they are staged through Vec: the region is moved in `chunk_rows x chunk_cols` blocks (the whole
+its consumers. `pld.tensor.put/get/remote_store` on DDR tensors run as one transfer in the
+simulator; when their local operand lives on chip (a value computed in the kernel, or a slice
+region), ConvertTensorToTileOps lowers them to tile ops (`OpSpec.on_chip`): a put / remote_store
+becomes `pld.tile.remote_store` of the tile (of its `tile.slice` for a region), a get becomes
+`pld.tile.remote_load` written into the tile with `tile.assemble` (added with `tile.add` for
+`AtomicType.Add`). On the chip the DDR forms are staged through Vec: the region is moved in `chunk_rows x chunk_cols` blocks (the whole
 region when the chunk sizes are 0), each a `tload` into a Vec tile then a remote `tstore`
 (put / remote_store) or a remote `tload` then a `tstore` (get); `pipeline=True` double-buffers the
 blocks (two Vec tiles, the load of block k+1 overlapping the store of block k).
@@ -51,7 +55,11 @@ blocks (two Vec tiles, the load of block k+1 overlapping the store of block k).
 PTO text (instruction names of this implementation; upstream's are not public):
 `pto.comm_ctx`, `pto.comm_rank`, `pto.comm_nranks`, `pto.signal_notify`, `pto.signal_wait`,
 `pto.signal_defer_wait`, `pto.comm_fence`, `pto.remote_tload`, `pto.remote_tstore`,
-`pto.remote_put`, `pto.remote_get`.
+`pto.remote_put`, `pto.remote_get`. Every tensor argument is the partition view of its own box
+(`OpSpec.regions`: a signal's single cell, a transfer's region at its own offsets); a put / get is
+one `pto.remote_put` / `pto.remote_get` carrying `chunk_rows`, `chunk_cols` and `pipeline`, which
+stands for the staged Vec sequence above (the backend expands it; the simulator does not model the
+staging buffers, so a transfer needs no Vec space here).
 
 Cost: the data-moving ops are unit "link" (`pypto.ops.cost`): the cycle model charges
 `link_latency` + bytes / `link_bytes_per_cycle` (estimates in `runtime/sim/cost_model.CONSTANTS`),
@@ -74,7 +82,7 @@ from ..ir.types import CommCtxType, DistributedTensorType, ScalarType, TensorTyp
 from .cost import Cost, scalar
 from .dist_comm import current_comm
 from .memory import check_in_bounds, check_region, region
-from .registry import OpSpec, OpTypeError, register
+from .registry import OnChip, OpSpec, OpTypeError, Step, register
 from .typing_rules import (
     ANY,
     expect_scalar,
@@ -155,7 +163,7 @@ def _int_scalar(args: list[Expr], i: int, name: str) -> None:
 
 
 def _cell(args: list[Expr], tname: str) -> DistributedTensorType:
-    """A signal cell: window-bound INT32 / INT64 `args[0]` at the offsets `args[1 or 2]`."""
+    """The signal argument 0: window-bound, INT32 or INT64 (its cells are the counters)."""
     t = window_target(args, 0, tname)
     if t.dtype not in _SIGNAL_DTYPES:
         raise OpTypeError(f"argument '{tname}' is a signal: it must have dtype INT32 or INT64, got {t.dtype.name}")
@@ -393,6 +401,51 @@ def _get(dst: Any, peer: int, src: Any, dst_offsets: tuple | None = None, src_of
     return dst
 
 
+# ---- lowering when an operand lives on chip (ConvertTensorToTileOps, OpSpec.on_chip) ----------
+
+def _zeros(t: Type) -> list[int]:
+    return [0] * len(t.shape)  # type: ignore[attr-defined]
+
+
+def _remote_store_on_chip(args: list[Expr], attrs: dict[str, Any]) -> list[tuple[str, list[Any], dict[str, Any]]]:
+    """`pld.tensor.remote_store(src_tile, ...)` is `pld.tile.remote_store` of the tile."""
+    return [("pld.tile.remote_store", list(args[:4]), {"atomic": attrs["atomic"]})]
+
+
+def _put_on_chip(args: list[Expr], attrs: dict[str, Any]) -> list[tuple[str, list[Any], dict[str, Any]]]:
+    """`pld.tensor.put(dst, peer, src_tile[, dst_offsets, src_offsets, shape])`: the tile (or its
+    region, `tile.slice`) remote-stored at `dst_offsets` of PEER's `dst`."""
+    dst, peer, src = args[:3]
+    at = {"atomic": attrs["atomic"]}
+    if len(args) <= 3:
+        return [("pld.tile.remote_store", [src, dst, peer, _zeros(dst.type)], at)]
+    doffs, soffs, shape = args[3:6]
+    return [("tile.slice", [src, shape, soffs], {}), ("pld.tile.remote_store", [Step(0), dst, peer, doffs], at)]
+
+
+def _get_on_chip(args: list[Expr], attrs: dict[str, Any]) -> list[tuple[str, list[Any], dict[str, Any]]]:
+    """`pld.tensor.get(dst_tile, peer, src[, ...])`: `pld.tile.remote_load` of the region, written
+    (`tile.assemble`) or added (`tile.add`) into the tile."""
+    dst, peer, src = args[:3]
+    add = attrs["atomic"] is AtomicType.Add
+    if len(args) <= 3:
+        load = ("pld.tile.remote_load", [src, peer, _zeros(src.type), list(dst.type.shape)], {})  # type: ignore[attr-defined]
+        return [load, ("tile.add", [dst, Step(0)], {})] if add else [load]
+    doffs, soffs, shape = args[3:6]
+    steps: list[tuple[str, list[Any], dict[str, Any]]] = [("pld.tile.remote_load", [src, peer, soffs, shape], {})]
+    if add:
+        return steps + [("tile.slice", [dst, shape, doffs], {}), ("tile.add", [Step(1), Step(0)], {}),
+                        ("tile.assemble", [dst, Step(2), doffs], {})]
+    return steps + [("tile.assemble", [dst, Step(0), doffs], {})]
+
+
+_ON_CHIP = {
+    "pld.tensor.remote_store": OnChip((0,), _remote_store_on_chip),
+    "pld.tensor.put": OnChip((2,), _put_on_chip),
+    "pld.tensor.get": OnChip((0,), _get_on_chip),
+}
+
+
 # ---- registration ----------------------------------------------------------------------------
 
 _KERNEL = frozenset({"system", "distributed"})
@@ -400,6 +453,17 @@ _TRANSFER = {"atomic": AtomicType.None_, "chunk_rows": 0, "chunk_cols": 0, "pipe
 _XFER_PARAMS = ("dst", "peer", "src", "dst_offsets", "src_offsets", "shape")
 _XFER_OPT = ("dst_offsets", "src_offsets", "shape")
 _SIG = "signal cells: INT32, INT64"
+
+# the box of each tensor argument, for PTO partition views (OpSpec.regions): (offsets arg, box)
+_XFER_REGIONS: dict[int, tuple[int | None, int | str | None]] = {0: (3, 5), 2: (4, 5)}
+_REGIONS: dict[str, dict[int, tuple[int | None, int | str | None]]] = {
+    "pld.system.notify": {0: (2, "one")},
+    "pld.system.wait": {0: (1, "one")},
+    "pld.system.defer_wait": {0: (1, "one")},
+    "pld.tensor.remote_store": {0: (None, None), 1: (3, 0)},
+    "pld.tensor.put": _XFER_REGIONS,
+    "pld.tensor.get": _XFER_REGIONS,
+}
 
 _OPS = [  # name, params, optional, rule, compute, attrs, reads, writes, traits, pto, cost, dtypes, doc
     ("pld.get_comm_ctx", ("dt",), (), _comm_ctx_rule, _get_comm_ctx, {}, (), (), frozenset({"distributed", "host"}),
@@ -453,6 +517,7 @@ _OPS = [  # name, params, optional, rule, compute, attrs, reads, writes, traits,
 for (_name, _params, _opt, _rule, _fn, _attrs, _reads, _writes, _traits, _pto, _cost, _dtypes,
      _doc) in _OPS:
     register(OpSpec(_name, _params, _rule, _fn, attrs=dict(_attrs), optional=_opt, reads=_reads, writes=_writes,
+                    regions=_REGIONS.get(_name, {}), on_chip=_ON_CHIP.get(_name),
                     traits=_traits, pto=_pto, cost=_cost, family="distributed", dtypes=_dtypes, doc=_doc,
                     valid_args=(0,) if _name == "pld.tile.remote_store" else (),
                     quiet_attrs=frozenset({"chunk_rows", "chunk_cols", "pipeline"}) if "chunk_rows" in _attrs

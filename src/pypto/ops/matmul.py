@@ -112,6 +112,20 @@ def _acc_rule(args: list[Expr], attrs: dict[str, Any], gemv: bool = False) -> Ty
     return TileType(acc.shape, acc.dtype, MemorySpace.Acc, view=view_for("tile", acc.shape, valid))
 
 
+def _tensor_acc_rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
+    """`tensor.matmul_acc(acc, lhs, rhs)`: acc (a tensor of the product's shape and accumulator
+    dtype) + lhs @ rhs."""
+    acc = expect_same_kind("tensor", args, 0, "acc")
+    t = _mm_rule("tensor")(args[1:], attrs)
+    assert isinstance(t, TensorType)
+    if not all(dims_equal(x, y) for x, y in zip(acc.shape, t.shape)) or len(acc.shape) != 2 \
+            or acc.dtype is not t.dtype:
+        raise OpTypeError(f"accumulator {shape_str(acc.shape)} {acc.dtype.name} does not match the "
+                          f"product {shape_str(t.shape)} {t.dtype.name}")
+    valid = merge_valid([acc, t], ["acc", "product"], acc.shape)
+    return TensorType(acc.shape, acc.dtype, view_for("tensor", acc.shape, valid))
+
+
 def _bias_rule(ns: str, gemv: bool = False):
     def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
         t = _mm_rule(ns, gemv)(args[:2], attrs)
@@ -313,6 +327,13 @@ register(OpSpec("tensor.matmul", ("lhs", "rhs"), _mm_rule("tensor"), _mm,
                 valid_args=(0, 1), cost=cube(), family="matmul", dtypes=_DT,
                 doc="Matrix product of two 2-D tensors; the result dtype is `out_dtype` or the "
                     "accumulator dtype (FP32 for float operands)."))
+register(OpSpec("tensor.matmul_acc", ("acc", "lhs", "rhs"), _tensor_acc_rule, _mm_acc, attrs=dict(_TRANS),
+                inplace=(0,), reads=(0, 1, 2), traits=_CUBE, tile_op="tile.matmul_acc", valid_args=(1, 2),
+                cost=cube(), family="matmul", dtypes=_DT,
+                doc="acc + lhs @ rhs for an accumulator tensor of the product's shape in the accumulator "
+                    "dtype (FP32 for float operands): the cube unit adds into its Acc tile "
+                    "(`tile.matmul_acc`). TileTensorBlocks writes it for K blocks and for a user's "
+                    "`acc = acc + pl.matmul(...)` loop."))
 register(OpSpec("tensor.matmul_bias", ("lhs", "rhs", "bias"), _bias_rule("tensor"), _mm_bias,
                 attrs=dict(_TRANS), reads=(0, 1, 2),
                 traits=_CUBE, tile_op="tile.matmul_bias", valid_args=(0, 1), cost=cube(), family="matmul",
@@ -324,4 +345,5 @@ for _name in ("matmul", "matmul_bias", "gemv", "gemv_bias"):
     for _ns in ("tensor", "tile"):
         register_unified(_name, _ns, None, f"{_ns}.{_name}")
 register_unified("matmul_acc", "tile", None, "tile.matmul_acc")
+register_unified("matmul_acc", "tensor", None, "tensor.matmul_acc")
 register_unified("gemv_acc", "tile", None, "tile.gemv_acc")

@@ -20,14 +20,14 @@ from __future__ import annotations
 import keyword
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.enums import MemorySpace
 from ..ir.expr import Expr
 from ..ir.types import Type
 from .cost import Cost
 
-__all__ = ["OpSpec", "OpTypeError", "register", "get_op", "has_op", "all_ops", "UNIFIED",
+__all__ = ["OpSpec", "OnChip", "Step", "OpTypeError", "register", "get_op", "has_op", "all_ops", "UNIFIED",
            "register_unified", "python_name", "unified_names_of"]
 
 
@@ -39,6 +39,26 @@ def python_name(ir_name: str) -> str:
     """The Python spelling of IR op name `ir_name`: `tensor.and` -> `tensor.and_`."""
     ns, _, leaf = ir_name.partition(".")
     return f"{ns}.{leaf}_" if keyword.iskeyword(leaf) else ir_name
+
+
+class Step(NamedTuple):
+    """In an `OnChip` lowering: the result of the `index`-th step before."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class OnChip:
+    """How ConvertTensorToTileOps lowers a tensor-level op that otherwise runs as it is on DDR
+    tensors (the distributed transfers of SPEC §8) when one of its operands `args` lives on chip
+    (a value computed in the kernel, or a slice region, which is loaded): `steps(operands, attrs)`
+    gets the call's operands (those of `args` on chip as tiles) and attributes and returns the tile
+    ops that replace it, `[(op name, operands, attrs), ...]`; an operand is an IR expression, a
+    `Step(k)` (the result of step k), a list of ints / expressions (a MakeTuple) or an int. The last
+    step's result stands for the call's result."""
+
+    args: tuple[int, ...]
+    steps: Callable[[list[Expr], dict[str, Any]], list[tuple[str, list[Any], dict[str, Any]]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +115,14 @@ class OpSpec:
             (index of the tensor argument, index of the offsets argument, index of the box-shape
             argument — a list of sizes, or a tile whose shape is the box). The simulator reads it
             to know which part of a task's tensor arguments a kernel touches before it runs.
+        regions: for an op whose tensor arguments are boxes named otherwise than by `offsets` /
+            `shapes` (the distributed transfers of SPEC §8): {tensor argument index: (index of its
+            offsets argument, or None for zeros; its box — the index of a list of sizes or of a
+            tensor / tile whose shape it is, "one" for a single element, None for the whole
+            tensor)}. PTO codegen reads it for the argument's `pto.partition_view`; an index past
+            the call's operands (an omitted optional list) means zeros / the whole tensor.
+        on_chip: for a tensor op that runs as it is on DDR tensors: how it is lowered when some of
+            its operands live on chip (`OnChip`); None otherwise.
         pto: PTO MLIR instruction name (`pto.tadd`), None for tensor-level ops (they lower
             through `tile_op`).
         host: C++ form of the op in host orchestration code, a `str.format` template over the
@@ -127,6 +155,8 @@ class OpSpec:
     inplace: tuple[int, ...] | None = None
     scalar_range: tuple[int, int] | None = None
     ddr_region: tuple[int, int, int] | None = None
+    regions: dict[int, tuple[int | None, int | str | None]] = field(default_factory=dict)
+    on_chip: OnChip | None = None
     pto: str | None = None
     host: str = ""
     cost: Cost | None = None

@@ -8,7 +8,9 @@ to tiles and rewrites, in order:
   (`tile.load` to Vec, or to Mat for cube ops) and the tile op is applied; scratch operands
   (reduction `tmp_tile`) are allocated with `tile.create`;
 - `tensor.create` → `tile.create` (an on-chip buffer);
-- `tensor.assemble(ddr, value, offset)` → `tile.store(value_tile, offset, ddr)`.
+- `tensor.assemble(ddr, value, offset)` → `tile.store(value_tile, offset, ddr)`;
+- an op with an `OpSpec.on_chip` lowering (the distributed transfers `pld.tensor.*`, which run on
+  DDR tensors as they are) → the tile ops it gives, when one of its operands lives on chip.
 Loop-carried tensors whose initial value lives on chip become loop-carried tiles.
 A scalar result (`tensor.read` → `tile.read`) keeps its variable, so types naming it (a partial
 tile's `valid_shape`) stay valid; any variable re-created here (a carried value) is substituted in
@@ -34,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..core.dtype import DataType
+from ..core.dtype import INDEX, DataType
 from ..core.enums import FunctionType, MemorySpace, PadValue
 from ..core.errors import CompileError
 from ..core.span import Span
@@ -42,6 +44,7 @@ from ..ir.expr import Call, ConstFloat, ConstInt, Expr, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import (
     AssignStmt,
+    EvalStmt,
     ForStmt,
     IfStmt,
     ReturnStmt,
@@ -53,9 +56,9 @@ from ..ir.stmt import (
 )
 from ..ir.types import ScalarType, TensorType, TileType, Type
 from ..ir.visitor import IRMutator, IRVisitor
-from ..ops import get_op
+from ..ops import get_op, has_op
 from ..ops.memory import queried_dim
-from ..ops.registry import OpSpec
+from ..ops.registry import OpSpec, Step
 from ..ops.typing_rules import const_dims
 from .base import FunctionPass, PassContext
 from .op_builder import build_call, zeros_like_offsets
@@ -287,6 +290,8 @@ class _Converter:
         if isinstance(s, AssignStmt) and isinstance(s.value, Call) and isinstance(s.value.op, str) \
                 and s.value.op.startswith("tensor."):
             self.tensor_op(s.var, s.value, s)
+        elif self.on_chip_call(s) is not None:
+            self.lower_on_chip(s, self.on_chip_call(s))  # type: ignore[arg-type]
         elif isinstance(s, (ReturnStmt, YieldStmt)):
             self.out.append(replace(s, values=tuple(self.value_out(v, s) for v in s.values)))
         elif isinstance(s, AssignStmt) and isinstance(s.value, Var) and self.on_chip(s.value) is not None:
@@ -448,6 +453,48 @@ class _Converter:
             raise CompileError(f"pl.dim of axis {dict(call.kwargs).get('axis', 0)} of a "
                                f"{len(args[0].type.shape)}-D tensor inside an InCore function", span)  # type: ignore[attr-defined]
         self.out.append(AssignStmt(var, value, span=span))
+
+    def on_chip_call(self, s: Stmt) -> Call | None:
+        """The call of `s` when it is an op with an `OnChip` lowering one of whose operands lives on
+        chip (or is a slice region); None otherwise (it then runs as it is, on DDR tensors)."""
+        call = s.value if isinstance(s, AssignStmt) else s.expr if isinstance(s, EvalStmt) else None
+        if not (isinstance(call, Call) and isinstance(call.op, str) and has_op(call.op)):
+            return None
+        lowering = get_op(call.op).on_chip
+        if lowering is None:
+            return None
+        args = call.args
+        hit = any(i < len(args) and (self.on_chip(args[i]) is not None or args[i] in self.regions)
+                  for i in lowering.args)
+        return call if hit else None
+
+    def lower_on_chip(self, s: AssignStmt | EvalStmt, call: Call) -> None:
+        """`s` replaced by the tile ops of its op's `OnChip` lowering (see `pypto.ops.registry`)."""
+        lowering, span = get_op(call.op).on_chip, s.span  # type: ignore[arg-type]
+        operands = [self.as_tile(a, span) if i in lowering.args and (self.on_chip(a) is not None  # type: ignore[union-attr]
+                                                                     or a in self.regions) else self.sub(a)
+                    for i, a in enumerate(call.args)]
+        results: list[Expr] = []
+        name = f"{s.var.name}_tile" if isinstance(s, AssignStmt) else "t"
+        for op, raw, attrs in lowering.steps(operands, dict(call.kwargs)):  # type: ignore[union-attr]
+            c = build_call(op, [self._step_operand(x, results) for x in raw], attrs, span)
+            if isinstance(c.type, TileType):
+                results.append(self.emit_assign(name, c, span))
+            else:
+                self.out.append(EvalStmt(c, span=span))
+                results.append(c)
+        if isinstance(s, AssignStmt) and results and isinstance(results[-1].type, TileType):
+            self.tiles[s.var] = results[-1]
+
+    @staticmethod
+    def _step_operand(x: object, results: list[Expr]) -> Expr:
+        if isinstance(x, Step):
+            return results[x.index]
+        if isinstance(x, (list, tuple)):
+            return MakeTuple(tuple(_Converter._step_operand(e, results) for e in x))
+        if isinstance(x, int):
+            return ConstInt(x, INDEX)
+        return x  # type: ignore[return-value]
 
     _LOWERINGS: dict[str, Callable[..., None]] = {
         "region": _lower_region, "store": _lower_store, "zero_fill": _lower_zero_fill, "shape": _lower_shape,

@@ -4,9 +4,9 @@ Runs right after InlineFunctions, on pre-SSA IR, so everything it produces — l
 accumulators, tile ops — is lowered by the rest of the pipeline like hand-written code. Each
 `pld.<collective>(...)` statement in a kernel (an InCore/AIV function, or a `pl.at` region of an
 Orchestration function) is replaced by code built from `pld.get_comm_ctx`, `pld.rank`,
-`pld.nranks`, `pld.system.notify`, `pld.system.wait`, `pld.tile.remote_load`,
-`pld.tile.remote_store` and tile ops (`tile.load`, `tile.store`, the reduction `tile.add` /
-`tile.maximum` / `tile.minimum` / `tile.mul`). Host-level collectives (HOST functions) are left to
+`pld.nranks`, `pld.system.notify`, `pld.system.wait`, `pld.tile.remote_load` and tile ops
+(`tile.load`, `tile.store`, `tile.reshape`, `tile.read`, the reductions `tile.add` / `tile.maximum` /
+`tile.minimum` / `tile.mul`). Host-level collectives (HOST functions) are left to
 the host compiler; a collective directly in a chip Orchestration function is a CompileError.
 
 **Rank count.** The number of ranks `nr` is read at run time with `pld.nranks(ctx)`: loops over
@@ -47,7 +47,8 @@ s of `target`; all_to_all_v = the same for the first `recv_counts[s]` elements (
 loop, the remainder in power-of-two pieces).
 
 Errors (CompileError at the collective's line): a collective in chip orchestration code, a
-kernel-level allreduce without a signal, a collective nested inside another expression.
+kernel-level allreduce without a signal, a collective nested inside another expression; and at the
+call, a kernel with a collective launched inside `pl.spmd` (its blocks would each take part).
 """
 
 from __future__ import annotations
@@ -57,15 +58,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..core.dtype import INDEX
-from ..core.enums import FunctionType, Level, MemorySpace, ReduceOp, WaitCmp
+from ..core.enums import FunctionType, Level, MemorySpace, ReduceOp, ScopeKind, WaitCmp
 from ..core.errors import CompileError
-from ..ir.expr import Call, ConstInt, Expr, Var
+from ..ir.expr import Call, ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, EvalStmt, ScopeStmt, Stmt
 from ..ir.types import TensorType
-from ..ir.visitor import IRMutator
+from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
-from ..ops.registry import OpSpec
 from .base import FunctionPass, PassContext
 from .collective_builder import ALIGN_BYTES, StmtBuilder, for_each_chunk, plan_chunks
 
@@ -90,7 +90,6 @@ class _Lowering:
     """One collective call being lowered: the builder, the call's operands by name, the chunk budget."""
 
     b: StmtBuilder
-    spec: OpSpec
     call: Call
     args: dict[str, Var]
     budget: int
@@ -127,14 +126,14 @@ class _Ranks:
         b = self.b
         b.assign(self.step, b.add(self.step, 1))
         with self.peers("to") as p:
-            b.write(self.signal, "pld.system.notify", self.signal, p, [self.me, 0], 1)
+            b.do("pld.system.notify", self.signal, p, [self.me, 0], 1)
         with self.peers("from") as p:
             b.do("pld.system.wait", self.signal, [p, 0], self.step, cmp=WaitCmp.Ge)
 
     def clear(self) -> None:
         b = self.b
         with self.peers("own") as p:
-            b.write(self.signal, "pld.system.notify", self.signal, self.me, [p, 0], b.bin("sub", 0, self.step))
+            b.do("pld.system.notify", self.signal, self.me, [p, 0], b.bin("sub", 0, self.step))
 
 
 def _reduce(lw: _Lowering, acc: Var, part: Expr) -> None:
@@ -197,7 +196,7 @@ def _ring(lw: _Lowering) -> None:
     with b.if_(b.bin("gt", nr, 1)):
         prev = b.var("prev", b.bin("floormod", b.add(me, b.bin("sub", nr, 1)), nr))
         nxt = b.var("next", b.bin("floormod", b.add(me, 1), nr))
-        b.write(sig, "pld.system.notify", sig, nxt, [0, me], 1)
+        b.do("pld.system.notify", sig, nxt, [0, me], 1)
         with b.loop("t", 0, nsteps) as t:
             b.do("pld.system.wait", sig, [t, prev], 1, cmp=WaitCmp.Ge)
             seg = b.var("seg", b.bin("floormod", b.bin("sub", b.add(me, b.bin("sub", b.mul(nr, 2), 1)), t), nr))
@@ -206,13 +205,13 @@ def _ring(lw: _Lowering) -> None:
                 with b.if_(cond):
                     for_each_chunk(b, groups, _ring_chunk(lw, prev, nr, seg, scatter))
             with b.if_(b.bin("lt", b.add(t, 1), nsteps)):
-                b.write(sig, "pld.system.notify", sig, nxt, [b.add(t, 1), me], 1)
-        b.write(sig, "pld.system.notify", sig, prev, [0, me], 1)
+                b.do("pld.system.notify", sig, nxt, [b.add(t, 1), me], 1)
+        b.do("pld.system.notify", sig, prev, [0, me], 1)
         # with two ranks prev == next: cell [0, next] also holds next's entry notification
         b.do("pld.system.wait", sig, [0, nxt], b.add(1, b.bin("max", 0, b.bin("sub", 3, nr))), cmp=WaitCmp.Ge)
         with b.loop("c", 0, nsteps) as c:
-            b.write(sig, "pld.system.notify", sig, me, [c, prev], -1)
-        b.write(sig, "pld.system.notify", sig, me, [0, nxt], -1)
+            b.do("pld.system.notify", sig, me, [c, prev], -1)
+        b.do("pld.system.notify", sig, me, [0, nxt], -1)
 
 
 def _ring_chunk(lw: _Lowering, prev: Expr, nr: Expr, seg: Expr,
@@ -387,7 +386,7 @@ class _Lower(IRMutator):
         for name, a in zip(spec.params, call.args):
             a = self.visit_expr(a)
             args[name] = a if isinstance(a, Var) else b.var(name, a)
-        _LOWER[call.op](_Lowering(b, spec, call, args, self.budget))  # type: ignore[index]
+        _LOWER[call.op](_Lowering(b, call, args, self.budget))  # type: ignore[index]
         if result is not None:
             target = args.get("src", args.get("target"))
             if target is not None and result is not target:
@@ -395,11 +394,58 @@ class _Lower(IRMutator):
         return b.result()
 
 
+class _Collectives(IRVisitor):
+    """Finds the first collective call of a function."""
+
+    def __init__(self) -> None:
+        self.found: Call | None = None
+
+    def visit_Call(self, e: Call) -> None:
+        if self.found is None and is_collective(e):
+            self.found = e
+        super().visit_Call(e)
+
+
+class _SpmdLaunches(IRVisitor):
+    """Refuses a call, inside `pl.spmd`, of a function that calls a collective: every block would
+    run the collective, and one rank's blocks would count as several ranks in the signal."""
+
+    def __init__(self, with_collective: dict[str, Call]) -> None:
+        self.with_collective = with_collective
+        self.spmd = 0
+
+    def visit_ScopeStmt(self, s: ScopeStmt) -> None:
+        self.spmd += s.kind is ScopeKind.Spmd
+        super().visit_ScopeStmt(s)
+        self.spmd -= s.kind is ScopeKind.Spmd
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar) and e.op.name in self.with_collective and self.spmd:
+            inner = self.with_collective[e.op.name]
+            raise CompileError(f"'{e.op.name}' calls '{inner.op}', but this pl.spmd launch runs it on several "
+                               f"cores: a collective must run once per rank (every block would take part in "
+                               f"it, as if it were another rank); call the kernel outside pl.spmd", e.span)
+        super().visit_Call(e)
+
+
 class LowerCollectives(FunctionPass):
-    """Rewrite each kernel-level `pld.*` collective into notify/wait/remote_load/remote_store and tile
+    """Rewrite each kernel-level `pld.*` collective into notify/wait/remote_load and tile
     ops, chunked to fit Vec (see the module docstring for the algorithms and the signal protocol)."""
 
     name = "LowerCollectives"
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        found: dict[str, Call] = {}
+        for f in program.functions:
+            v = _Collectives()
+            v.visit_stmt(f.body)
+            if v.found is not None:
+                found[f.name] = v.found
+        if not found:
+            return program
+        for f in program.functions:
+            _SpmdLaunches(found).visit_stmt(f.body)
+        return super().run(program, ctx)
 
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         if func.level is Level.HOST:

@@ -32,6 +32,7 @@ from .memory_reuse import MemoryReuse
 from .outline_cluster_scopes import OutlineClusterScopes
 from .outline_hierarchy_scopes import OutlineHierarchyScopes
 from .outline_incore_scopes import OutlineIncoreScopes
+from .pipeline_loops import PipelineLoops
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
 from .simplify import Simplify
 from .tile_tensor_blocks import TileTensorBlocks
@@ -69,6 +70,7 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
     ExpandMixedKernel,
     InitMemRef,
     MemoryReuse,
+    PipelineLoops,
     AllocateMemoryAddr,
     DeriveCallDirections,
     AutoDeriveTaskDependencies,
@@ -76,7 +78,7 @@ DEFAULT_PIPELINE: list[type[Pass]] = [
 DEBUG_TILE_PIPELINE: list[type[Pass]] = [
     InlineFunctions, LowerCollectives, UnrollLoops, CtrlFlowTransform, ConvertToSSA, Simplify,
     FlattenCallExpr, FlattenTileNdTo2D, LegalizeTileCast, InferTileMemorySpace, ResolveBackendOpLayouts,
-    ExpandMixedKernel, InitMemRef, MemoryReuse, AllocateMemoryAddr, DeriveCallDirections,
+    ExpandMixedKernel, InitMemRef, MemoryReuse, PipelineLoops, AllocateMemoryAddr, DeriveCallDirections,
     AutoDeriveTaskDependencies,
 ]
 

@@ -12,9 +12,9 @@ ending in `pl.assemble(out, value, [0, 0])` of whole 2-D `Out` tensors. Every te
 `[R, C]`, `[R, 1]` or `[1, C]` (R, C static). Anything else is left as it is (and, when too large,
 AllocateMemoryAddr reports MemoryCapacityError as before).
 
-When all values of the chain fit in Vec at once (the sum of their sizes, as ConvertTensorToTileOps
-would keep them), the function is left unchanged. Otherwise the whole chain runs per block — each
-input is loaded once per block, the chain computed on chip, each output stored once:
+When the function, lowered as written, fits the core (`block_shape.footprint`: the bytes
+MemoryReuse packs its tiles into), it is left unchanged. Otherwise the whole chain runs per block —
+each input is loaded once per block, the chain computed on chip, each output stored once:
 
     for i in pl.range(0, R, br):            # rows
         for j in pl.range(0, C, bc):        # columns, only when one block of rows cannot hold C
@@ -24,24 +24,29 @@ input is loaded once per block, the chain computed on chip, each output stored o
             ... the chain on the blocks ...
             out = pl.assemble(out, result, [i, j])
 
-A `valid_shape` is given only along a dimension the block does not divide (a partial tail block:
-primes, non-multiples). A row reduction keeps its rows whole (no column blocks); when one row of
+A region with `optimizations` (`pl.split`, `pl.cross_core_slot`: its cross-core layout chosen by
+hand) is left as written. A `valid_shape` is given only along a dimension the block does not
+divide (a partial tail block: primes, non-multiples). A row reduction keeps its rows whole (no column blocks); when one row of
 the chain does not fit, the function is left unchanged.
 
-Block shape (deterministic, from the SoC model `ctx.soc`): budget = half the Vec capacity (room for
-double buffering of the loads); the bytes of a block are the sum over the chain's values of
-rows × (columns × element bytes rounded up to the 32-byte alignment). Columns: all of C when 8 rows
-(or R, if fewer) of whole rows fit the budget; else the largest `unit × 2^k` columns that do, where
-`unit` is the DDR access granularity (512 B on 910B, 128 B on 950) in elements of the widest dtype.
-Rows: all of R when they fit, else the largest power of two that fits.
+Block shape: `block_shape.choose_blocks` (deterministic, from the SoC model `ctx.soc`): the largest
+block whose lowered kernel fits — Vec holding the packed tiles, plus a second copy of the loads when
+the kernel runs several blocks (double buffering) — with whole rows when 8 of them fit, else column
+blocks of `unit × 2^k` (`unit`: the DDR access granularity, 512 B on 910B, 128 B on 950, in elements
+of the widest dtype); rows all of R or a power of two.
+
+Cores: when every call of the function is `v = self.f(...)` in an Orchestration function and it has
+one Out tensor, the row loop moves into the callers as `pl.parallel` (one task per row block, `_Hoist`)
+and the kernel computes the row block at a new index parameter.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..core.dtype import INDEX, DataType
-from ..core.enums import ForKind, FunctionType, MemorySpace, ParamDirection
+from ..core.dtype import INDEX
+from ..core.enums import ForKind, FunctionType, ParamDirection
 from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, ReturnStmt, SeqStmts, Stmt, YieldStmt
@@ -49,20 +54,13 @@ from ..ir.types import ScalarType, TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .base import Pass, PassContext
+from .block_shape import BlockPlan, choose_blocks, footprint, poor_shape_hint
 from .op_builder import build_call
 
-__all__ = ["TileTensorBlocks", "BlockPlan", "choose_blocks"]
+__all__ = ["TileTensorBlocks"]
 
 INDEX_SCALAR = ScalarType(INDEX)
 _CHAIN_TRAITS = frozenset({"elementwise", "positionwise"})
-
-
-@dataclass(frozen=True)
-class BlockPlan:
-    """The block shape chosen for an `R × C` chain: `rows` × `cols` per block."""
-
-    rows: int
-    cols: int
 
 
 def _const(d: Expr) -> int | None:
@@ -105,20 +103,21 @@ class _Chain:
     reduces_rows: bool                    # a row reduction: rows must stay whole (no column blocks)
 
 
-def _analyse(func: Function) -> _Chain | None:
-    """The chain of `func` (module docstring), or None when the function is not one."""
+def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | None = None) -> _Chain | None:
+    """The chain of `func` (module docstring), or None when the function is not one. The first
+    `skip` statements are not looked at; `seed` gives values they compute (a matmul's result)."""
     body = func.body.stmts if isinstance(func.body, SeqStmts) else (func.body,)
     if not body or not isinstance(body[-1], ReturnStmt):
         return None
     params = set(func.params)
-    values: dict[Var, tuple[Dim, Dim]] = {}
+    values: dict[Var, tuple[Dim, Dim]] = dict(seed or {})
     stored: set[Var] = set()
     reduces = False
     for p in func.params:
         if isinstance(p.type, TensorType):
             if _dims(p.type) is None:
                 return None
-    for s in body[:-1]:
+    for s in body[skip:-1]:
         if not (isinstance(s, AssignStmt) and isinstance(s.value, Call) and isinstance(s.value.op, str)
                 and s.value.op.startswith("tensor.") and isinstance(s.var.type, TensorType)):
             return None
@@ -167,53 +166,6 @@ def _extent(dims: list[Dim]) -> Dim | None:
     if len(others) > 1:
         return None
     return next(iter(others.values())) if others else 1
-
-
-def _align(n: int, a: int) -> int:
-    return -(-n // a) * a
-
-
-def _block_bytes(chain: _Chain, dtypes: dict[Var, DataType], rows: int, cols: int, align: int) -> int:
-    total = 0
-    for v, (r, c) in chain.values.items():
-        br = rows if _same(r, chain.rows) and r != 1 else 1
-        bc = cols if _same(c, chain.cols) and c != 1 else 1
-        total += br * _align(bc * dtypes[v].get_byte(), align)
-    return total
-
-
-def _pow2_at_most(n: int) -> int:
-    return 1 << (n.bit_length() - 1)
-
-
-def choose_blocks(chain: _Chain, dtypes: dict[Var, DataType], capacity: int, granularity: int,
-                  align: int) -> BlockPlan | None:
-    """The block shape of `chain` (module docstring "Block shape"); None when not even one row of
-    a chain whose rows must stay whole fits."""
-    budget = capacity // 2
-    R, C = _size(chain.rows), _size(chain.cols)
-
-    def fits(r: int, c: int) -> bool:
-        return _block_bytes(chain, dtypes, r, c, align) <= budget
-
-    cols = C
-    if not fits(min(R, 8), C):  # (a dynamic C never fits)
-        if chain.reduces_rows:
-            cols = C
-        else:
-            widest = max(d.get_byte() for d in dtypes.values())
-            unit = max(1, granularity // widest)
-            cols = unit
-            while cols * 2 < C and fits(min(R, 8), cols * 2):
-                cols *= 2
-    if fits(R, cols):
-        return BlockPlan(R, cols)
-    rows = 1
-    while rows * 2 < R and fits(rows * 2, cols):
-        rows *= 2
-    if not fits(rows, cols):
-        return None
-    return BlockPlan(rows, cols)
 
 
 def _idx(v: int) -> ConstInt:
@@ -279,15 +231,16 @@ class _Blocker:
         self.map[s.var] = nv
 
 
-def _loop(var_name: str, total: Dim, size: int, carried: list[Var], span, body_fn) -> tuple[ForStmt, list[Var]]:  # type: ignore[no-untyped-def]
-    """`for v in pl.range(0, total, size)` carrying `carried`; `body_fn(v, iter_args)` gives
+def _loop(var_name: str, total: Dim, size: int, carried: list[Var], span, body_fn,  # type: ignore[no-untyped-def]
+          start: int = 0) -> tuple[ForStmt, list[Var]]:
+    """`for v in pl.range(start, total, size)` carrying `carried`; `body_fn(v, iter_args)` gives
     (body statements, yielded values)."""
     lv = Var(var_name, INDEX_SCALAR, span=span)
     ias = [IterArg(f"{c.name}_it", c.type, init=c, span=span) for c in carried]
     stmts, yielded = body_fn(lv, ias)
     rvs = [Var(f"{c.name}_rv", c.type, span=span) for c in carried]
     body = SeqStmts(tuple(stmts) + (YieldStmt(tuple(yielded), span=span),), span=span)
-    return ForStmt(lv, _idx(0), _expr(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
+    return ForStmt(lv, _idx(start), _expr(total), _idx(size), tuple(ias), body, tuple(rvs), span=span), rvs
 
 
 def _stores(chain_stmts: list[AssignStmt]) -> list[AssignStmt]:
@@ -338,24 +291,49 @@ def _rebuild(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
     return _finish(func, chain_stmts, outs, ret, rvs, [loop])
 
 
+def _index_params(func: Function, names: tuple[str, ...]) -> list[Var]:
+    """New `pl.Scalar[pl.INDEX]` parameters for the block offsets (`names`: `i`, `j`), named apart
+    from the existing parameters."""
+    taken = {p.name for p in func.params}
+    out = []
+    for base in names:
+        name = next(n for n in (base, f"blk_{base}") + tuple(f"blk_{base}{k}" for k in range(len(taken) + 1))
+                    if n not in taken)
+        taken.add(name)
+        out.append(Var(name, INDEX_SCALAR, span=func.span))
+    return out
+
+
+def with_index_params(func: Function, body: Callable[[list[Var]], tuple[list[Stmt], list[Var]]],
+                      names: tuple[str, ...]) -> Function:
+    """`func` computing the block at its new last index parameters `names` (`_index_params`):
+    `body(indices)` gives the statements and, per Out parameter of `_split(func)`, its written value.
+    The callers loop over the indices (`_Hoist`)."""
+    chain_stmts, outs, ret = _split(func)
+    idx = _index_params(func, names)
+    stmts, written = body(idx)
+    f = _finish(func, chain_stmts, outs, ret, written, stmts)
+    return replace(f, params=func.params + tuple(idx),
+                   param_directions=func.param_directions + (ParamDirection.In,) * len(idx))
+
+
 def _rebuild_one_row_block(func: Function, chain: _Chain, plan: BlockPlan) -> Function:
     """`func` computing the row block at its new last parameter `i` (a `pl.Scalar[pl.INDEX]`);
     the caller loops over `i` (`_Hoist`)."""
-    chain_stmts, outs, ret = _split(func)
-    taken = {p.name for p in func.params}
-    name = next(n for n in ("i", "blk_i", "blk_row") + tuple(f"blk_row{k}" for k in range(len(taken) + 1))
-                if n not in taken)
-    i = Var(name, INDEX_SCALAR, span=func.span)
-    stmts, written = _row_block(chain, plan, chain_stmts, outs, i, outs, func.span)
-    f = _finish(func, chain_stmts, outs, ret, written, stmts)  # type: ignore[arg-type]
-    return replace(f, params=func.params + (i,), param_directions=func.param_directions + (ParamDirection.In,))
+    chain_stmts, outs, _ = _split(func)
+    return with_index_params(
+        func, lambda idx: _row_block(chain, plan, chain_stmts, outs, idx[0], outs, func.span), ("i",))  # type: ignore[arg-type]
+
+
+Loops = list[tuple[str, Dim, int]]   # (name, extent, step) of each hoisted block loop, outermost first
 
 
 class _Hoist(IRMutator):
-    """Replaces each call `v = self.f(args)` by `for i, (o_it,) in pl.parallel(0, R, br, init_values=(o,))`
-    calling `f(args with o_it, i)` and yielding its result into `v` (one task per row block)."""
+    """Replaces each call `v = self.f(args)` by the nest of `pl.parallel` loops over the block
+    offsets (`for i, (o_it,) in pl.parallel(0, R, br, init_values=(o,))`, ...) calling
+    `f(args with o_it, i, ...)` and yielding its result into `v` (one task per block)."""
 
-    def __init__(self, funcs: dict[str, tuple[Function, _Chain, BlockPlan]]) -> None:
+    def __init__(self, funcs: dict[str, tuple[Function, Loops]]) -> None:
         super().__init__()
         self.funcs = funcs
 
@@ -364,19 +342,28 @@ class _Hoist(IRMutator):
         entry = self.funcs.get(c.op.name) if isinstance(c, Call) and isinstance(c.op, GlobalVar) else None
         if entry is None:
             return super().visit_AssignStmt(s)
-        func, chain, plan = entry
+        func, loops = entry
         out = _split(func)[1][0]
         pos = func.params.index(out)
-        arg = c.args[pos]
-        lv = Var("i", INDEX_SCALAR, span=s.span)
-        it = IterArg(f"{getattr(arg, 'name', 'out')}_it", arg.type, init=arg, span=s.span)
-        args = list(c.args)
-        args[pos] = it
-        call = replace(c, args=tuple(args) + (lv,))
-        res = Var(s.var.name + "_blk", s.var.type, span=s.var.span)
-        body = SeqStmts((AssignStmt(res, call, span=s.span), YieldStmt((res,), span=s.span)), span=s.span)
-        return ForStmt(lv, _idx(0), _expr(chain.rows), _idx(plan.rows), (it,), body, (s.var,),
-                       kind=ForKind.Parallel, span=s.span)
+        return self._nest(s, c, pos, c.args[pos], loops, [])
+
+    def _nest(self, s: AssignStmt, c: Call, pos: int, carried: Expr, loops: Loops, idx: list[Var]) -> ForStmt:
+        (name, extent, step), rest = loops[0], loops[1:]
+        lv = Var(name, INDEX_SCALAR, span=s.span)
+        it = IterArg(f"{getattr(carried, 'name', 'out')}_it", carried.type, init=carried, span=s.span)
+        if rest:
+            inner = self._nest(s, c, pos, it, rest, idx + [lv])
+            res: Var = inner.return_vars[0]
+            stmts: tuple[Stmt, ...] = (inner,)
+        else:
+            args = list(c.args)
+            args[pos] = it
+            res = Var(s.var.name + "_blk", s.var.type, span=s.var.span)
+            stmts = (AssignStmt(res, replace(c, args=tuple(args) + tuple(idx + [lv])), span=s.span),)
+        body = SeqStmts(stmts + (YieldStmt((res,), span=s.span),), span=s.span)
+        rv = s.var if len(idx) == 0 else Var(f"{s.var.name}_{name}", s.var.type, span=s.span)
+        return ForStmt(lv, _idx(0), _expr(extent), _idx(step), (it,), body, (rv,), kind=ForKind.Parallel,
+                       span=s.span)
 
 
 def _hoistable(func: Function, program: Program) -> bool:
@@ -422,38 +409,71 @@ class TileTensorBlocks(Pass):
     name = "TileTensorBlocks"
 
     def run(self, program: Program, ctx: PassContext) -> Program:
-        hoisted: dict[str, tuple[Function, _Chain, BlockPlan]] = {}
+        from .fuse_matmul_acc import fuse_matmul_acc
+        from .tile_tensor_matmul import plan_matmul
+
+        hoisted: dict[str, tuple[Function, Loops]] = {}
         funcs = []
+        program = replace(program, functions=tuple(
+            fuse_matmul_acc(f) if f.func_type is FunctionType.InCore and f.external is None else f
+            for f in program.functions))
         for func in program.functions:
-            found = _plan(func, ctx)
+            if func.optimizations:   # pl.split / pl.cross_core_slot: a cross-core layout chosen by hand
+                funcs.append(func)
+                continue
+            mm = plan_matmul(func, program, ctx)
+            if mm is not None:
+                new, loops = mm
+                if loops:
+                    hoisted[func.name] = (func, loops)
+                funcs.append(new)
+                continue
+            found = _plan(func, program, ctx)
             if found is None:
                 funcs.append(func)
-            elif _hoistable(func, program):
-                hoisted[func.name] = (func, *found)
-                funcs.append(_rebuild_one_row_block(func, *found))
+                continue
+            chain, plan, hoist = found
+            if hoist:
+                hoisted[func.name] = (func, [("i", chain.rows, plan.rows)])
+                funcs.append(_rebuild_one_row_block(func, chain, plan))
             else:
-                funcs.append(_rebuild(func, *found))
+                funcs.append(_rebuild(func, chain, plan))
         if hoisted:
             mut = _Hoist(hoisted)
             funcs = [f if f.name in hoisted else mut.visit_function(f) for f in funcs]
         return replace(program, functions=tuple(funcs))
 
 
-def _plan(func: Function, ctx: PassContext) -> tuple[_Chain, BlockPlan] | None:
-    """The chain of `func` and its block shape, when `func` is an InCore chain too large for Vec."""
+def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, BlockPlan, bool] | None:
+    """The chain of `func`, its block shape and whether its row loop moves into the callers (one
+    task per row block), when `func` is an InCore chain too large for the core (block_shape)."""
     if func.func_type is not FunctionType.InCore or not isinstance(func.body, SeqStmts):
         return None
     chain = _analyse(func)
     if chain is None:
         return None
-    dtypes = {v: v.type.dtype for v in chain.values}  # type: ignore[attr-defined]
-    soc = ctx.soc
-    cap = soc.capacity_of(MemorySpace.Vec)
-    whole = sum(_size(r) * _align(_size(c) * dtypes[v].get_byte(), soc.alignment)
-                for v, (r, c) in chain.values.items())
-    if whole <= cap:
+    capacity = ctx.soc.capacity_of
+    whole = footprint(func, ctx)
+    if whole is not None and whole.fits(capacity, double_buffer=False):
         return None
-    plan = choose_blocks(chain, dtypes, cap, soc.ddr_access_granularity, soc.alignment)
+    hoist = _hoistable(func, program)
+    R, C = _size(chain.rows), _size(chain.cols)
+    tried: dict[tuple[int, int], bool] = {}
+
+    def fits(r: int, c: int) -> bool:
+        if (r, c) not in tried:
+            plan = BlockPlan(r, c)
+            cand = _rebuild_one_row_block(func, chain, plan) if hoist else _rebuild(func, chain, plan)
+            fp = footprint(cand, ctx)
+            tried[(r, c)] = fp is not None and fp.fits(capacity, double_buffer=c < C or (not hoist and r < R))
+        return tried[(r, c)]
+
+    widest = max((v.type.dtype for v in chain.values), key=lambda d: d.get_byte())  # type: ignore[attr-defined]
+    unit = max(1, ctx.soc.ddr_access_granularity // widest.get_byte())
+    plan = choose_blocks(R, C, isinstance(chain.rows, int), chain.reduces_rows, unit, fits)
     if plan is None or (plan.rows, plan.cols) == (chain.rows, chain.cols):
         return None
-    return chain, plan
+    hint = poor_shape_hint(func.name, func.span, (R, C), plan, widest, ctx.soc)
+    if hint is not None:
+        ctx.records.setdefault("perf_hints", []).append(hint)
+    return chain, plan, hoist

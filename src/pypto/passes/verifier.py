@@ -1,8 +1,10 @@
 """IR verification run between passes (SPEC §5 "Verification levels").
 
 BASIC checks well-formedness that every pass must keep: each Var read is defined before (a
-parameter, an earlier assignment, a loop var, iter arg or return var in scope) and each call to a
-program function names an existing function with the right number of arguments.
+parameter, an earlier assignment, a loop var, iter arg or return var in scope), each call to a
+program function names an existing function with the right number of arguments, and the
+distributed code of SPEC §8 keeps its windows: a window-bound parameter gets a window-bound
+argument and every `pld.*` op still passes its type rule.
 ROUNDTRIP additionally prints the program, parses the text and requires structural equality.
 """
 
@@ -45,7 +47,33 @@ class _Scoped(IRVisitor):
             elif len(callee.params) != len(e.args):  # type: ignore[union-attr]
                 self.fail(f"call to '{e.op.name}' passes {len(e.args)} arguments, it takes "
                           f"{len(callee.params)}", e.span)  # type: ignore[union-attr]
+            else:
+                self.check_windows(e, callee)  # type: ignore[arg-type]
+        elif isinstance(e.op, str) and e.op.startswith("pld."):
+            self.check_distributed_op(e)
         super().visit_Call(e)
+
+    def check_windows(self, e: Call, callee: Function) -> None:
+        """A window-bound parameter (SPEC §8) gets a window-bound argument: a pass must not lose it."""
+        from ..ir.types import DistributedTensorType
+        from ..ops.distributed import unbound_window_message
+
+        for p, a in zip(callee.params, e.args):
+            if isinstance(p.type, DistributedTensorType):
+                msg = unbound_window_message(p.name, callee.name, a.type)
+                if msg is not None:
+                    self.fail(msg, e.span)
+
+    def check_distributed_op(self, e: Call) -> None:
+        """The type rule of a `pld.*` op still accepts its operands (window-bound targets, ranks)."""
+        from ..ops import OpTypeError, get_op, has_op
+
+        if has_op(e.op):  # type: ignore[arg-type]
+            spec = get_op(e.op)  # type: ignore[arg-type]
+            try:
+                spec.infer(list(e.args), {**spec.attrs, **dict(e.kwargs)})
+            except OpTypeError as err:
+                self.fail(f"{e.op}: {err}", e.span)
 
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         self.visit_expr(s.value)

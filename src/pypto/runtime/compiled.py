@@ -206,6 +206,7 @@ class CompiledProgram:
         if not is_simulator(platform):
             require_npu_runtime(platform)
         device = device if device is not None else self.device
+        device.pipe_timeline = bool(config is not None and config.enable_chip_swimlane >= 2)
         try:
             result = device.run(self.program, self.entry_function, dev_args,
                                 sanitize=bool(config is not None and config.sanitize),

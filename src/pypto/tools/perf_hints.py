@@ -9,6 +9,11 @@ Each hint has a code, the user's source location, the function and a message say
 |       | (`SoCModel.recommended_inner_bytes`: 512 B on Ascend910B, 128 B on Ascend950) |
 | PH002 | an L0 tile (Left/Right/Acc) whose rows or columns are not a multiple of the 16-row fractal |
 | PH003 | an Out parameter that no path writes (the caller's tensor keeps its old contents) |
+| PH008 | a tensor-level region TileTensorBlocks could only tile into blocks whose rows are below the
+|       | DDR access granule, or of fewer than 8 rows (found by the pass, `block_shape.poor_shape_hint`,
+|       | and handed over in `PassContext.records["perf_hints"]`; not re-derived from a finished build) |
+| PH009 | a `pl.pipeline(stage=N)` loop whose N buffer copies do not fit: fewer stages used (found by
+|       | the PipelineLoops pass while compiling; the command line below does not re-derive it) |
 
 Command line: `python -m pypto.tools.perf_hints BUILD_DIR` prints the hints of a finished build.
 """
@@ -110,7 +115,7 @@ _PER_FUNCTION: list[tuple[str, Callable[[Function, _Calls, SoCModel], Iterator[P
     ("PH001", _narrow_ddr_rows),
     ("PH002", _unaligned_l0),
 ]
-HINT_CODES = {c: CATALOGUE[c].summary for c in ("PH001", "PH002", "PH003")}
+HINT_CODES = {c: CATALOGUE[c].summary for c in ("PH001", "PH002", "PH003", "PH008", "PH009")}
 
 
 def perf_hints(program: Program, backend: BackendType) -> list[PerfHint]:

@@ -5,7 +5,7 @@
 For people who cannot open Perfetto (https://ui.perfetto.dev) offline: the page has no external
 resources (inline SVG, CSS and a few lines of JavaScript). Each track of the trace is a row — the
 AICPU's orchestrator (and scheduler, from swimlane level 3) first, then one row per AI core in
-track order, idle cores included; each slice ("X" event) is a box over its time span, coloured by
+track order, idle cores included, each busy core followed (from level 2) by a row per pipe it used; each slice ("X" event) is a box over its time span, coloured by
 kernel (orchestrator stalls red, waits grey); hovering a box shows its name, start, duration and
 arguments (task id, cycles, pipe cycles, dependencies, scope, ...). Instants (dispatch / finish)
 are thin ticks, async scheduler phases boxes on the scheduler row, counters ("tasks in flight",

@@ -62,8 +62,8 @@ from pypto.runtime.dist.program import bind_host_args as _bind
 
 def host_orch(rt, inputs, outputs):
     """Host orchestrator 'host_orch': run by the distributed runtime with its `rt`."""
-    _dims = _bind(rt, 'host_orch', [('inputs', inputs, [2, 1, 256], 'FP32', False), \
-('outputs', outputs, [2, 1, 256], 'FP32', True)], [])
+    _dims = _bind(rt, 'host_orch', [('inputs', inputs, [2, 1, 256], 'FP32'), \
+('outputs', outputs, [2, 1, 256], 'FP32')], [], ['inputs', 'outputs'])
     data_buf = rt.alloc_window_buffer(_pld.window_nbytes(1024, None))
     for r in range(0, rt.world_size(), 1):
         data = rt.window(data_buf, [1, 256], 'FP32')
@@ -130,6 +130,15 @@ def test_guide_example_via_jit_call(monkeypatch):
     assert host_orch.compile(x, y) is compiled  # one specialisation
 
 
+def test_world_shaped_parameters_must_match_the_world_size(guide_build, monkeypatch):
+    cp, _ = guide_build
+    seq_runtime.install(monkeypatch, 4)   # the example's tensors are [2, 1, 256]: two ranks
+    with pytest.raises(ArgumentValueError) as ei:
+        cp(torch.randn(2, 1, 256), torch.zeros(2, 1, 256))
+    assert str(ei.value) == ("parameter 'inputs' of 'host_orch' is indexed by rank (inputs[r]), so its leading "
+                             "dimension must be the world size (4 ranks), got shape [2, 1, 256]")
+
+
 def test_from_dir_reloads_and_runs(guide_build, monkeypatch):
     cp, out = guide_build
     again = DistributedCompiledProgram.from_dir(out)
@@ -176,8 +185,8 @@ def test_ir_compile_of_a_host_program_builds_it(scale_build):
     assert json.loads((out / "sub_workers" / "done.json").read_text()) == {
         "name": "done", "params": [{"name": "ys", "type": "pl.Tensor[[NR, 16, 64], pl.FP32]", "direction": "In"}]}
     text = (out / "orchestration" / "host_orch.py").read_text()
-    assert "_dims = _bind(rt, 'host', [('xs', xs, ['NR', 16, 64], 'FP32', False), " \
-           "('ys', ys, ['NR', 16, 64], 'FP32', True)], ['NR'])\n    NR = _dims['NR']\n" in text
+    assert "_dims = _bind(rt, 'host', [('xs', xs, ['NR', 16, 64], 'FP32'), " \
+           "('ys', ys, ['NR', 16, 64], 'FP32')], ['NR'], ['xs', 'ys'])\n    NR = _dims['NR']\n" in text
     assert "    for r in range(0, NR, 1):\n        rt.dispatch('chip', r, [xs[r], ys[r], float((r + 1))])\n" \
            "    rt.call_sub_worker('done', [ys])\n    rt.sync()\n    return ys\n" in text
 

@@ -11,7 +11,7 @@ runtime API of the distributed design (docs/distributed.md "Host orchestrator"):
   build's name under `next_levels/`), `rt.call_sub_worker(name, args)` for a HOST SubWorker call;
 - `rt.sync()` before it returns, so every dispatch has finished when the host call returns.
 
-The parameters are checked first (`pypto.runtime.dist.program.bind_host_args`: dtypes, static
+The tensor parameters are checked first (`pypto.runtime.dist.program.bind_host_args`: dtypes, static
 dimensions, `pl.dynamic` dimensions — the leading dimension of a world-shaped tensor is bound to
 the world size); dynamic dimensions become local variables of their own name. Scalars follow
 Python semantics of the IR operators (`//` floor division, `%` floor modulo).
@@ -26,7 +26,6 @@ import keyword
 from typing import Any
 
 from ...core.dtype import BOOL, DataType
-from ...core.enums import ParamDirection
 from ...ir.expr import (
     BinaryExpr,
     Call,
@@ -252,23 +251,23 @@ class _Writer:
         self.emit(1, f'"""Host orchestrator {f.name!r}: run by the distributed runtime with its `rt`."""')
         specs = []
         dims: dict[str, Var] = {}
-        for p, d in zip(f.params, f.param_directions):
+        for p in f.params:  # tensors are checked here; scalars by the chip program they reach
             t = p.type
-            if isinstance(t, TensorType):
-                shape = []
-                for x in t.shape:
-                    if isinstance(x, ConstInt):
-                        shape.append(str(x.value))
-                    elif isinstance(x, Var):
-                        shape.append(repr(x.name))
-                        dims.setdefault(x.name, x)
-                    else:
-                        shape.append("None")  # an expression: checked by the chip builds
-                specs.append(f"({p.name!r}, {self.name(p)}, [{', '.join(shape)}], {t.dtype.name!r}, "
-                             f"{d is not ParamDirection.In})")
-            else:
-                specs.append(f"({p.name!r}, {self.name(p)}, None, {getattr(t, 'dtype', None) and t.dtype.name!r}, False)")
-        self.emit(1, f"_dims = _bind(rt, {f.name!r}, [{', '.join(specs)}], {sorted(_world_dim_names(f))!r})")
+            if not isinstance(t, TensorType):
+                continue
+            shape = []
+            for x in t.shape:
+                if isinstance(x, ConstInt):
+                    shape.append(str(x.value))
+                elif isinstance(x, Var):
+                    shape.append(repr(x.name))
+                    dims.setdefault(x.name, x)
+                else:
+                    shape.append("None")  # an expression: checked by the chip builds
+            specs.append(f"({p.name!r}, {self.name(p)}, [{', '.join(shape)}], {t.dtype.name!r})")
+        ranked = _rank_viewed(f)
+        self.emit(1, f"_dims = _bind(rt, {f.name!r}, [{', '.join(specs)}], {sorted(_world_dim_names(f))!r}"
+                     + (f", {ranked!r})" if ranked else ")"))
         for n, v in dims.items():
             self.names[id(v)] = n
             self.used.add(n)
@@ -291,6 +290,21 @@ def _collective_calls(f: Function, ids: set[int]) -> list[Call]:
 
     _Find().visit_function(f)
     return found
+
+
+def _rank_viewed(f: Function) -> list[str]:
+    """Names of the parameters of `f` indexed by rank (`x[r]`, `pld.rank_view`): world-shaped."""
+    params = set(f.params)
+    found: dict[str, None] = {}
+
+    class _Find(IRVisitor):
+        def visit_Call(self, e: Call) -> None:
+            if e.op == "pld.rank_view" and e.args[0] in params:
+                found[e.args[0].name] = None  # type: ignore[union-attr]
+            super().visit_Call(e)
+
+    _Find().visit_function(f)
+    return list(found)
 
 
 def _world_dim_names(f: Function) -> set[str]:

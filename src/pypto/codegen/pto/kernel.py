@@ -10,8 +10,12 @@ Ops are emitted from their OpSpec alone (DESIGN "One registry, many readers"; no
 specific op): the instruction is `OpSpec.pto`; arguments the op reads (and scratch tiles) go to
 `ins(...)`, arguments it writes and the result tile go to `outs(...)`. A tensor argument becomes a
 `pto.partition_view` window whose offsets come from the op's `offsets` argument and whose sizes
-come from its `shapes` argument, else from the tile it moves. A tile op without a `pto` name is an
+come from its `shapes` argument, else from the tile it moves (or, for the arguments an op lists in
+`OpSpec.regions`, from the arguments named there: the distributed transfers). A tile op without a `pto` name is an
 error naming the op, except creation ops (`tile.create`), which only allocate.
+
+Between the pipes, `pto.set_flag` / `pto.wait_flag` pairs order the ops that share a buffer
+(`sync.py`; when the caller says which pipe each op runs on, as the compile driver does).
 
 Control flow becomes `scf.for` / `scf.if` / `scf.while`; loop-carried tiles and scalars are
 `iter_args`. Tiles are buffers (destination-passing style): when a yielded tile sits in another
@@ -58,6 +62,7 @@ from ..common import CodegenError, NameAllocator, dynamic_dims, kernel_core_type
 from .attrs import format_attrs
 from .control import ControlFlow
 from .scalars import Scalar, ScalarBuilder
+from .sync import PipeOf, SyncPlan, plan_sync
 from .types import elem, partition_type, pto_dims, ptr_type, tensor_view_type, tile_buf_type
 from .values import ArrayVal, TensorVal, TileVal, Value, array_type_str, buffer_key, mlir_loc
 
@@ -67,8 +72,9 @@ __all__ = ["emit_kernel", "mlir_loc"]
 class KernelEmitter(ControlFlow):
     """Emits one kernel Function as a PTO MLIR module (see the module docstring)."""
 
-    def __init__(self, func: Function, program: Program | None = None) -> None:
+    def __init__(self, func: Function, program: Program | None = None, pipe_of: PipeOf | None = None) -> None:
         self.func, self.program = func, program
+        self.sync = plan_sync(func, pipe_of) if pipe_of is not None else SyncPlan()
         self.names = NameAllocator()
         self.env: dict[Var, Value] = {}
         self.floc = mlir_loc(func.span)
@@ -263,7 +269,11 @@ class KernelEmitter(ControlFlow):
             handler = _STMTS.get(type(s))
             if handler is None:
                 raise self.fail(f"{type(s).__name__} is not supported in a kernel", s.span)
+            for line in self.sync.before.get(id(s), ()):
+                self.emit(f"{line} {self.loc(s.span)}")
             handler(self, s)
+            for line in self.sync.after.get(id(s), ()):
+                self.emit(f"{line} {self.loc(s.span)}")
         finally:
             self.span = prev
 
@@ -390,8 +400,12 @@ class KernelEmitter(ControlFlow):
                     return a.elements
             return None
 
-        offsets = list_arg("offsets") or tuple(ConstInt(0, INDEX) for _ in range(rank))
-        sizes = list_arg("shapes")
+        region = get_op(call.op).regions.get(i) if isinstance(call.op, str) else None  # type: ignore[arg-type]
+        if region is not None:   # OpSpec.regions: this argument's own offsets and box
+            offsets, sizes = self._arg_box(call, region, tv.type)
+        else:
+            offsets = list_arg("offsets") or tuple(ConstInt(0, INDEX) for _ in range(rank))
+            sizes = list_arg("shapes")
         if sizes is None:
             sizes = tuple(tile_ref.shape) if tile_ref is not None else tuple(tv.type.shape)
         sizes = (ConstInt(1, INDEX),) * max(0, rank - len(sizes)) + tuple(sizes)
@@ -403,6 +417,22 @@ class KernelEmitter(ControlFlow):
                   f"sizes = [{', '.join(s.name for s in szs)}] : {tensor_view_type(tv.type)} -> {ptype} {loc}")
         return name, ptype
 
+    @staticmethod
+    def _arg_box(call: Call, region: tuple[Any, Any], t: TensorType) -> tuple[tuple[Expr, ...], tuple[Expr, ...]]:
+        """(offsets, sizes) of a tensor argument described by `OpSpec.regions` (see there)."""
+        rank, (oi, box) = len(t.shape), region
+        zeros, ones = tuple(ConstInt(0, INDEX) for _ in range(rank)), tuple(ConstInt(1, INDEX) for _ in range(rank))
+        o = call.args[oi] if isinstance(oi, int) and oi < len(call.args) else None
+        offsets = o.elements if isinstance(o, MakeTuple) else zeros
+        if box == "one":
+            return offsets, ones
+        b = call.args[box] if isinstance(box, int) and box < len(call.args) else None
+        if isinstance(b, MakeTuple):
+            return offsets, b.elements
+        shape = getattr(getattr(b, "type", None), "shape", None)
+        return offsets, tuple(shape) if shape is not None else tuple(t.shape)
+
+
 _STMTS = {
     SeqStmts: KernelEmitter.seq, AssignStmt: KernelEmitter.assign, EvalStmt: KernelEmitter.eval_,
     ReturnStmt: KernelEmitter.ret, YieldStmt: KernelEmitter.yield_, ForStmt: KernelEmitter.for_,
@@ -411,12 +441,13 @@ _STMTS = {
 }
 
 
-def emit_kernel(func: Function, program: Program | None = None) -> str:
-    """The `.pto` text (PTO MLIR module) of kernel `func`.
+def emit_kernel(func: Function, program: Program | None = None, pipe_of: PipeOf | None = None) -> str:
+    """The `.pto` text (PTO MLIR module) of kernel `func`; with `pipe_of(spec, call)` (the pipe each
+    op runs on) it also has the set_flag / wait_flag pairs between the pipes (`sync.py`).
 
     Raises:
         CodegenError: an op without a PTO instruction (naming the op), a tile without an address,
             break/continue or an early return left in the kernel, or a call of another function.
     """
-    return KernelEmitter(func, program).run()
+    return KernelEmitter(func, program, pipe_of).run()
 

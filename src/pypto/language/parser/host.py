@@ -49,6 +49,7 @@ def is_host_orchestrator(level: Level | None, role: Role | None, func_type: Func
 
 
 def is_sub_worker(level: Level | None, role: Role | None) -> bool:
+    """Whether a function with these decorator options is a HOST SubWorker (a Python callback)."""
     return level is Level.HOST and role is Role.SubWorker
 
 
@@ -130,7 +131,9 @@ def function_call(parser: Any, gv: GlobalVar, args: list[Expr], device: ast.keyw
 
 
 class _DispatchLoops(IRVisitor):
-    def __init__(self, func: Function, span_of: Any) -> None:
+    """Walks a host orchestrator with the enclosing loops and the values of assigned names."""
+
+    def __init__(self, func: Function) -> None:
         self.world = world_dims(func)
         self.values: dict[Var, Expr] = {}
         self.loops: list[ForStmt] = []
@@ -190,4 +193,4 @@ class _DispatchLoops(IRVisitor):
 
 def check_dispatch_loops(func: Function) -> None:
     """Raise ParserSyntaxError (at the call or the loop) for a dispatch outside a full rank loop."""
-    _DispatchLoops(func, None).visit_function(func)
+    _DispatchLoops(func).visit_function(func)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ...core.dtype import BOOL, INDEX
 from ...core.enums import ForKind
@@ -19,7 +20,7 @@ from ...core.errors import (
     SSAViolationError,
 )
 from ...core.span import Span
-from ...ir.expr import Call, ConstBool, Expr, IterArg, MakeTuple, TupleGetItem, Var
+from ...ir.expr import Call, ConstBool, ConstInt, Expr, IterArg, MakeTuple, TupleGetItem, Var
 from ...ir.stmt import (
     AssignStmt,
     BreakStmt,
@@ -256,7 +257,12 @@ class StmtParser:
         base = self.parse_expr(target.value)
         if not isinstance(base.type, TensorType):
             raise ParserTypeError("subscript assignment needs a Tensor target", self.span(target))
-        offsets, sizes, _ = self.subscript_region(base, target.slice)
+        if _whole_region(target.slice, len(base.type.shape)):
+            # `y[:] = v` writes all of y: no slice is taken, so it works on dynamic dimensions too
+            offsets: Any = tuple(ConstInt(0, INDEX) for _ in base.type.shape)
+            sizes: Any = tuple(base.type.shape)
+        else:
+            offsets, sizes, _ = self.subscript_region(base, target.slice)
         src = self.parse_expr(value_node)
         st = src.type
         if isinstance(st, (TensorType, TileType)) and not _shape_eq(tuple(st.shape), sizes):
@@ -330,8 +336,11 @@ class StmtParser:
         else:
             self.for_loop(node, it, _LOOP_KINDS[helper.name])
 
-    def loop_inits(self, call: ast.Call) -> list[Expr] | None:
+    def loop_inits(self, call: ast.Call, extra: tuple[str, ...] = ()) -> list[Expr] | None:
+        """The `init_values=(...)` of a loop call; keywords in `extra` are the caller's."""
         for k in call.keywords:
+            if k.arg in extra:
+                continue
             if k.arg == "init_values":
                 if not isinstance(k.value, (ast.Tuple, ast.List)):
                     raise ParserSyntaxError("init_values must be a tuple, e.g. init_values=(acc,)",
@@ -365,7 +374,8 @@ class StmtParser:
         step = bounds[2] if len(bounds) > 2 else ConstInt(1, INDEX)
         if isinstance(step, ConstInt) and step.value == 0:
             raise ParserTypeError("loop step must not be zero", self.span(call))
-        inits = self.loop_inits(call)
+        stage = self.pipeline_stage(call) if kind is ForKind.Pipeline else 1
+        inits = self.loop_inits(call, ("stage",) if kind is ForKind.Pipeline else ())
         tgt = node.target
         if inits is None:
             if not isinstance(tgt, ast.Name):
@@ -381,9 +391,22 @@ class StmtParser:
         iter_args = self.make_iter_args(ia_names, inits or [], node)
         body, py = self.loop_body(node, [(lv_name, loop_var)] + [(ia.name, ia) for ia in iter_args], kind)
         rvs = self.check_loop_yield(py, iter_args, node)
-        self.emit(ForStmt(loop_var, start, stop, step, tuple(iter_args), body, rvs, kind,
+        self.emit(ForStmt(loop_var, start, stop, step, tuple(iter_args), body, rvs, kind, stage,
                           span=self.span(node)))
         self.bind_results(rvs)
+
+    def pipeline_stage(self, call: ast.Call) -> int:
+        """`stage=N` of `pl.pipeline(...)`: a constant integer >= 1 (default 2, double buffering)."""
+        k = next((k for k in call.keywords if k.arg == "stage"), None)
+        if k is None:
+            return 2
+        from ...ir.expr import ConstInt
+
+        v = self.parse_expr(k.value)
+        if not isinstance(v, ConstInt) or isinstance(v.value, bool) or v.value < 1:
+            raise ParserTypeError("pl.pipeline's stage must be a constant integer >= 1 (the number of "
+                                  "buffer copies that rotate across iterations, e.g. stage=2)", self.span(k.value))
+        return v.value
 
     def loop_body(self, node: ast.For, bindings: list[tuple[str, Var]], kind: ForKind
                   ) -> tuple[SeqStmts, PendingYield | None]:
@@ -689,3 +712,12 @@ class StmtParser:
         else:
             raise ParserSyntaxError(f"pl.{f.name}(...) cannot be used as a statement", self.span(node))
 
+
+def _whole_region(index: ast.expr, rank: int) -> bool:
+    """Whether a subscript names the whole tensor: `[:]`, `[:, :]` (one bare `:` per dimension, or
+    fewer: the rest are implied) or `[...]`."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    if len(items) == 1 and isinstance(items[0], ast.Constant) and items[0].value is Ellipsis:
+        return True
+    return 0 < len(items) <= rank and all(
+        isinstance(i, ast.Slice) and i.lower is None and i.upper is None and i.step is None for i in items)

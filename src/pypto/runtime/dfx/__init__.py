@@ -9,10 +9,10 @@
 | `enable_pmu=2`            | `pmu.csv` and `pmu_tasks.csv` (counters per task)                     |
 | `enable_dump_args=1 / 2`  | `args_dump/` (`args_dump.json` + one binary file per tensor, `argdump.py`) |
 
-Levels are checked by `RunConfig` (`config.DFX_LEVELS`). The swimlane does not draw when each pipe
-of a core was busy inside a task: the cost model only knows each pipe's total cycles per task (it
-serialises a core's pipes), so those totals go into each task slice's `args` (`pipe_cycles`)
-instead of being drawn as invented per-pipe slices.
+Levels are checked by `RunConfig` (`config.DFX_LEVELS`). From level 2 the swimlane draws, under
+each busy core, one track per pipe with its ops where the pipes model placed them
+(`sim.pipes.PipeSchedule.timeline`); each task slice's `args` also hold its cycles per pipe
+(`pipe_cycles`).
 
 The folder always describes the last run of the build (`update_dfx`): a run writes the files its
 switches ask for and removes the DFX files of earlier runs that it does not write again; a run with

@@ -1,14 +1,15 @@
 """Swimlane: the simulated schedule as Chrome / Perfetto trace-event JSON (SPEC §12 runtime DFX).
 
 Two processes: the chip ("<chip> AI cores", pid 1) with one track (thread) per AI core — AIC0..AICn,
-then AIV0..AIVm, all of the chip's cores even when idle — and the AICPU (pid 0) with the
+then AIV0..AIVm, all of the chip's cores even when idle, and from level 2 one track per pipe
+under each busy core — and the AICPU (pid 0) with the
 orchestrator track (tid 0) and, from level 3, the scheduler track (tid 1). Times (`ts`, `dur`) are
 microseconds of simulated time. What each `enable_chip_swimlane` level adds:
 
 | level | events |
 |---|---|
-| 1 | a complete event ("X", cat "task") per task on its core's track, named by its kernel, with the task id, cycles, cycles per pipe (`pipe_cycles`: totals from the cost model, which serialises a core's pipes and does not place them in time), dependencies, scope and ring in `args` (for the kernels of a Group call also the group's first task id and the cycles it stalled on its pipes); on the orchestrator track a slice per submission (cat "submit") and a slice per stall on a full runtime ring (cat "stall", named e.g. `stall: task window full`) |
-| 2 | per task an instant "dispatch" at its start and "finish" at its end on its core's track (cat "dispatch" / "finish"; dispatch args: ready cycle and cycles queued for a core), and a flow arrow per dependency edge, from the producer's end to the consumer's start (cat "dep") |
+| 1 | a complete event ("X", cat "task") per task on its core's track, named by its kernel, with the task id, cycles, cycles per pipe (`pipe_cycles`: busy cycles per pipe; from level 2 the pipe tracks place them in time), dependencies, scope and ring in `args` (for the kernels of a Group call also the group's first task id and the cycles it stalled on its pipes); on the orchestrator track a slice per submission (cat "submit") and a slice per stall on a full runtime ring (cat "stall", named e.g. `stall: task window full`) |
+| 2 | per task an instant "dispatch" at its start and "finish" at its end on its core's track (cat "dispatch" / "finish"; dispatch args: ready cycle and cycles queued for a core), and a flow arrow per dependency edge, from the producer's end to the consumer's start (cat "dep"); under each core that ran tasks, one track per pipe it used (`AIV0 MTE2`, `AIV0 VECTOR`, ...) with a slice per op (cat "pipe", named by the op, args: task id, source line) where the pipes model (`sim.pipes`) placed it after the task's launch — ops of different pipes overlap where their buffers allow it (a Group call's kernels run their pipes serially: no pipe tracks) |
 | 3 | scheduler phases on the scheduler track: per task the async slices "resolve deps" (submitted → dependencies met) and "ready queue" (→ dispatched), cat "sched"; counters "ready tasks" (waiting for a core) and "tasks in flight" (submitted, not retired) |
 | 4 | orchestrator phases on the orchestrator track: a slice per runtime scope instance (cat "scope", from its begin to its end) and each wait for submitted tasks (cat "wait": a host op reading task data, the end of the run) |
 
@@ -23,15 +24,22 @@ from typing import Any
 from ..sim.cost_model import const, cycles_to_us
 from ..sim.record import RunRecord
 
-__all__ = ["swimlane_events", "core_tid", "CHIP_PID", "ORCH_PID"]
+__all__ = ["swimlane_events", "core_tid", "pipe_tid", "CHIP_PID", "ORCH_PID", "PIPES"]
 
 CHIP_PID, ORCH_PID = 1, 0
 ORCH_TID, SCHED_TID = 0, 1
+PIPES = ("mte2", "mte1", "cube", "vector", "fixpipe", "mte3", "scalar")   # track order under a core
+_PIPE_BASE, _PER_CORE = 100000, 16   # pipe track ids; sort slots per core (the core, then its pipes)
 
 
 def core_tid(record: RunRecord, core_type: str, index: int) -> int:
     """Track id of a core: AIC cores first, then AIV cores."""
     return index if core_type == "AIC" else record.num_aic + index
+
+
+def pipe_tid(core: int, pipe: str) -> int:
+    """Track id of pipe `pipe` of the core whose track id is `core`."""
+    return _PIPE_BASE + core * _PER_CORE + 1 + (PIPES.index(pipe) if pipe in PIPES else len(PIPES))
 
 
 def _meta(pid: int, tid: int | None, kind: str, name: str) -> dict[str, Any]:
@@ -55,10 +63,11 @@ def swimlane_events(record: RunRecord, level: int = 1) -> dict[str, Any]:
             tid = core_tid(record, core_type, i)
             ev.append(_meta(CHIP_PID, tid, "thread_name", f"{core_type}{i}"))
             ev.append({"ph": "M", "pid": CHIP_PID, "tid": tid, "name": "thread_sort_index",
-                       "args": {"sort_index": tid}})
+                       "args": {"sort_index": tid * _PER_CORE}})
     ev.extend(_orchestrator(record, level))
     ev.extend(_tasks(record, level))
     if level >= 2:
+        ev.extend(_pipe_tracks(record))
         ev.extend(_flows(record))
     if level >= 3:
         ev.extend(_scheduler(record))
@@ -124,6 +133,35 @@ def _tasks(record: RunRecord, level: int) -> list[dict[str, Any]]:
             out.append({"ph": "i", "s": "t", "pid": CHIP_PID, "tid": tid, "name": "finish", "cat": "finish",
                         "ts": cycles_to_us(t.end_cycle), "args": {"task_id": t.task_id}})   # type: ignore[arg-type]
     return out
+
+
+def _pipe_tracks(record: RunRecord) -> list[dict[str, Any]]:
+    """Level 2: each task's ops on the pipe tracks of its core (`Task.pipe_ops`), after its launch."""
+    launch = int(const("task_launch"))
+    meta: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    named: set[int] = set()
+    for t in record.tasks:
+        if not t.pipe_ops or t.start_cycle is None or t.core_index is None:
+            continue
+        core = core_tid(record, t.core_type, t.core_index)
+        names = getattr(t.executor, "site_names", ())
+        spans = getattr(t.executor, "site_spans", ())
+        base = t.start_cycle + launch
+        for op in t.pipe_ops:
+            tid = pipe_tid(core, op.pipe)
+            if tid not in named:
+                named.add(tid)
+                meta.append(_meta(CHIP_PID, tid, "thread_name", f"{t.core} {op.pipe.upper()}"))
+                meta.append({"ph": "M", "pid": CHIP_PID, "tid": tid, "name": "thread_sort_index",
+                             "args": {"sort_index": tid - _PIPE_BASE}})
+            name = names[op.site] if op.site < len(names) else op.pipe
+            args: dict[str, Any] = {"task_id": t.task_id, "kernel": t.kernel}
+            span = spans[op.site] if op.site < len(spans) else None
+            if span is not None and span.is_known():
+                args["line"] = f"{span.filename}:{span.begin_line}"
+            out.append(_slice(CHIP_PID, tid, name, "pipe", base + op.start, base + op.end, args))
+    return meta + out
 
 
 def _scheduler(record: RunRecord) -> list[dict[str, Any]]:

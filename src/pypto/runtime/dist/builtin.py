@@ -10,7 +10,9 @@ it into signal and remote-memory primitives (chunked to fit Vec).
 
 Parameters of `main` (and of the kernel), in order: the collective's operands as the host passed
 them (`arg_types`), so `args` of the dispatch are the host call's arguments for rank r (window
-tensors, host tensor views `x[r]`). Operands the collective writes are InOut, the others In.
+tensors, host tensor views `x[r]`). Operands the collective writes are InOut, the others In. A
+dimension the host computes (`pld.window(buf, [pld.world_size(), 1])`) is a dynamic dimension of
+the program (`signal_dim0`), so the build does not depend on the world size.
 
 **Host allreduce without a signal.** `pld.allreduce(src)` on the host may omit `signal`; the builtin
 program then still takes one, as its last parameter: the host driver allocates it once per host
@@ -25,6 +27,7 @@ it must do this.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from typing import Any
 
 from ...core.dtype import INDEX, INT32
@@ -101,6 +104,17 @@ def _implicit_signal_type(attrs: dict[str, Any]) -> DistributedTensorType:
     return DistributedTensorType((nr, ConstInt(1, INDEX)), INT32)
 
 
+def _chip_type(t: Type, param: str) -> Type:
+    """`t` as a chip program parameter type: a dimension the host computes (`pld.world_size()`, an
+    expression) becomes a dynamic dimension `<param>_dim<axis>`, bound from the window at dispatch;
+    constants and named dynamic dimensions stay."""
+    if not isinstance(t, TensorType):
+        return t
+    dims = tuple(d if isinstance(d, (ConstInt, Var)) else Var(f"{param}_dim{i}", ScalarType(INDEX))
+                 for i, d in enumerate(t.shape))
+    return t if all(a is b for a, b in zip(dims, t.shape)) else replace(t, shape=dims)
+
+
 def builtin_program(name: str, arg_types: list[Type], attrs: dict[str, Any] | None = None) -> Program:
     """The chip program that runs collective `name` ("allreduce" or "pld.allreduce", ...) on one rank.
 
@@ -121,7 +135,7 @@ def builtin_program(name: str, arg_types: list[Type], attrs: dict[str, Any] | No
     op = _op_name(name)
     spec = get_op(op)
     attrs = dict(attrs or {})
-    types = list(arg_types)
+    types = [_chip_type(t, p) for t, p in zip(arg_types, spec.params)]
     if implicit_signal(name, types):
         types.append(_implicit_signal_type(attrs))
     if len(types) != len(spec.params):
@@ -155,4 +169,4 @@ def builtin_program(name: str, arg_types: list[Type], attrs: dict[str, Any] | No
         mbody += [AssignStmt(v, TupleGetItem(tup, k)) for k, v in enumerate(rets)]
     mbody.append(ReturnStmt(rets))
     entry = Function(ENTRY, FunctionType.Orchestration, tuple(mp), dirs, ret_types, SeqStmts(tuple(mbody)))
-    return Program(builtin_name(name, attrs, list(arg_types)), (entry, kernel))
+    return Program(builtin_name(name, attrs, types), (entry, kernel))

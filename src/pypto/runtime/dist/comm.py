@@ -22,8 +22,9 @@ task gets longer by the difference (its `stall_cycles`).
 Every notify, wait, remote write and remote read is recorded as an event (`CommEvent`) for the
 merged timeline.
 
-Deadlocks: a wait that is not satisfied marks the rank BLOCKED in the control block and spins with
-backoff, watching the abort flag; when the host declares a deadlock the wait raises `WaitAborted`
+Deadlocks: a wait that is not satisfied marks the rank BLOCKED in the control block and sleeps on
+its rank's bell (a semaphore every notify to the rank releases) with a growing timeout, re-reading
+the cell and the abort flag each time it wakes; when the host declares a deadlock the wait raises `WaitAborted`
 carrying a `BlockedWait` (kernel, source line, signal name and cell, expected vs current value, the
 ranks that did notify the cell in this call).
 """
@@ -203,15 +204,17 @@ class RankComm:
 
     Args:
         rank / nranks: this rank and the world size.
-        control: the world's `Control`. locks: one lock per rank.
+        control: the world's `Control`. locks: one lock per rank. bells: one semaphore per rank,
+            released by every notify to it: a blocked wait sleeps on its own until woken.
         windows: window id -> `WindowMap` (kept up to date by the rank process).
         clock: this rank's `RankClock`.
     """
 
     def __init__(self, rank: int, nranks: int, control: Control, locks: list[Any],
-                 windows: dict[int, WindowMap], clock: RankClock) -> None:
+                 windows: dict[int, WindowMap], clock: RankClock, bells: list[Any] | None = None) -> None:
         self.rank, self.nranks = rank, nranks
         self.ctl, self.locks, self.windows, self.clock = control, locks, windows, clock
+        self.bells = bells
         self.events: list[CommEvent] = []
         self._seq = 0
         self._pending: dict[int, int] = {}   # peer -> latest arrival of our writes to it
@@ -293,6 +296,8 @@ class RankComm:
                 target.add_(int(value))
             else:
                 target.fill_(int(value))
+        if self.bells is not None and self.ctl.state(peer) == BLOCKED:
+            self.bells[peer].release()     # wake the peer sleeping in a wait (only then: the count stays small)
         self.ctl.bump(self.rank)
         self.clock.mark()
         self._event("notify", peer, t, arrival, eid, win, off, value=int(value))
@@ -314,6 +319,7 @@ class RankComm:
         if not ok(v):
             self.ctl.set_state(self.rank, BLOCKED)
             delay, spins = 0.0, 0
+            bell = self.bells[self.rank] if self.bells is not None else None
             try:
                 while True:
                     v = int(cell.item())
@@ -323,8 +329,14 @@ class RankComm:
                     if why:
                         raise self._aborted(why, cell, win, off, expected, cmp, v, span)
                     spins += 1
-                    if spins > 50:
-                        delay = min(0.001, max(2e-5, delay * 2))
+                    if spins <= 20:
+                        continue
+                    # sleep until a notify rings this rank's bell; the timeout covers cells changed
+                    # otherwise (a remote store) and the abort flag
+                    delay = min(0.05 if bell is not None else 0.001, max(0.001 if bell is not None else 2e-5, delay * 2))
+                    if bell is not None:
+                        bell.acquire(timeout=delay)
+                    else:
                         time.sleep(delay)
             finally:
                 self.ctl.set_state(self.rank, RUNNING)
@@ -362,13 +374,9 @@ class RankComm:
             d = (ptr - a.data_ptr()) // a.element_size()
             if d < 0:
                 continue
-            idx = []
-            for n, s in sorted(zip(a.shape, a.stride()), key=lambda x: -x[1]):
-                q, d = divmod(d, s) if s else (0, d)
-                idx.append((q, n, s))
-            if d == 0 and all(q < n for q, n, _ in idx):
-                order = {s: q for q, _, s in idx}
-                return p.name, tuple(order[s] for s in a.stride())
+            index = _unravel(d, tuple(a.shape), tuple(a.stride()))
+            if index is not None:
+                return p.name, index
         return None, ()
 
     # ---- data ------------------------------------------------------------------------------------
@@ -409,3 +417,16 @@ class RankComm:
 
     def fence(self, span: Span | None = None) -> None:
         """Writes are visible when they return (sequentially consistent): nothing to do."""
+
+
+def _unravel(offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The index of the element `offset` elements past the start of a tensor of `shape` and
+    `strides`, or None when no element lies there. Dimensions of size 1 are always at index 0
+    (their stride says nothing: a [NR, 1] signal has strides (1, 1))."""
+    index = [0] * len(shape)
+    for k in sorted((k for k in range(len(shape)) if shape[k] > 1), key=lambda k: -strides[k]):
+        q, offset = divmod(offset, strides[k]) if strides[k] else (0, offset)
+        if q >= shape[k]:
+            return None
+        index[k] = q
+    return tuple(index) if offset == 0 else None

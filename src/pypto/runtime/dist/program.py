@@ -272,13 +272,16 @@ def compile_distributed(program: Program, output_dir: str | os.PathLike, *, chip
 
 
 # ---- helpers the generated driver calls -------------------------------------------------------
-def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Sequence[str]) -> dict[str, int]:
+def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Sequence[str],
+                   world_shaped: Sequence[str] = ()) -> dict[str, int]:
     """Check the host arguments and bind the dynamic dimensions (called first by the host driver).
 
-    `specs`: per parameter (name, value, shape, dtype name, written) — `shape` a list of ints (static)
-    and dimension names (dynamic), None for a scalar. The dimensions in `world_dims` (the dynamic
+    `specs`: per tensor parameter (name, value, shape, dtype name) — `shape` a list of ints (static),
+    dimension names (dynamic) and None (an expression, left to the chip builds). The dimensions in
+    `world_dims` (the dynamic
     leading dimension of world-shaped tensors, SPEC §8) are the world size `rt.world_size()`.
-    Returns the size of every dynamic dimension by name.
+    The parameters in `world_shaped` are indexed by rank (`x[r]`): their leading dimension must be
+    the world size too. Returns the size of every dynamic dimension by name.
 
     Raises:
         ArgumentTypeError: a tensor parameter given something else than a torch.Tensor, or a tensor of
@@ -290,9 +293,7 @@ def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Seque
 
     world = int(rt.world_size())
     dims: dict[str, int] = {n: world for n in world_dims}
-    for name, value, shape, dtype, _written in specs:
-        if shape is None:
-            continue
+    for name, value, shape, dtype in specs:
         t = getattr(value, "tensor", value)
         if not isinstance(t, torch.Tensor):
             raise ArgumentTypeError(f"parameter '{name}' of '{host}' expects a torch.Tensor, got "
@@ -315,6 +316,9 @@ def bind_host_args(rt: Any, host: str, specs: Sequence[tuple], world_dims: Seque
                        else f"{dims[d]}, its size in an earlier parameter")
                 raise ArgumentValueError(f"parameter '{name}' of '{host}': dimension {axis} ('{d}') is {n}, "
                                          f"but '{d}' is {why}")
+        if name in world_shaped and t.shape[0] != world:
+            raise ArgumentValueError(f"parameter '{name}' of '{host}' is indexed by rank ({name}[r]), so its leading "
+                                     f"dimension must be the world size ({world} ranks), got shape {list(t.shape)}")
     return dims
 
 

@@ -138,14 +138,14 @@ def _load_programs(spec: Any) -> dict[str, Any]:
 
 class _Rank:
     def __init__(self, rank: int, nranks: int, ctl_name: str, locks: list[Any], programs: dict[str, Any],
-                 config: Any, dfx_root: str | None) -> None:
+                 config: Any, dfx_root: str | None, bells: list[Any] | None = None) -> None:
         self.rank, self.nranks, self.config = rank, nranks, config
         self.ctl = Control.attach(ctl_name, nranks)
         self.programs = programs
         self.windows: dict[int, WindowMap] = {}
         self.clock = RankClock()
         self.devices: dict[BackendType, RankDevice] = {}
-        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock)
+        self.comm = RankComm(rank, nranks, self.ctl, locks, self.windows, self.clock, bells)
         self.dfx_root = dfx_root
         self.call, self.dispatches = -1, 0
 
@@ -269,13 +269,15 @@ def _picklable(e: BaseException) -> BaseException:
         return RuntimeSimError(f"{type(e).__name__}: {e}")
 
 
-def rank_main(rank: int, nranks: int, ctl_name: str, locks: list[Any], programs: Any, config: Any,
-              dfx_root: str | None, inbox: Any, outbox: Any) -> None:
-    """Entry point of rank process `rank` (see the module docstring)."""
+def rank_main(rank: int, nranks: int, ctl_name: str, sync: tuple[list[Any], list[Any]], programs: Any,
+              config: Any, dfx_root: str | None, inbox: Any, outbox: Any) -> None:
+    """Entry point of rank process `rank` (see the module docstring); `sync` holds the world's
+    per-rank locks and bells."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     shm._CREATED.clear()      # a forked copy of the host's list: only the host unlinks
     torch.set_num_threads(1)
-    r = _Rank(rank, nranks, ctl_name, locks, _load_programs(programs), config, dfx_root)
+    locks, bells = sync
+    r = _Rank(rank, nranks, ctl_name, locks, _load_programs(programs), config, dfx_root, bells)
     r.serve(inbox, outbox)
     outbox.close()
     outbox.join_thread()      # every reply is out; skip the interpreter's slow teardown (torch)

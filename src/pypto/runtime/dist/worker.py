@@ -34,6 +34,7 @@ from ..binding import check_on_cpu
 from ..config import DistributedConfig, RunConfig, check_run_config
 from ..device_tensor import DeviceTensor
 from ..dfx import DFX_DIR
+from ..toolchain import require_npu_runtime
 from .build import DistributedBuild
 from .control import ABORT_CANCEL
 from .host import HostRuntime, WindowBuffer
@@ -77,6 +78,7 @@ class DistributedWorker:
     Raises:
         ArgumentTypeError: a config that is not a RunConfig, a build that is not a DistributedBuild.
         ArgumentValueError: callbacks for unknown SubWorkers.
+        PlatformUnavailableError (a RuntimeError), at a call: a real-NPU platform (a2a3, a5).
     """
 
     def __init__(self, build: DistributedBuild, config: RunConfig | None = None, persistent: bool = False,
@@ -128,6 +130,8 @@ class DistributedWorker:
 
     def _call(self, args: Sequence[Any]) -> Any:
         world = self.world
+        if not self.config.is_simulator:
+            require_npu_runtime(self.config.platform)
         params = self.build.host_params
         if params and len(args) != len(params):
             raise ArgumentTypeError(f"'{self.build.name}' takes {len(params)} argument(s) "

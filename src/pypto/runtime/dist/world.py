@@ -1,7 +1,8 @@
 """`World`: the rank processes of a distributed run and the host's side of their messages.
 
 `World(programs, config, dist_config).start()` creates the control block (`control.Control`, a
-`pypto_<pid>_<id>_ctl` shared segment), one lock per rank, one inbox per rank and one shared outbox,
+`pypto_<pid>_<id>_ctl` shared segment), one lock and one bell (semaphore) per rank, one inbox per
+rank and one shared outbox,
 and starts one process per rank (`rank.rank_main`; `DistributedConfig.start_method`, default "fork"
 where available). The host then:
 
@@ -128,13 +129,13 @@ class World:
         ctx = mp.get_context(method)
         self._ctl = Control.create(f"{self.id}_ctl", self.nranks)
         try:
-            self._locks = [ctx.Lock() for _ in range(self.nranks)]
+            self._sync = ([ctx.Lock() for _ in range(self.nranks)], [ctx.Semaphore(0) for _ in range(self.nranks)])
             self._inboxes = [ctx.Queue() for _ in range(self.nranks)]
             self._outbox = ctx.Queue()
             programs = self.programs if method == "fork" else _program_spec(self.programs)
             for r in range(self.nranks):
                 p = ctx.Process(target=rank_main, name=f"pypto-rank{r}", daemon=True,
-                                args=(r, self.nranks, self._ctl.seg.name, self._locks, programs, self.config,
+                                args=(r, self.nranks, self._ctl.seg.name, self._sync, programs, self.config,
                                       self.output_dir, self._inboxes[r], self._outbox))
                 p.start()
                 self.procs.append(p)

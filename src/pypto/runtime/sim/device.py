@@ -82,11 +82,14 @@ class SimDevice:
         tasks: Task records of the current (or last) run, in submission order.
         scheduler: the `EventScheduler`.
         last_run: `RunRecord` of the last run (None before the first).
+        pipe_timeline: keep each task's ops placed on its pipes (`Task.pipe_ops`, for the swimlane's
+            pipe tracks); off by default.
     """
 
     def __init__(self, backend: BackendType) -> None:
         self.backend = backend
         self.soc = get_soc(backend)
+        self.pipe_timeline = False
         self.tasks: list[Task] = []
         self.scheduler = EventScheduler(self)
         self.last_run: RunRecord | None = None
@@ -515,6 +518,9 @@ class SimDevice:
         snap = dumper.before(task) if dumper is not None else None
         with block_context(task.block_idx, task.block_num):
             task.cost = task.executor.run(task.args, arena)
+        if self.pipe_timeline:
+            timeline = getattr(task.executor, "pipe_timeline", None)
+            task.pipe_ops = timeline() if timeline is not None else None
         if dumper is not None:
             dumper.after(task, snap)
 

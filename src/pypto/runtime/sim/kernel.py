@@ -46,13 +46,14 @@ from ...ir.expr import Call, Expr, GlobalVar, Var
 from ...ir.function import Function
 from ...ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt
 from ...ir.types import MemRef, ScalarType, TensorType, TileType, static_shape
+from ...ops.effects import call_buffers
 from ...ops.registry import OpSpec
 from .access import AccessSummary
 from .arena import CoreArena, tile_nbytes
 from .cost_model import OpCost, TaskCost, const, copy_cost, op_cost, task_cost
 from .exprs import Env, ExprFn, Extent
 from .interp import FunctionCompiler, StmtFn
-from .pipes import PipeSchedule
+from .pipes import PipeOp, PipeSchedule
 
 __all__ = ["KernelExecutor", "CUBE_SPACES", "KERNEL_TYPES"]
 
@@ -97,6 +98,7 @@ class _KernelCompiler(FunctionCompiler):
         self.san_ref = sanitizer
         self.sites: list[OpCost] = []
         self.site_spans: list[Span | None] = []
+        self.site_names: list[str] = []   # the op of each site (swimlane pipe tracks)
         self.counts: list[int] = []
         self.effects: list[tuple[tuple, tuple]] = []
         self.trace: list[int] = []
@@ -151,10 +153,12 @@ class _KernelCompiler(FunctionCompiler):
         return ext
 
     # ---- cost sites ----------------------------------------------------------------------------
-    def site(self, cost: OpCost, span: Span | None = None, reads: tuple = (), writes: tuple = ()) -> int:
-        """A new cost site; `reads` / `writes`: the buffers it reads and writes (`pipes.py`)."""
+    def site(self, cost: OpCost, span: Span | None = None, reads: tuple = (), writes: tuple = (),
+             name: str = "tile copy") -> int:
+        """A new cost site of op `name`; `reads` / `writes`: the buffers it reads and writes (`pipes.py`)."""
         self.sites.append(cost)
         self.site_spans.append(span)
+        self.site_names.append(name)
         self.counts.append(0)
         self.effects.append((reads, writes))
         return len(self.sites) - 1
@@ -192,25 +196,15 @@ class _KernelCompiler(FunctionCompiler):
         return many
 
     def buffers_of(self, spec: OpSpec, call: Call, dst: Var | None) -> tuple[tuple, tuple]:
-        """(buffers read, buffers written) by `call`: on-chip extents of its tile operands and
-        result, and its DDR tensor operands (one key per tensor Var)."""
-        n = len(call.args)
+        """(buffers read, buffers written) by `call` (`ops.effects.call_buffers`): on-chip extents of
+        its tile operands and result, and its DDR tensor operands (one key per tensor Var)."""
+        return call_buffers(spec, call, dst if dst is not None and dst in self.extents else None, self.buffer_key)
 
-        def keys(indices: Any) -> list:
-            out = []
-            for i in indices:
-                a = call.args[i] if i < n else None
-                if isinstance(a, Var):
-                    ext = self.extents.get(a)
-                    if ext is not None:
-                        out.append(ext)
-                    elif isinstance(a.type, TensorType):
-                        out.append(("ddr", a))
-            return out
-        reads, writes = keys(spec.reads), keys(spec.writes)
-        if dst is not None and dst in self.extents:
-            writes.append(self.extents[dst])
-        return tuple(reads), tuple(writes)
+    def buffer_key(self, a: Var) -> Any:
+        ext = self.extents.get(a)
+        if ext is not None:
+            return ext
+        return ("ddr", a) if isinstance(a.type, TensorType) else None
 
     # ---- sanitizer hooks -------------------------------------------------------------------------
     def touch(self, e: Expr) -> Touch | None:
@@ -283,7 +277,7 @@ class _KernelCompiler(FunctionCompiler):
         slot = self.define(var)
         if spec.compute is None and spec.has_trait("creation"):
             return lambda env: None
-        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, var))
+        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, var), name=spec.name)
         dtype = var.type.dtype  # type: ignore[union-attr]
         pack = dtype.is_packed()   # the view holds bytes: encode the result (pypto.core.packed)
         into = spec.compute_into is not None and not pack
@@ -339,7 +333,7 @@ class _KernelCompiler(FunctionCompiler):
             raise RuntimeSimError(f"the tile result of {call.op} must be assigned to a tile variable "
                                   f"with a MemRef", call.span)
         spec = self.lookup_op(call)
-        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, None))
+        k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, None), name=spec.name)
         run = self.counted(self.op_closure(call, spec), [k])
         if self.san_ref is None:
             return run
@@ -383,6 +377,7 @@ class KernelExecutor:
         self.buffers = len(self._buffers)
         self.sites = tuple(c.sites)
         self.site_spans = tuple(c.site_spans)
+        self.site_names = tuple(c.site_names)
         self.dynamic = c.counting
         self._counts, self._zeros = c.counts, [0] * len(c.counts)
         self._trace = c.trace
@@ -476,6 +471,13 @@ class KernelExecutor:
         self._trace.clear()
         self._body(env)
         return self._cost(self._counts, self._trace)
+
+    def pipe_timeline(self) -> list[PipeOp] | None:
+        """The ops of the last run placed on the core's pipes (`PipeSchedule.timeline`: site, pipe,
+        start and end cycles after the launch); None for a Group member, whose pipes run serially."""
+        if self._pipes is None:
+            return None
+        return self._pipes.timeline(range(len(self.sites)) if self._static_cost is not None else self._trace)
 
     def _cost(self, counts: list[int] | None, order: Any) -> TaskCost:
         """The task's cost: per-pipe and per-path totals of the executed sites; its cycles are the

@@ -21,10 +21,21 @@ Not modelled: the scalar unit that issues the ops (it never holds a pipe back), 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
+from typing import NamedTuple
 
+from ...ops.effects import conflict
 from .cost_model import OpCost
 
-__all__ = ["PipeSchedule"]
+__all__ = ["PipeSchedule", "PipeOp"]
+
+
+class PipeOp(NamedTuple):
+    """One op placed on its pipe: cost `site` index, `pipe` name, `start` / `end` in cycles."""
+
+    site: int
+    pipe: str
+    start: int
+    end: int
 
 
 class PipeSchedule:
@@ -45,7 +56,7 @@ class PipeSchedule:
                 if k not in index:
                     index[k] = len(keys)
                     keys.append(k)
-        conflicts = [tuple(j for j, o in enumerate(keys) if _conflict(k, o)) for k in keys]
+        conflicts = [tuple(j for j, o in enumerate(keys) if conflict(k, o)) for k in keys]
         pipes: dict[str, int] = {}
         self._plan = []
         for cost, (reads, writes) in zip(sites, effects):
@@ -55,9 +66,20 @@ class PipeSchedule:
             wait_rw = tuple(sorted({j for i in w for j in conflicts[i]}))   # WAR / WAW
             self._plan.append((pipes.setdefault(cost.pipe, len(pipes)), cost.cycles, r, w, wait_w, wait_rw))
         self._npipes, self._nbufs = len(pipes), len(keys)
+        self._pipe_names = tuple(pipes)
 
     def critical_path(self, order: Iterable[int]) -> int:
         """End of the last op when the sites run in `order` (site indices, program order)."""
+        return self._replay(order, None)
+
+    def timeline(self, order: Iterable[int]) -> list[PipeOp]:
+        """Every op with cycles when the sites run in `order`: its site, pipe, start and end (cycles
+        from the task's first op, launch not included), in program order."""
+        out: list[PipeOp] = []
+        self._replay(order, out)
+        return out
+
+    def _replay(self, order: Iterable[int], out: list[PipeOp] | None) -> int:
         pipe_free = [0] * self._npipes
         wrote = [0] * self._nbufs
         read = [0] * self._nbufs
@@ -85,11 +107,6 @@ class PipeSchedule:
                 wrote[j] = end
             if end > last:
                 last = end
+            if out is not None:
+                out.append(PipeOp(k, self._pipe_names[pipe], start, end))
         return last
-
-
-def _conflict(a: Hashable, b: Hashable) -> bool:
-    if a == b:
-        return True
-    ov = getattr(a, "overlaps", None)
-    return ov is not None and hasattr(b, "overlaps") and bool(ov(b))

@@ -76,6 +76,8 @@ class Task:
         ddr_wait_cycles: cycles the task ran longer than its own work because the chip's shared
             DDR bandwidth was taken by tasks that started before it (`bandwidth.DdrChannel`).
         pipes: for the tasks of a group, the group's `PipeStats` (shared by them).
+        pipe_ops: its ops placed on the core's pipes (`pipes.PipeOp`, cycles after its launch),
+            kept when the device's `pipe_timeline` is on (swimlane level >= 2); else None.
         manual: submitted in a MANUAL runtime scope: no dependency was derived from its regions
             (SPEC §13); only TaskIds and `deps=` order it.
         name_hint: the task name given by `name_hint=` (or None).
@@ -111,6 +113,7 @@ class Task:
     stall_cycles: int = 0
     ddr_wait_cycles: int = 0
     pipes: Any = field(default=None, repr=False)
+    pipe_ops: list | None = field(default=None, repr=False)
     manual: bool = False
     name_hint: str | None = None
     allow_early_resolve: bool | None = None

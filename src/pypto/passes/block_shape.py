@@ -1,0 +1,192 @@
+"""Block shapes for TileTensorBlocks: the on-chip bytes one block of a tensor-level chain needs, and
+the deterministic choice of the block shape (issue 11 "Block shapes follow the SoC model"; SPEC §5
+MemoryReuse / AllocateMemoryAddr, §6 capacities and DDR granularity).
+
+**Footprint.** The bytes a candidate kernel needs are measured, not estimated: the candidate (the
+blocked InCore function as TileTensorBlocks would emit it) is lowered by the same passes the
+Default pipeline runs after TileTensorBlocks, up to MemoryReuse (`LOWERING`), and the result is,
+per memory space, the bytes MemoryReuse packs the tiles into — the peak of the live tiles as the
+allocator will place them (liveness over the lowered op chain: an input tile lives from its load to
+its last use, a reduction's scratch tile only at its op, an elementwise result takes the buffer of
+an operand that dies there). So every temporary the lowering adds (scratch tiles, casts,
+broadcasts) is counted, and a block that fits here fits AllocateMemoryAddr.
+
+**Double buffering.** A kernel that runs several blocks one after another (a column-block loop, or a
+row-block loop kept inside the kernel) leaves room for a second copy of each block's loaded tiles,
+so the loads of the next block can overlap the computation of this one: it fits when
+`packed(Vec) + loads ≤ capacity(Vec)`. A kernel that computes a single block (one parallel task per
+row block) has nothing to prefetch: it fits when `packed(Vec) ≤ capacity(Vec)`. Every other space
+(Mat, Left, Right, Acc, Bias) must hold its packed bytes.
+
+**Choice** (`choose_blocks`), for a chain of `R × C` (a `pl.dynamic` extent counts as unbounded):
+columns — all of C when `min(R, 8)` whole rows fit; else (not for a row reduction, whose rows stay
+whole) the largest `unit × 2^k < C` columns that fit with `min(R, 8)` rows, `unit` being the DDR
+access granularity in elements of the widest dtype (512 B on 910B, 128 B on 950); rows — all of R
+when they fit (static R), else the largest power of two below R that fits. Fewer, larger blocks win
+on the simulated chip: every task costs a launch and an orchestrator submission
+(docs/performance.md), so the largest block that fits is taken.
+
+**Perf hint PH008** (`poor_shape_hint`): when the chosen block's rows are narrower than the DDR
+access granule (each block row then moves a whole granule: the tensors' innermost dimension is too
+short, or Vec holds no wider block) or it has fewer than 8 rows while the chain has more (Vec holds
+no taller one), the pass reports it in `report/perf_hints.log` with the numbers and what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..backend import SoCModel
+from ..core.diagnostics import Diagnostic
+from ..core.dtype import DataType
+from ..core.enums import MemorySpace
+from ..core.errors import PyPTOError
+from ..core.span import Span
+from ..ir.expr import Call
+from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt
+from ..ir.types import TileType
+from ..ir.visitor import IRVisitor
+from .base import Pass, PassContext
+from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
+from .expand_mixed_kernel import ExpandMixedKernel
+from .flatten_tile_nd_to_2d import FlattenTileNdTo2D
+from .infer_tile_memory_space import InferTileMemorySpace
+from .init_memref import InitMemRef
+from .legalize_tile_cast import LegalizeTileCast
+from .memory_reuse import MemoryReuse
+from .resolve_backend_op_layouts import ResolveBackendOpLayouts
+
+__all__ = ["BlockPlan", "Footprint", "LOWERING", "footprint", "choose_blocks", "poor_shape_hint", "MIN_ROWS"]
+
+# The passes of the Default pipeline between TileTensorBlocks and AllocateMemoryAddr.
+LOWERING: tuple[type[Pass], ...] = (ConvertTensorToTileOps, FlattenTileNdTo2D, LegalizeTileCast,
+                                    InferTileMemorySpace, ResolveBackendOpLayouts, ExpandMixedKernel,
+                                    InitMemRef, MemoryReuse)
+MIN_ROWS = 8   # rows a block keeps before its columns are split
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The block shape chosen for an `R × C` chain: `rows` × `cols` per block."""
+
+    rows: int
+    cols: int
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one lowered candidate kernel needs: `packed[space]`, the bytes MemoryReuse packs its
+    tiles of `space` into (the largest over the kernels ExpandMixedKernel makes), and `loads`, the
+    bytes of the tiles it loads from DDR (`tile.load` results, counted once each)."""
+
+    packed: dict[MemorySpace, int] = field(default_factory=dict)
+    loads: int = 0
+
+    def over(self, capacity: Callable[[MemorySpace], int], double_buffer: bool) -> list[MemorySpace]:
+        """The spaces that do not hold their packed bytes (Vec also a second copy of the loads when
+        `double_buffer`); module docstring "Double buffering"."""
+        return [space for space, used in self.packed.items()
+                if used + (self.loads if double_buffer and space is MemorySpace.Vec else 0) > capacity(space)]
+
+    def fits(self, capacity: Callable[[MemorySpace], int], double_buffer: bool) -> bool:
+        """True when every space holds what it needs (`over` is empty)."""
+        return not self.over(capacity, double_buffer)
+
+
+class _Loads(IRVisitor):
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.seen: set[int] = set()
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        v, t = s.var, s.var.type
+        if isinstance(s.value, Call) and s.value.op == "tile.load" and isinstance(t, TileType) \
+                and t.memref is not None and id(v) not in self.seen:
+            self.seen.add(id(v))
+            self.bytes += t.memref.size
+        super().visit_AssignStmt(s)
+
+
+def footprint(func: Function, ctx: PassContext) -> Footprint | None:
+    """The footprint of InCore function `func` (tensor-level) once lowered for `ctx.backend_type`;
+    None when the lowering refuses it (e.g. a tensor of dynamic shape that is not blocked)."""
+    sub = PassContext(ctx.backend_type)
+    program = Program(name=f"{func.name}_block", functions=(func,))
+    try:
+        for cls in LOWERING:
+            program = cls().run(program, sub)
+    except PyPTOError:
+        return None
+    packed: dict[MemorySpace, int] = {}
+    for spaces in sub.records.get("memory_reuse", {}).values():
+        for name, stats in spaces.items():
+            space = MemorySpace[name]
+            packed[space] = max(packed.get(space, 0), stats["reused"])
+    loads = _Loads()
+    for f in program.functions:
+        loads.visit_function(f)
+    return Footprint(packed, loads.bytes)
+
+
+def _largest(candidates: list[int], pred: Callable[[int], bool]) -> int | None:
+    """The largest of the ascending `candidates` satisfying the monotone `pred` (binary search)."""
+    lo, hi, best = 0, len(candidates) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if pred(candidates[mid]):
+            best, lo = candidates[mid], mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _pow2_below(base: int, limit: int) -> list[int]:
+    out, v = [], base
+    while v < limit:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def choose_blocks(rows: int, cols: int, static_rows: bool, reduces_rows: bool, unit: int,
+                  fits: Callable[[int, int], bool]) -> BlockPlan | None:
+    """The block shape of an `rows × cols` chain (module docstring "Choice"): `fits(r, c)` says
+    whether an `r × c` block fits the core; `unit` is the DDR granularity in elements of the widest
+    dtype; `static_rows` False for a dynamic row extent (never taken whole). None when no block
+    fits (a row reduction whose single row is too long)."""
+    few = min(rows, MIN_ROWS)
+    bc = cols
+    if not fits(few, cols) and not reduces_rows:
+        bc = _largest(_pow2_below(unit, cols), lambda c: fits(few, c)) or min(unit, cols)
+    if static_rows and fits(rows, bc):
+        return BlockPlan(rows, bc)
+    br = _largest(_pow2_below(1, rows), lambda r: fits(r, bc))
+    return BlockPlan(br, bc) if br is not None else None
+
+
+def poor_shape_hint(function: str, span: Span, extent: tuple[int, int], plan: BlockPlan, dtype: DataType,
+                    soc: SoCModel) -> Diagnostic | None:
+    """Perf hint PH008 for `plan`, chosen for a chain of `extent` (rows, columns; a dynamic extent
+    as unbounded) whose widest dtype is `dtype` (module docstring), or None when the shape is good."""
+    rows, cols = extent
+    granule = soc.ddr_access_granularity
+    row_bytes = dtype.storage_bytes(plan.cols)
+    vec = soc.capacity_of(MemorySpace.Vec)
+    shape = f"blocks of {plan.rows} x {plan.cols} {dtype.name}"
+    if row_bytes < granule:
+        why = (f"the tensors' rows hold only {cols} elements; a layout with a longer innermost dimension "
+               f"(e.g. the transposed tensor) moves fewer granules" if plan.cols >= cols else
+               f"no wider block fits one core's Vec ({vec} B); a region with fewer live values (split it "
+               f"into several pl.at regions) or narrower dtypes gets wider blocks")
+        return Diagnostic("PH008", function, f"the tensor-level region is tiled into {shape}: rows of "
+                          f"{row_bytes} B, below the {granule} B DDR access granule of {soc.backend.name}, so "
+                          f"each block row moves a whole granule; {why}", span)
+    if plan.rows < min(rows, MIN_ROWS):
+        return Diagnostic("PH008", function, f"the tensor-level region is tiled into {shape}: only {plan.rows} "
+                          f"row(s) of {plan.cols} elements fit one core's Vec ({vec} B) with the chain's live "
+                          f"values, so each block pays its transfers' set-up for few bytes; a region with fewer "
+                          f"live values (split it into several pl.at regions), narrower dtypes or a hand-written "
+                          f"block loop over shorter rows does better", span)
+    return None

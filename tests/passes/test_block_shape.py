@@ -1,0 +1,67 @@
+"""block_shape (issue 11): the footprint of a candidate block kernel is what MemoryReuse packs, and
+the block choice is the documented, deterministic one (module docstring)."""
+
+import pytest
+
+import pypto.language as pl
+from pypto.core.enums import MemorySpace
+from pypto.passes.base import PassContext
+from pypto.passes.block_shape import BlockPlan, Footprint, choose_blocks, footprint
+
+FP32 = pl.FP32
+KIB = 1024
+
+
+@pl.program
+class Chain:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[256, 256], FP32], b: pl.Tensor[[256, 256], FP32],
+          c: pl.Out[pl.Tensor[[256, 256], FP32]]) -> pl.Tensor[[256, 256], FP32]:
+        t: pl.Tensor[[256, 256], FP32] = pl.tensor.muls(a, 2.0)
+        s: pl.Tensor[[256, 256], FP32] = pl.tensor.add(t, b)
+        c1: pl.Tensor[[256, 256], FP32] = pl.tensor.assemble(c, s, [0, 0])
+        return c1
+
+
+@pl.program
+class RowMax:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 512], FP32], y: pl.Out[pl.Tensor[[16, 1], FP32]]) -> pl.Tensor[[16, 1], FP32]:
+        m: pl.Tensor[[16, 1], FP32] = pl.tensor.row_max(x)
+        y1: pl.Tensor[[16, 1], FP32] = pl.tensor.assemble(y, m, [0, 0])
+        return y1
+
+
+def test_the_footprint_counts_live_tiles_as_memory_reuse_packs_them():
+    # a_tile and b_tile (256 KiB each) live together; muls and add are computed in place
+    fp = footprint(Chain.functions[0], PassContext())
+    assert fp == Footprint({MemorySpace.Vec: 512 * KIB}, 512 * KIB)
+    # a row reduction's scratch tile (as large as its input) counts; the [16, 1] result takes 64 B
+    fp = footprint(RowMax.functions[0], PassContext())
+    assert fp == Footprint({MemorySpace.Vec: 2 * 32 * KIB + 64}, 32 * KIB)
+
+
+def test_double_buffering_adds_a_second_copy_of_the_loads_to_vec_only():
+    fp = Footprint({MemorySpace.Vec: 100, MemorySpace.Mat: 500}, 60)
+    cap = {MemorySpace.Vec: 150, MemorySpace.Mat: 500}.__getitem__
+    assert fp.fits(cap, double_buffer=False)
+    assert not fp.fits(cap, double_buffer=True)       # 100 + 60 > 150
+    assert not Footprint({MemorySpace.Mat: 501}).fits(cap, double_buffer=False)
+
+
+def _budget(row_bytes, limit):
+    """fits(r, c): r rows of c columns of `row_bytes` per column within `limit` bytes."""
+    return lambda r, c: r * c * row_bytes <= limit
+
+
+@pytest.mark.parametrize(("rows", "cols", "static", "reduces", "limit", "want"), [
+    (256, 256, True, False, 1 << 30, BlockPlan(256, 256)),       # everything fits: whole
+    (1000, 100, True, False, 100 * 4 * 100, BlockPlan(64, 100)),  # 100 rows fit -> the power of two 64
+    (1000, 100, False, False, 1 << 30, BlockPlan(512, 100)),      # dynamic rows: never whole
+    (16, 6000, True, False, 8 * 2500 * 4, BlockPlan(8, 2048)),    # 8 rows of 6000 do not fit: 128 x 2^4
+    (16, 6000, True, True, 8 * 2500 * 4, BlockPlan(2, 6000)),     # a row reduction keeps rows whole: 3 fit
+    (4, 6000, True, True, 5000 * 4, None),                        # ... and one row does not fit
+    (16, 6000, True, False, 8 * 100 * 4, BlockPlan(4, 128)),      # not even 8 x unit: 6 rows -> 4
+], ids=["whole", "rows", "dynamic", "columns", "reduction", "reduction-too-long", "narrow"])
+def test_choose_blocks(rows, cols, static, reduces, limit, want):
+    assert choose_blocks(rows, cols, static, reduces, 128, _budget(4, limit)) == want
