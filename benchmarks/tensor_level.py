@@ -124,6 +124,51 @@ class MatmulHand:
         return c
 
 
+# ---- RMSNorm over long FP16 rows (the first region of examples/tensor_rmsnorm_matmul.py) ----------
+NR, NH = 2048, 4096    # rows, hidden size
+NM = pl.dynamic("NM")  # the automatic version has a dynamic row count, as the example
+NBR, NBC = 8, 1024     # hand-tiled: 8 rows per task, two passes over 1024-column blocks
+                       # (8 whole rows of 4096 FP32 do not fit Vec)
+EPS = 1e-6
+
+
+@pl.jit
+def rmsnorm_auto(x: pl.Tensor[[NM, NH], pl.FP16], gamma: pl.Tensor[[1, NH], pl.FP16],
+                 y: pl.Out[pl.Tensor[[NM, NH], pl.FP16]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        xf = pl.cast(x, pl.FP32)
+        inv = pl.rsqrt(pl.adds(pl.muls(pl.row_sum(pl.mul(xf, xf)), 1.0 / NH), EPS))
+        y = pl.assemble(y, pl.cast(pl.col_expand_mul(pl.row_expand_mul(xf, inv), pl.cast(gamma, pl.FP32)), pl.FP16),
+                        [0, 0])
+    return y
+
+
+@pl.program
+class RMSNormHand:
+    @pl.function(type=pl.FunctionType.InCore)
+    def rmsnorm_block(self, x: pl.Tensor[[NR, NH], pl.FP16], gamma: pl.Tensor[[1, NH], pl.FP16],
+                      i: pl.Scalar[pl.INDEX], y: pl.Out[pl.Tensor[[NR, NH], pl.FP16]]) -> pl.Tensor[[NR, NH], pl.FP16]:
+        scratch: pl.Tile[[NBR, NBC], pl.FP32] = pl.create_tile([NBR, NBC], dtype=pl.FP32, target_memory=pl.Mem.Vec)
+        xf = pl.cast(pl.load(x, [i, 0], [NBR, NBC]), pl.FP32)
+        ss = pl.row_sum(pl.mul(xf, xf), scratch)
+        for j in pl.range(NBC, NH, NBC):            # pass 1: the sum of squares
+            xj = pl.cast(pl.load(x, [i, j], [NBR, NBC]), pl.FP32)
+            ss = pl.add(ss, pl.row_sum(pl.mul(xj, xj), scratch))
+        inv = pl.rsqrt(pl.adds(pl.muls(ss, 1.0 / NH), EPS))
+        for j in pl.range(0, NH, NBC):              # pass 2: scale and store
+            xj = pl.cast(pl.load(x, [i, j], [NBR, NBC]), pl.FP32)
+            g = pl.cast(pl.load(gamma, [0, j], [1, NBC]), pl.FP32)
+            y = pl.store(pl.cast(pl.col_expand_mul(pl.row_expand_mul(xj, inv), g), pl.FP16), [i, j], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[NR, NH], pl.FP16], gamma: pl.Tensor[[1, NH], pl.FP16],
+             y: pl.Out[pl.Tensor[[NR, NH], pl.FP16]]) -> pl.Tensor[[NR, NH], pl.FP16]:
+        for i in pl.parallel(0, NR, NBR):
+            y = self.rmsnorm_block(x, gamma, i, y)
+        return y
+
+
 # ---- measurement --------------------------------------------------------------------------------
 def _cycles(program: object, args: list[torch.Tensor], expected: torch.Tensor, what: str, tol: float) -> int:
     """Compile `program` (a @pl.program, or a @pl.jit entry's specialisation) into a temporary
@@ -156,6 +201,10 @@ def main() -> None:
     _pair(f"row softmax {SR}x{SC}", softmax_auto, SoftmaxHand, [x], torch.softmax(x, dim=-1))
     ma, mb = torch.randn(MM, MM).half(), (torch.randn(MM, MM) / MM ** 0.5).half()
     _pair(f"matmul {MM}^3 fp16", matmul_auto, MatmulHand, [ma, mb], ma.float() @ mb.float(), tol=1e-3)
+    xr, g = torch.randn(NR, NH).half(), (torch.rand(1, NH) + 0.5).half()
+    xrf = xr.float()
+    want = (xrf * torch.rsqrt(xrf.pow(2).mean(-1, keepdim=True) + EPS) * g.float()).half()
+    _pair(f"RMSNorm {NR}x{NH} fp16", rmsnorm_auto, RMSNormHand, [xr, g], want, tol=2e-3)
     print("target (issue 11): auto/hand <= 1.25")
 
 

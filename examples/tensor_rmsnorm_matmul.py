@@ -2,7 +2,9 @@
 in the source (issue 11 "done when"). The row count M is dynamic, so one compile serves every M;
 the compiler (TileTensorBlocks) blocks both regions for the chip:
 
-- the RMSNorm region runs as one task per block of rows (a row reduction keeps its rows whole);
+- the RMSNorm region runs as one task per block of 8 rows; 8 rows of 4096 FP32 do not fit Vec, so
+  each task makes two passes over [8, 512] column blocks (the sum of squares accumulated across
+  the blocks, then the scaling and the stores);
 - the matmul region runs as one task per [128, 256] output block with a K loop of matmul_acc on
   the cube unit.
 

@@ -169,3 +169,26 @@ def test_model_programs_round_trip(module):
     mod = __import__(module)
     program = mod.build_program() if module == "llama_layer" else mod.build_program(2, 32)
     ir.compile(program, dump_passes=False, verification_level=VerificationLevel.ROUNDTRIP)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_tensor_level_ffn(platform):
+    """examples/models/tensor_ffn.py: the SwiGLU FFN with no tile, load, store or move in the source,
+    blocked by the compiler into many tasks; one compile serves every (dynamic) row count."""
+    from pathlib import Path
+
+    import tensor_ffn
+
+    from pypto.runtime import RunConfig
+
+    source = Path(tensor_ffn.__file__).read_text()
+    assert not any(f"pl.{word}(" in source for word in ("load", "store", "move", "create_tile"))
+    tensor_ffn.tensor_ffn._cache.clear()
+    for rows in (1, 97, 300):
+        y, ref = tensor_ffn.run(platform, rows)
+        torch.testing.assert_close(y, ref, rtol=5e-3, atol=5e-3)
+    assert len(tensor_ffn.tensor_ffn._cache) == 1
+    x, w1, w3, w2 = tensor_ffn.inputs(300)
+    compiled = tensor_ffn.tensor_ffn.compile(x, w1, w3, w2, torch.empty(300, tensor_ffn.D),
+                                             config=RunConfig(platform=platform))
+    assert len(compiled.last_run.tasks) > 3 * 4     # blocked: several tasks per region

@@ -56,12 +56,12 @@ def _budget(row_bytes, limit):
 
 @pytest.mark.parametrize(("rows", "cols", "static", "reduces", "limit", "want"), [
     (256, 256, True, False, 1 << 30, BlockPlan(256, 256)),       # everything fits: whole
-    (1000, 100, True, False, 100 * 4 * 100, BlockPlan(64, 100)),  # 100 rows fit -> the power of two 64
-    (1000, 100, False, False, 1 << 30, BlockPlan(512, 100)),      # dynamic rows: never whole
+    (1000, 100, True, False, 100 * 4 * 100, BlockPlan(96, 100)),  # 100 rows fit -> 96, 11 blocks
+    (1000, 100, False, False, 1 << 30, BlockPlan(992, 100)),      # dynamic rows: never whole
     (16, 6000, True, False, 8 * 2500 * 4, BlockPlan(8, 2048)),    # 8 rows of 6000 do not fit: 128 x 2^4
-    (16, 6000, True, True, 8 * 2500 * 4, BlockPlan(2, 6000)),     # a row reduction keeps rows whole: 3 fit
+    (16, 6000, True, True, 8 * 2500 * 4, BlockPlan(3, 6000)),     # rows kept whole (argmax): 3 fit
     (4, 6000, True, True, 5000 * 4, None),                        # ... and one row does not fit
-    (16, 6000, True, False, 8 * 100 * 4, BlockPlan(4, 128)),      # not even 8 x unit: 6 rows -> 4
+    (16, 6000, True, False, 8 * 100 * 4, BlockPlan(6, 128)),      # not even 8 x unit: 6 rows
 ], ids=["whole", "rows", "dynamic", "columns", "reduction", "reduction-too-long", "narrow"])
 def test_choose_blocks(rows, cols, static, reduces, limit, want):
     assert choose_blocks(rows, cols, static, reduces, 128, _budget(4, limit)) == want

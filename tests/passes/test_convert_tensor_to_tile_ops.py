@@ -301,3 +301,35 @@ def test_converted_programs_print_and_parse_back():
 def test_a_matmul_result_used_by_vector_ops_moves_to_vec_once_where_it_is_computed():
     text = convert(Carried).as_python()
     assert text.count("target_memory=pl.Mem.Vec)") == 3   # a's load, m and p
+
+
+@pl.program
+class SliceComputed:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 32], pl.FP16], b: pl.Tensor[[32, 64], pl.FP16],
+          y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        c: pl.Tensor[[64, 64], pl.FP32] = pl.matmul(a, b)
+        e: pl.Tensor[[64, 64], pl.FP32] = pl.exp(c)
+        d: pl.Tensor[[16, 64], pl.FP32] = pl.slice(e, [16, 64], [16, 0])
+        y1: pl.Tensor[[16, 64], pl.FP32] = pl.assemble(y, d, [0, 0])
+        return y1
+
+
+@pl.program
+class SliceComputedExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 32], pl.FP16], b: pl.Tensor[[32, 64], pl.FP16],
+          y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        a_tile: pl.Tile[[64, 32], pl.FP16, MAT] = pl.tile.load(a, [0, 0], [64, 32], target_memory=MAT)
+        b_tile: pl.Tile[[32, 64], pl.FP16, MAT] = pl.tile.load(b, [0, 0], [32, 64], target_memory=MAT)
+        c_tile: pl.Tile[[64, 64], pl.FP32, ACC] = pl.tile.matmul(a_tile, b_tile)
+        c_tile_vec: pl.Tile[[64, 64], pl.FP32, VEC] = pl.tile.move(c_tile, target_memory=VEC)
+        e_tile: pl.Tile[[64, 64], pl.FP32, VEC] = pl.tile.exp(c_tile_vec)
+        # the slice of a value computed on chip is a view of its tile, not a DDR region
+        d_tile: pl.Tile[[16, 64], pl.FP32, VEC] = pl.tile.slice(e_tile, [16, 64], [16, 0])
+        y1: pl.Tensor[[16, 64], pl.FP32] = pl.tile.store(d_tile, [0, 0], y)
+        return y1
+
+
+def test_a_slice_of_a_value_computed_in_the_region_is_a_tile_slice():
+    ir.assert_structural_equal(convert(SliceComputed), SliceComputedExpected)

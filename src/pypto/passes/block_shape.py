@@ -19,10 +19,15 @@ row block) has nothing to prefetch: it fits when `packed(Vec) ≤ capacity(Vec)`
 (Mat, Left, Right, Acc, Bias) must hold its packed bytes.
 
 **Choice** (`choose_blocks`), for a chain of `R × C` (a `pl.dynamic` extent counts as unbounded):
-columns — all of C when `min(R, 8)` whole rows fit; else (not for a row reduction, whose rows stay
-whole) the largest `unit × 2^k < C` columns that fit with `min(R, 8)` rows, `unit` being the DDR
-access granularity in elements of the widest dtype (512 B on 910B, 128 B on 950); rows — all of R
-when they fit (static R), else the largest power of two below R that fits. Fewer, larger blocks win
+columns — all of C when `min(R, 8)` whole rows fit; else (not for an argmax / argmin, whose rows stay
+whole; other row reductions accumulate across column blocks, `reduce_blocks`) the largest
+`unit × 2^k < C` columns that fit with `min(R, 8)` rows, `unit` being the DDR access granularity in
+elements of the widest dtype (512 B on 910B, 128 B on 950); rows — all of R when they fit (static
+R), else the largest multiple of 8 below R that fits (found by a binary search over powers of two,
+then over the multiples of 8 up to twice the power found; any count when fewer than 8 fit); for a
+static R then the smallest multiple of 8 that needs no more blocks (e.g. 256 rows with 46 fitting:
+40, not 32: 7 blocks rather than 8, the last one partial; 1000 rows with 151 fitting: 144, 7 blocks
+  of 144 or fewer rows). Fewer, larger blocks win
 on the simulated chip: every task costs a launch and an orchestrator submission
 (docs/performance.md), so the largest block that fits is taken.
 
@@ -150,19 +155,38 @@ def _pow2_below(base: int, limit: int) -> list[int]:
     return out
 
 
+def _rows_that_fit(rows: int, static_rows: bool, fits: Callable[[int], bool]) -> int | None:
+    """The block rows below `rows` (module docstring "Choice"): the largest power of two that fits
+    (binary search), then the largest count up to twice that which fits — a multiple of 8 from 8
+    rows on, any count below; for static rows the smallest multiple of 8 that keeps the same number
+    of blocks (even blocks, a short tail). None when not even one row fits."""
+    p = _largest(_pow2_below(1, rows), fits)
+    if p is None:
+        return None
+    step = MIN_ROWS if p >= MIN_ROWS else 1
+    top = min(2 * p, rows) if p >= MIN_ROWS else min(2 * p, rows, MIN_ROWS)
+    best = _largest(range(p, top, step), fits) or p  # type: ignore[arg-type]
+    if not static_rows or best < MIN_ROWS:
+        return best
+    blocks = -(-rows // best)
+    even = -(-rows // blocks)
+    return min(best, -(-even // MIN_ROWS) * MIN_ROWS)
+
+
 def choose_blocks(rows: int, cols: int, static_rows: bool, reduces_rows: bool, unit: int,
                   fits: Callable[[int, int], bool]) -> BlockPlan | None:
     """The block shape of an `rows × cols` chain (module docstring "Choice"): `fits(r, c)` says
     whether an `r × c` block fits the core; `unit` is the DDR granularity in elements of the widest
-    dtype; `static_rows` False for a dynamic row extent (never taken whole). None when no block
-    fits (a row reduction whose single row is too long)."""
+    dtype; `static_rows` False for a dynamic row extent (never taken whole); `reduces_rows` True
+    when the rows must stay whole (a reduction that does not combine across column blocks). None
+    when no block fits (such a reduction whose single row is too long)."""
     few = min(rows, MIN_ROWS)
     bc = cols
     if not fits(few, cols) and not reduces_rows:
         bc = _largest(_pow2_below(unit, cols), lambda c: fits(few, c)) or min(unit, cols)
     if static_rows and fits(rows, bc):
         return BlockPlan(rows, bc)
-    br = _largest(_pow2_below(1, rows), lambda r: fits(r, bc))
+    br = _rows_that_fit(rows, static_rows, lambda r: fits(r, bc))
     return BlockPlan(br, bc) if br is not None else None
 
 

@@ -415,10 +415,12 @@ class _Converter:
         src = args[0]
         if isinstance(src, Var) and src in self.regions:
             raise CompileError("slicing a slice inside an InCore function is not supported yet", span)
-        if self.on_chip(src) is not None:
-            raise CompileError("slicing an on-chip value inside an InCore function is not supported; "
-                               "load the region you need with pl.load", span)
         valid = args[3] if len(args) > 3 and isinstance(args[3], MakeTuple) else None
+        tile = self.on_chip(src)
+        if tile is not None:   # a value computed here: a view of its tile (`tile.slice`)
+            sargs = [tile, self.sub(args[1]), self.sub(args[2])] + ([self.sub(valid)] if valid is not None else [])
+            self.tiles[var] = self.emit_assign(f"{var.name}_tile", build_call("tile.slice", sargs, {}, span), span)
+            return
         self.regions[var] = _Region(self.sub(src), tuple(self.sub(o) for o in args[2].elements),  # type: ignore[attr-defined]
                                     tuple(self.sub(d) for d in args[1].elements),  # type: ignore[attr-defined]
                                     self.sub(valid) if valid is not None else None,

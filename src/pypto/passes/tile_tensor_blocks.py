@@ -26,14 +26,16 @@ each input is loaded once per block, the chain computed on chip, each output sto
 
 A region with `optimizations` (`pl.split`, `pl.cross_core_slot`: its cross-core layout chosen by
 hand) is left as written. A `valid_shape` is given only along a dimension the block does not
-divide (a partial tail block: primes, non-multiples). A row reduction keeps its rows whole (no column blocks); when one row of
-the chain does not fit, the function is left unchanged.
+divide (a partial tail block: primes, non-multiples). When 8 whole rows of a chain with row
+reductions do not fit, the row block runs in passes over column blocks, each reduction accumulated
+across the blocks (`reduce_blocks`); an argmax / argmin (which does not combine that way) keeps its
+rows whole, and when one such row does not fit the function is left unchanged.
 
 Block shape: `block_shape.choose_blocks` (deterministic, from the SoC model `ctx.soc`): the largest
 block whose lowered kernel fits — Vec holding the packed tiles, plus a second copy of the loads when
 the kernel runs several blocks (double buffering) — with whole rows when 8 of them fit, else column
 blocks of `unit × 2^k` (`unit`: the DDR access granularity, 512 B on 910B, 128 B on 950, in elements
-of the widest dtype); rows all of R or a power of two.
+of the widest dtype); rows all of R, or a multiple of 8 (a count below 8 when 8 rows do not fit).
 
 Cores: when every call of the function is `v = self.f(...)` in an Orchestration function and it has
 one Out tensor, the row loop moves into the callers as `pl.parallel` (one task per row block, `_Hoist`)
@@ -191,6 +193,8 @@ class _Blocker:
         off = self.i if axis == 0 else self.j
         if isinstance(total, int) and total % size == 0:
             return size, off, None
+        if isinstance(total, int) and isinstance(off, ConstInt):   # a block at a known offset
+            return size, off, None if off.value + size <= total else _idx(total - off.value)
         if axis not in self.valid:  # bound once per block: every slice's type names this variable
             rest = BinaryExpr("sub", _expr(total), off, INDEX)
             v = Var("rows_valid" if axis == 0 else "cols_valid", INDEX_SCALAR, span=off.span)
@@ -259,6 +263,9 @@ def _row_block(chain: _Chain, plan: BlockPlan, chain_stmts: list[AssignStmt], ou
         return b.out, [last[o] for o in outs]
     if plan.cols == chain.cols:
         return block(_idx(0), carried)
+    if chain.reduces_rows:
+        from .reduce_blocks import row_block_in_passes
+        return row_block_in_passes(chain, plan, chain_stmts, outs, i, carried, span)
     loop, rvs = _loop("j", chain.cols, plan.cols, carried, span, block)
     return [loop], rvs
 
@@ -470,7 +477,9 @@ def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, B
 
     widest = max((v.type.dtype for v in chain.values), key=lambda d: d.get_byte())  # type: ignore[attr-defined]
     unit = max(1, ctx.soc.ddr_access_granularity // widest.get_byte())
-    plan = choose_blocks(R, C, isinstance(chain.rows, int), chain.reduces_rows, unit, fits)
+    from .reduce_blocks import can_split_reduced
+    whole_rows = chain.reduces_rows and not can_split_reduced(_split(func)[0])
+    plan = choose_blocks(R, C, isinstance(chain.rows, int), whole_rows, unit, fits)
     if plan is None or (plan.rows, plan.cols) == (chain.rows, chain.cols):
         return None
     hint = poor_shape_hint(func.name, func.span, (R, C), plan, widest, ctx.soc)
