@@ -147,27 +147,26 @@ def _tensor_exp(x: pl.Tensor, y: pl.Out[pl.Tensor]):
 
 
 @pl.jit
-def _tensor_softmax(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+def _tensor_argmax(x: pl.Tensor, y: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):   # PH008 names this line too
-        e = pl.exp(pl.row_expand_sub(x, pl.row_max(x)))
-        y[:] = pl.row_expand_div(e, pl.row_sum(e))
+        y[:] = pl.row_argmax(pl.exp(x))
     return y
 
 
-def _ph008(kernel, x, platform="a2a3sim"):
+def _ph008(kernel, x, platform="a2a3sim", y=None):
     from pypto.runtime import RunConfig
 
-    y = torch.empty_like(x)
+    y = torch.empty_like(x) if y is None else y
     out = kernel.compile(x, y, config=RunConfig(platform=platform))
     return [h for h in _hints(Path(str(out))) if h.startswith("PH008")]
 
 
 def test_ph008_a_region_tiled_into_rows_narrower_than_the_ddr_granule():
-    # [20000, 7] FP32 does not fit Vec; blocks of whole rows: 7 x 4 B = 28 B < 512 B (910B)
+    # [20000, 7] FP32 does not fit Vec; blocks of whole rows (4 of 5000): 7 x 4 B = 28 B < 512 B (910B)
     (hint,) = _ph008(_tensor_exp, torch.randn(20000, 7))
     line = _line_of("PH008 names this line")
     assert re.match(rf"PH008 {re.escape(str(HERE))}:{line}:\d+: in '_tensor_exp_incore_0': the tensor-level region "
-                    r"is tiled into blocks of 4096 x 7 FP32: rows of 28 B, below the 512 B DDR access granule of "
+                    r"is tiled into blocks of 5000 x 7 FP32: rows of 28 B, below the 512 B DDR access granule of "
                     r"Ascend910B, so each block row moves a whole granule; the tensors' rows hold only 7 elements; "
                     r"a layout with a longer innermost dimension \(e.g. the transposed tensor\) moves fewer "
                     r"granules$", hint)
@@ -177,11 +176,11 @@ def test_ph008_a_region_tiled_into_rows_narrower_than_the_ddr_granule():
 
 
 def test_ph008_a_region_where_only_short_blocks_fit():
-    # softmax rows of 20000 FP32 (80000 B): x and the reductions' scratch tile per row -> one row per
-    # block fits Vec (184 KiB), two do not
-    (hint,) = _ph008(_tensor_softmax, torch.randn(16, 20000))
+    # argmax rows of 20000 FP32 (80000 B; positions do not combine across column blocks, so rows stay
+    # whole): x and the reduction's scratch tile per row -> one row per block fits Vec (184 KiB)
+    (hint,) = _ph008(_tensor_argmax, torch.randn(16, 20000), y=torch.empty(16, 1, dtype=torch.int32))
     line = _line_of("PH008 names this line too")
-    assert re.match(rf"PH008 {re.escape(str(HERE))}:{line}:\d+: in '_tensor_softmax_incore_0': the tensor-level "
+    assert re.match(rf"PH008 {re.escape(str(HERE))}:{line}:\d+: in '_tensor_argmax_incore_0': the tensor-level "
                     r"region is tiled into blocks of 1 x 20000 FP32: only 1 row\(s\) of 20000 elements fit one "
                     r"core's Vec \(188416 B\) with the chain's live values", hint)
 
