@@ -1,5 +1,7 @@
 """Before/Expected tests of Simplify (constant folding of scalar index expressions)."""
 
+from dataclasses import replace
+
 import pypto.language as pl
 from pypto import ir
 from pypto.core.dtype import INDEX, INT8, UINT8
@@ -142,3 +144,49 @@ def test_a_static_dimension_query_folds_and_a_dynamic_one_stays():
     out = run(Before)
     ir.assert_structural_equal(out, Expected)
     assert run(out) is out
+
+
+T = pl.Tensor[[8, 64], pl.FP32]
+
+
+def _tuple_program():
+    @pl.program
+    class Before:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: T, o1: pl.Out[T], o2: pl.Out[T]) -> tuple[T, T]:
+            t = [pl.store(pl.load(a, [0, 0], [8, 64]), [0, 0], o1), o2]
+            x = t[0]
+            y = t[1]
+            return x, y
+
+    return Before
+
+
+def test_tuple_read_element_wise_is_taken_apart():
+    # an inline helper's multiple returns: `t = [a, b]; x = t[0]; y = t[1]` (kernels have no tuples)
+    Before = _tuple_program()
+
+    @pl.program
+    class Expected:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: T, o1: pl.Out[T], o2: pl.Out[T]) -> tuple[T, T]:
+            t_0 = pl.store(pl.load(a, [0, 0], [8, 64]), [0, 0], o1)
+            x = t_0
+            y = o2
+            return x, y
+
+    out = run(Before)
+    ir.assert_structural_equal(out, Expected)
+    assert run(out) is out
+
+
+def test_tuple_read_as_a_whole_is_kept():
+    prog = _tuple_program()
+    k = prog.functions[0]
+    stmts = k.body.stmts
+    t, x = stmts[0].var, stmts[1].var
+    assert isinstance(stmts[0].value, ir.MakeTuple)
+    # `return x, t`: `t` is also read as a whole, so its binding stays a tuple
+    body = replace(k.body, stmts=(*stmts[:-1], ir.ReturnStmt((x, t))))
+    whole = replace(prog, functions=(replace(k, body=body),))
+    assert run(whole) is whole

@@ -6,7 +6,8 @@ codegen emits fewer scalar instructions. The rewrites are a table of (operators,
 rule returns the replacement or None — run bottom-up to a fixed point by one driver (STYLE rule 6).
 
 An `if` whose condition folds to a constant is replaced by the branch it takes. A dimension query
-(`pl.dim(x, i)`) of a static dimension folds to the constant.
+(`pl.dim(x, i)`) of a static dimension folds to the constant. A tuple bound to a variable and read
+only element-wise (an inline helper's multiple returns) is first taken apart (split_tuples.py).
 
 Only integer, INDEX and BOOL arithmetic is folded; float scalars are left alone (folding them would
 change rounding). Integer folding follows the simulator's semantics: results wrap to the dtype's
@@ -30,6 +31,7 @@ from ..ir.visitor import IRMutator
 from ..ops import get_op
 from ..ops.memory import queried_dim
 from .base import FunctionPass, PassContext
+from .split_tuples import split_tuple_bindings
 
 __all__ = ["Simplify", "simplify_expr", "RULES"]
 
@@ -287,6 +289,7 @@ class Simplify(FunctionPass):
     name = "Simplify"
 
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
+        func = split_tuple_bindings(func)
         while True:
             new = _Simplifier().visit_function(func)
             if new is func:

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
+from ...core.dtype import INDEX
 from ...core.enums import FunctionType, Level, Role
 from ...core.errors import ParserSyntaxError, ParserTypeError
 from ...ir.expr import ConstBool, ConstFloat, ConstInt, Expr, GlobalVar, MakeTuple, Var
 from ...ir.function import Function, Program
 from ...ir.stmt import AssignStmt, ReturnStmt
 from ...ir.structural import structural_equal
-from ...ir.types import Type
+from ...ir.types import ScalarType, Type
 from .deps import reject_deps
 from .external import ExternalOptions
 from .function_parser import FunctionParser, ProgramContext, declares_returns, parse_header
@@ -282,6 +284,15 @@ def _assigned_names(fdef: ast.FunctionDef) -> set[str]:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+_STATIC_PARAM = ScalarType(INDEX)  # the (unused) IR type of a compile-time constant parameter
+
+
+def _is_static(v: Any) -> bool:
+    """Whether an inline call's argument is a compile-time constant passed as the Python object
+    itself: an enum member (`pld.ReduceOp.Max`, `pl.PipeType...`), a string or None."""
+    return isinstance(v, (Enum, str)) or v is None
+
+
 def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
                 overrides_from_args: bool = False) -> Expr:
     """Splice the body of an inline function at the call site; returns the value it returns.
@@ -300,26 +311,31 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
     ns = Namespace.of_function(pyfunc)
     reject_deps(parser, node, f"inline helper '{fdef.name}' (its body is spliced in: put deps= on the "
                               f"calls inside it)")
-    args = [parser.parse_expr(a) for a in node.args]
     if node.keywords:
         raise ParserSyntaxError("keyword arguments are not supported in inline calls", parser.span(node))
-    overrides = None
+    values = [parser.parse_value(a) for a in node.args]
+    args: list[Any] = [v if _is_static(v) else parser.to_expr(v, a) for v, a in zip(values, node.args)]
+    names = [a.arg for a in fdef.args.args]
+    # a compile-time constant argument (enum member, string, None) stands for itself in the body;
+    # its parameter needs no IR type (nor an annotation)
+    overrides: dict[str, Type] = {n: _STATIC_PARAM for n, a in zip(names, args) if _is_static(a)}
     if overrides_from_args:
-        names = [a.arg for a in fdef.args.args]
-        overrides = {n: a.type for n, a in zip(names, args)}
+        overrides.update({n: a.type for n, a in zip(names, args) if not _is_static(a)})
     header = parse_header(fdef, info, ns, is_method=False, overrides=overrides,
                           evaluated=getattr(pyfunc, "__annotations__", None))
     if len(args) != len(header.params):
         raise ParserTypeError(f"inline function '{fdef.name}' takes {len(header.params)} arguments, got "
                               f"{len(args)}", parser.span(node))
     for p, a in zip(header.params, args):
+        if _is_static(a):
+            continue
         if not type_compatible(p.type, a.type):
             raise ParserTypeError(f"argument '{p.name}' of inline function '{fdef.name}' expects "
                                   f"{type_text(p.type)}, got {type_text(a.type)}", parser.span(node))
     rebound = _assigned_names(fdef)
     env: dict[str, Expr] = {}
     for p, a, a_node in zip(header.params, args, node.args):
-        if isinstance(a, (Var, ConstInt, ConstFloat, ConstBool)) and p.name not in rebound:
+        if _is_static(a) or (isinstance(a, (Var, ConstInt, ConstFloat, ConstBool)) and p.name not in rebound):
             env[p.name] = a
             continue
         var = Var(p.name, a.type, span=parser.span(a_node))
