@@ -7,10 +7,11 @@ writes what a user would write by hand — a block loop of `pl.slice` / compute 
 
 What it handles: an InCore function whose body is one straight-line chain of vector tensor ops —
 elementwise, scalar, broadcast (`row_expand_*` / `col_expand_*` / `[R, 1]` and `[1, C]` operands),
-cast, compare/select, activations — and row reductions (`row_sum`, `row_max`, ... : result `[R, 1]`),
-ending in `pl.assemble(out, value, [0, 0])` of whole 2-D `Out` tensors. Every tensor value is
-`[R, C]`, `[R, 1]` or `[1, C]` (R, C static). Anything else is left as it is (and, when too large,
-AllocateMemoryAddr reports MemoryCapacityError as before).
+cast, compare/select, activations — row reductions (`row_sum`, `row_max`, ... : result `[R, 1]`)
+or column reductions (`col_sum`, ...: result `[1, C]`), ending in `pl.assemble(out, value, [0, 0])`
+of whole 2-D `Out` tensors. Every tensor value is `[R, C]`, `[R, 1]` or `[1, C]` (R, C static).
+Anything else is left as it is (and, when too large, AllocateMemoryAddr reports MemoryCapacityError
+as before).
 
 When the function, lowered as written, fits the core (`block_shape.footprint`: the bytes
 MemoryReuse packs its tiles into), it is left unchanged. Otherwise the whole chain runs per block —
@@ -29,7 +30,9 @@ hand) is left as written. A `valid_shape` is given only along a dimension the bl
 divide (a partial tail block: primes, non-multiples). When 8 whole rows of a chain with row
 reductions do not fit, the row block runs in passes over column blocks, each reduction accumulated
 across the blocks (`reduce_blocks`); an argmax / argmin (which does not combine that way) keeps its
-rows whole, and when one such row does not fit the function is left unchanged.
+rows whole, and when one such row does not fit the function is left unchanged. A chain of column
+reductions (`col_sum`, ...: result `[1, C]`) is blocked along its columns instead, each column block
+accumulating over row blocks (`col_reduce_blocks`); its column loop is the one moved into the callers.
 
 Block shape: `block_shape.choose_blocks` (deterministic, from the SoC model `ctx.soc`): the largest
 block whose lowered kernel fits — Vec holding the packed tiles, plus a second copy of the loads when
@@ -103,6 +106,7 @@ class _Chain:
     cols: Dim
     values: dict[Var, tuple[Dim, Dim]]   # every tensor value loaded or computed on chip -> dims
     reduces_rows: bool                    # a row reduction: rows must stay whole (no column blocks)
+    reduces_cols: bool = False            # a column reduction [R, C] -> [1, C] (`col_reduce_blocks`)
 
 
 def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | None = None) -> _Chain | None:
@@ -114,7 +118,7 @@ def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | N
     params = set(func.params)
     values: dict[Var, tuple[Dim, Dim]] = dict(seed or {})
     stored: set[Var] = set()
-    reduces = False
+    reduces = col_reduces = False
     for p in func.params:
         if isinstance(p.type, TensorType):
             if _dims(p.type) is None:
@@ -144,9 +148,12 @@ def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | N
         if spec.has_trait("reduction"):
             (src,) = tensor_args
             sd = values.get(src) or _dims(src.type)  # type: ignore[arg-type]
-            if not (dims[1] == 1 and sd[1] != 1):   # a row reduction [R, C] -> [R, 1] only
+            if dims[1] == 1 and sd[1] != 1:         # a row reduction [R, C] -> [R, 1]
+                reduces = True
+            elif dims[0] == 1 and call.op.startswith("tensor.col_"):  # a column reduction -> [1, C]
+                col_reduces = True
+            else:
                 return None
-            reduces = True
         elif not spec.traits & _CHAIN_TRAITS:
             return None
         for a in tensor_args:
@@ -159,7 +166,7 @@ def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | N
     cols = _extent([d[1] for d in values.values()])
     if rows is None or cols is None:
         return None
-    return _Chain(rows, cols, values, reduces)
+    return _Chain(rows, cols, values, reduces, col_reduces)
 
 
 def _extent(dims: list[Dim]) -> Dim | None:
@@ -441,10 +448,9 @@ class TileTensorBlocks(Pass):
                 continue
             chain, plan, hoist = found
             if hoist:
-                hoisted[func.name] = (func, [("i", chain.rows, plan.rows)])
-                funcs.append(_rebuild_one_row_block(func, chain, plan))
-            else:
-                funcs.append(_rebuild(func, chain, plan))
+                hoisted[func.name] = (func, [("j", chain.cols, plan.cols)] if chain.reduces_cols
+                                      else [("i", chain.rows, plan.rows)])
+            funcs.append(_candidate(func, chain, plan, hoist))
         if hoisted:
             mut = _Hoist(hoisted)
             funcs = [f if f.name in hoisted else mut.visit_function(f) for f in funcs]
@@ -463,16 +469,19 @@ def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, B
     whole = footprint(func, ctx)
     if whole is not None and whole.fits(capacity, double_buffer=False):
         return None
+    if chain.reduces_cols:
+        from .col_reduce_blocks import col_reducible
+        if not col_reducible(chain, _split(func)[0]):
+            return None
     hoist = _hoistable(func, program)
     R, C = _size(chain.rows), _size(chain.cols)
     tried: dict[tuple[int, int], bool] = {}
 
     def fits(r: int, c: int) -> bool:
         if (r, c) not in tried:
-            plan = BlockPlan(r, c)
-            cand = _rebuild_one_row_block(func, chain, plan) if hoist else _rebuild(func, chain, plan)
-            fp = footprint(cand, ctx)
-            tried[(r, c)] = fp is not None and fp.fits(capacity, double_buffer=c < C or (not hoist and r < R))
+            fp = footprint(_candidate(func, chain, BlockPlan(r, c), hoist), ctx)
+            several = (r < R or (not hoist and c < C)) if chain.reduces_cols else (c < C or (not hoist and r < R))
+            tried[(r, c)] = fp is not None and fp.fits(capacity, double_buffer=several)
         return tried[(r, c)]
 
     widest = max((v.type.dtype for v in chain.values), key=lambda d: d.get_byte())  # type: ignore[attr-defined]
@@ -486,3 +495,12 @@ def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, B
     if hint is not None:
         ctx.records.setdefault("perf_hints", []).append(hint)
     return chain, plan, hoist
+
+
+def _candidate(func: Function, chain: _Chain, plan: BlockPlan, hoist: bool) -> Function:
+    """`func` blocked by `plan`: one task's block (the callers loop, `hoist`) or the whole loop
+    nest; column reductions blocked by `col_reduce_blocks`, everything else by rows."""
+    if chain.reduces_cols:
+        from .col_reduce_blocks import rebuild_cols, rebuild_one_col_block
+        return rebuild_one_col_block(func, chain, plan) if hoist else rebuild_cols(func, chain, plan)
+    return _rebuild_one_row_block(func, chain, plan) if hoist else _rebuild(func, chain, plan)

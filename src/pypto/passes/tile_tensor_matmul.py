@@ -120,7 +120,7 @@ def _analyse_matmul(func: Function) -> tuple[_Mm, _Chain] | None:
     mm = _Mm(s, a, b, args[2] if len(args) > 2 else None, at, bt, M, N, K,  # type: ignore[arg-type]
              a.type.dtype, acc_dtype(a.type.dtype))  # type: ignore[attr-defined]
     chain = _analyse(func, skip=1, seed={s.var: (M, N)})
-    if chain is None or chain.reduces_rows:
+    if chain is None or chain.reduces_rows or chain.reduces_cols:
         return None
     return mm, chain
 
