@@ -158,3 +158,35 @@ def test_a_slice_that_cannot_move_onto_the_inputs_of_a_too_large_region_says_wha
     assert "function 'k': the region does not fit one core, and it cannot be split into blocks because 'd' " \
            "slices 'x_rv', computed by a loop or branch" in msg
     assert "slice the inputs instead (e.g. pl.matmul(a[16:32, :], b)" in msg
+
+
+@pl.program
+class InputWindow:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[2048, 1024], FP32],
+          y: pl.Out[pl.Tensor[[1000, 1000], FP32]]) -> pl.Tensor[[1000, 1000], FP32]:
+        s: pl.Tensor[[1000, 1000], FP32] = pl.tensor.slice(a, [1000, 1000], [37, 5])
+        e: pl.Tensor[[1000, 1000], FP32] = pl.tensor.exp(s)
+        y1: pl.Tensor[[1000, 1000], FP32] = pl.tensor.assemble(y, e, [0, 0])
+        return y1
+
+
+@pl.program
+class InputWindowExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[2048, 1024], FP32],
+          y: pl.Out[pl.Tensor[[1000, 1000], FP32]]) -> pl.Tensor[[1000, 1000], FP32]:
+        for i, (y_it,) in pl.range(0, 1000, 16, init_values=(y,)):
+            rows_valid: pl.INDEX = pl.min(16, 1000 - i)
+            # the block of the window: the window's offsets plus the block's
+            s_blk: pl.Tensor[[16, 1000], FP32, pl.TensorView(valid_shape=[rows_valid, 1000])] = \
+                pl.tensor.slice(a, [16, 1000], [37 + i, 5], [rows_valid, 1000])
+            e: pl.Tensor[[16, 1000], FP32, pl.TensorView(valid_shape=[rows_valid, 1000])] = pl.tensor.exp(s_blk)
+            y1: pl.Tensor[[1000, 1000], FP32] = pl.tensor.assemble(y_it, e, [i, 0])
+            y_rv: pl.Tensor[[1000, 1000], FP32] = pl.yield_(y1)
+        return y_rv
+
+
+def test_a_window_of_an_input_is_blocked_at_shifted_offsets():
+    out = TileTensorBlocks().run(InputWindow, PassContext(backend_type=BackendType.Ascend910B))
+    ir.assert_structural_equal(out, InputWindowExpected)

@@ -27,28 +27,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.dtype import INDEX
-from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, MakeTuple, Var
+from ..ir.expr import Call, ConstInt, Expr, MakeTuple, Var
 from ..ir.function import Function
 from ..ir.stmt import AssignStmt, SeqStmts, Stmt
 from ..ir.types import TensorType
 from ..ops import get_op
 from .analysis import used_vars
 from .op_builder import build_call
+from .tile_tensor_blocks import _shifted
 
 __all__ = ["push_slices", "computed_slices"]
 
 _MATMUL = ("tensor.matmul", "tensor.matmul_bias")
 _CHAIN_TRAITS = frozenset({"elementwise", "positionwise"})
-
-
-def _add(a: Expr, b: Expr) -> Expr:
-    if isinstance(a, ConstInt) and isinstance(b, ConstInt):
-        return ConstInt(a.value + b.value, INDEX)
-    if isinstance(a, ConstInt) and a.value == 0:
-        return b
-    if isinstance(b, ConstInt) and b.value == 0:
-        return a
-    return BinaryExpr("add", a, b, INDEX)
 
 
 def _is_slice(s: Stmt) -> bool:
@@ -134,7 +125,7 @@ class _Pusher:
         call: Call = s.value  # type: ignore[assignment]
         if _is_slice(s):
             src, _, inner = call.args
-            return self.slice(src, shape, tuple(_add(a, b) for a, b in zip(inner.elements, offsets)), span)  # type: ignore[arg-type, attr-defined]
+            return self.slice(src, shape, tuple(_shifted(a, b) for a, b in zip(inner.elements, offsets)), span)  # type: ignore[arg-type, attr-defined]
         if call.op in _MATMUL:
             return self._matmul(s, shape, offsets, span)
         args: list[Expr] = []
