@@ -48,10 +48,11 @@ and the kernel computes the row block at a new index parameter.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..core.dtype import INDEX
 from ..core.enums import ForKind, FunctionType, ParamDirection
+from ..core.errors import MemoryCapacityError
 from ..ir.expr import BinaryExpr, Call, ConstInt, Expr, GlobalVar, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, ReturnStmt, SeqStmts, Stmt, YieldStmt
@@ -107,6 +108,8 @@ class _Chain:
     values: dict[Var, tuple[Dim, Dim]]   # every tensor value loaded or computed on chip -> dims
     reduces_rows: bool                    # a row reduction: rows must stay whole (no column blocks)
     reduces_cols: bool = False            # a column reduction [R, C] -> [1, C] (`col_reduce_blocks`)
+    views: dict[Var, tuple[Var, tuple[Expr, Expr]]] = field(default_factory=dict)
+    # a slice of a parameter -> (the parameter, the slice's offsets): blocked at shifted offsets
 
 
 def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | None = None) -> _Chain | None:
@@ -117,6 +120,7 @@ def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | N
         return None
     params = set(func.params)
     values: dict[Var, tuple[Dim, Dim]] = dict(seed or {})
+    views: dict[Var, tuple[Var, tuple[Expr, Expr]]] = {}
     stored: set[Var] = set()
     reduces = col_reduces = False
     for p in func.params:
@@ -132,6 +136,11 @@ def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | N
         if dims is None:
             return None
         tensor_args = [a for a in call.args if isinstance(a.type, TensorType)]
+        if call.op == "tensor.slice" and len(call.args) == 3 and tensor_args[0] in params \
+                and all(isinstance(d, int) for d in dims):   # a static view of an input
+            views[s.var] = (tensor_args[0], tuple(call.args[2].elements))  # type: ignore[assignment, attr-defined]
+            values[s.var] = dims
+            continue
         if any(not isinstance(a, Var) or a in stored or (a not in params and a not in values)
                for a in tensor_args):
             return None
@@ -166,7 +175,7 @@ def _analyse(func: Function, skip: int = 0, seed: dict[Var, tuple[Dim, Dim]] | N
     cols = _extent([d[1] for d in values.values()])
     if rows is None or cols is None:
         return None
-    return _Chain(rows, cols, values, reduces, col_reduces)
+    return _Chain(rows, cols, values, reduces, col_reduces, views)
 
 
 def _extent(dims: list[Dim]) -> Dim | None:
@@ -179,6 +188,17 @@ def _extent(dims: list[Dim]) -> Dim | None:
 
 def _idx(v: int) -> ConstInt:
     return ConstInt(v, INDEX)
+
+
+def _shifted(base: Expr, off: Expr) -> Expr:
+    """`base + off` (folded when both are constants or one is 0)."""
+    if isinstance(base, ConstInt) and isinstance(off, ConstInt):
+        return _idx(base.value + off.value)
+    if isinstance(base, ConstInt) and base.value == 0:
+        return off
+    if isinstance(off, ConstInt) and off.value == 0:
+        return base
+    return BinaryExpr("add", base, off, INDEX)
 
 
 class _Blocker:
@@ -214,7 +234,11 @@ class _Blocker:
             return self.map[v]
         r, c = self.chain.values[v]
         (br, oi, vi), (bc, oj, vj) = self.extent(0, r), self.extent(1, c)
-        args: list[Expr] = [v, MakeTuple((_idx(br), _idx(bc))), MakeTuple((oi, oj))]
+        src: Var = v
+        if v in self.chain.views:   # a slice of an input: its block, at the slice's offsets plus the block's
+            src, (o0, o1) = self.chain.views[v]
+            oi, oj = _shifted(o0, oi), _shifted(o1, oj)
+        args: list[Expr] = [src, MakeTuple((_idx(br), _idx(bc))), MakeTuple((oi, oj))]
         if vi is not None or vj is not None:
             args.append(MakeTuple((vi or _idx(br), vj or _idx(bc))))
         call = build_call("tensor.slice", args, {}, v.span)
@@ -225,6 +249,8 @@ class _Blocker:
 
     def stmt(self, s: AssignStmt) -> None:
         call: Call = s.value  # type: ignore[assignment]
+        if s.var in self.chain.views:   # sliced per block where used (block_of)
+            return
         if get_op(call.op).lowering == "store":  # type: ignore[arg-type]
             target, value, _ = call.args
             dst = self.carried[target]  # type: ignore[index]
@@ -435,6 +461,7 @@ class TileTensorBlocks(Pass):
             if func.optimizations:   # pl.split / pl.cross_core_slot: a cross-core layout chosen by hand
                 funcs.append(func)
                 continue
+            func = _slices_pushed(func, ctx)
             mm = plan_matmul(func, program, ctx)
             if mm is not None:
                 new, loops = mm
@@ -455,6 +482,33 @@ class TileTensorBlocks(Pass):
             mut = _Hoist(hoisted)
             funcs = [f if f.name in hoisted else mut.visit_function(f) for f in funcs]
         return replace(program, functions=tuple(funcs))
+
+
+def _slices_pushed(func: Function, ctx: PassContext) -> Function:
+    """`func` with its slices of computed values moved onto its inputs (`push_slices`) when it holds
+    such a slice and does not fit the core as written; `func` otherwise (a fitting one keeps the
+    slice as a view of the tile on chip)."""
+    from .push_slices import computed_slices, push_slices
+    if func.func_type is not FunctionType.InCore or not computed_slices(func):
+        return func
+    whole = footprint(func, ctx)
+    if whole is None or whole.fits(ctx.soc.capacity_of, double_buffer=False):
+        return func
+    pushed = push_slices(func)
+    left = computed_slices(pushed)
+    if left:
+        s = left[0]
+        src = s.value.args[0]  # type: ignore[attr-defined]
+        made = next((d.value.op for d in pushed.body.stmts if isinstance(d, AssignStmt) and d.var is src),  # type: ignore[attr-defined]
+                    "a loop or branch")
+        raise MemoryCapacityError(
+            f"function '{func.name}': the region does not fit one core, and it cannot be split into blocks "
+            f"because '{s.var.name}' slices '{src.name}', computed by {made}: the compiler moves a slice onto "
+            "the region's inputs only through elementwise ops, broadcasts, casts, reductions and "
+            "pl.matmul; slice the inputs instead (e.g. pl.matmul(a[16:32, :], b) for pl.matmul(a, b)[16:32, :]) "
+            "or write the block loop yourself (pl.parallel over blocks with pl.slice / pl.assemble)",
+            s.span if s.span.is_known() else func.span)
+    return pushed
 
 
 def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, BlockPlan, bool] | None:

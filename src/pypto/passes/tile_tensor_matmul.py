@@ -40,7 +40,7 @@ it, is too large; `bk` is chosen again) or `bk` is halved (Left, Right or Mat ov
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.dtype import INDEX, DataType
 from ..core.enums import FunctionType, MemorySpace
@@ -64,6 +64,7 @@ from .tile_tensor_blocks import (
     _hoistable,
     _idx,
     _loop,
+    _shifted,
     _size,
     _split,
     with_index_params,
@@ -97,18 +98,26 @@ class _Mm:
     K: int
     operand: DataType   # dtype of a and b
     acc: DataType       # the accumulator dtype (FP32 / INT32)
+    lead: int = 0       # leading statements that slice inputs (`views`) before the matmul
+    views: dict[Var, tuple[Var, tuple[Expr, ...]]] = field(default_factory=dict)
+    # an operand that is a slice of a parameter -> (the parameter, the slice's offsets)
 
 
 def _analyse_matmul(func: Function) -> tuple[_Mm, _Chain] | None:
     body = func.body.stmts if isinstance(func.body, SeqStmts) else ()
-    if len(body) < 3 or not isinstance(body[0], AssignStmt):
+    views: dict[Var, tuple[Var, tuple[Expr, ...]]] = {}
+    lead = 0
+    while lead < len(body) and _input_view(body[lead], func):   # operands sliced from inputs
+        views[body[lead].var] = (body[lead].value.args[0], tuple(body[lead].value.args[2].elements))  # type: ignore[attr-defined]
+        lead += 1
+    if len(body) < lead + 3 or not isinstance(body[lead], AssignStmt):
         return None
-    s = body[0]
+    s = body[lead]
     call = s.value
     if not (isinstance(call, Call) and call.op in _OPS and isinstance(s.var.type, TensorType)):
         return None
     args = list(call.args)
-    if not all(isinstance(x, Var) and x in func.params and isinstance(x.type, TensorType)
+    if not all(isinstance(x, Var) and (x in func.params or x in views) and isinstance(x.type, TensorType)
                and _dims(x.type) is not None for x in args):
         return None
     a, b = args[0], args[1]
@@ -118,11 +127,19 @@ def _analyse_matmul(func: Function) -> tuple[_Mm, _Chain] | None:
     if not isinstance(K, int):
         return None
     mm = _Mm(s, a, b, args[2] if len(args) > 2 else None, at, bt, M, N, K,  # type: ignore[arg-type]
-             a.type.dtype, acc_dtype(a.type.dtype))  # type: ignore[attr-defined]
-    chain = _analyse(func, skip=1, seed={s.var: (M, N)})
+             a.type.dtype, acc_dtype(a.type.dtype), lead, views)  # type: ignore[attr-defined]
+    chain = _analyse(func, skip=lead + 1, seed={s.var: (M, N)})
     if chain is None or chain.reduces_rows or chain.reduces_cols:
         return None
     return mm, chain
+
+
+def _input_view(s: Stmt, func: Function) -> bool:
+    """`v = pl.tensor.slice(p, shape, offsets)` of a 2-D parameter `p`, static shape, no valid_shape."""
+    return (isinstance(s, AssignStmt) and isinstance(s.value, Call) and s.value.op == "tensor.slice"
+            and len(s.value.args) == 3 and s.value.args[0] in func.params
+            and _dims(s.var.type) is not None  # type: ignore[arg-type]
+            and all(isinstance(d, int) for d in _dims(s.var.type)))  # type: ignore[arg-type, union-attr]
 
 
 def _r16(n: int) -> int:
@@ -167,8 +184,13 @@ def choose_matmul_blocks(M: int, N: int, K: int, operand_bytes: int, acc_bytes: 
 
 
 def _slice(src: Var, shape: tuple[int, int], offsets: tuple[Expr, Expr],
-           valid: tuple[Expr | None, Expr | None], out: list[Stmt], name: str) -> Var:
-    """`name = pl.tensor.slice(src, shape, offsets[, valid_shape])` appended to `out`."""
+           valid: tuple[Expr | None, Expr | None], out: list[Stmt], name: str,
+           views: dict[Var, tuple[Var, tuple[Expr, ...]]] | None = None) -> Var:
+    """`name = pl.tensor.slice(src, shape, offsets[, valid_shape])` appended to `out`; a `src`
+    in `views` (a slice of an input) is sliced from that input at the offsets added up."""
+    if views and src in views:
+        src, base = views[src]
+        offsets = (_shifted(base[0], offsets[0]), _shifted(base[1], offsets[1]))
     args: list[Expr] = [src, MakeTuple(tuple(_idx(d) for d in shape)), MakeTuple(offsets)]
     if valid[0] is not None or valid[1] is not None:
         args.append(MakeTuple((valid[0] or _idx(shape[0]), valid[1] or _idx(shape[1]))))
@@ -184,13 +206,13 @@ def _operands(mm: _Mm, plan: MatmulPlan, bi: tuple[Expr, Expr | None], bj: tuple
     offset `k`, sliced as the operands are stored (transposed ones the other way round)."""
     (i, vi), (j, vj) = bi, bj
     if mm.a_trans:
-        a = _slice(mm.a, (plan.bk, plan.bm), (k, i), (k_valid, vi), out, f"{mm.a.name}_{suffix}")
+        a = _slice(mm.a, (plan.bk, plan.bm), (k, i), (k_valid, vi), out, f"{mm.a.name}_{suffix}", mm.views)
     else:
-        a = _slice(mm.a, (plan.bm, plan.bk), (i, k), (vi, k_valid), out, f"{mm.a.name}_{suffix}")
+        a = _slice(mm.a, (plan.bm, plan.bk), (i, k), (vi, k_valid), out, f"{mm.a.name}_{suffix}", mm.views)
     if mm.b_trans:
-        b = _slice(mm.b, (plan.bn, plan.bk), (j, k), (vj, k_valid), out, f"{mm.b.name}_{suffix}")
+        b = _slice(mm.b, (plan.bn, plan.bk), (j, k), (vj, k_valid), out, f"{mm.b.name}_{suffix}", mm.views)
     else:
-        b = _slice(mm.b, (plan.bk, plan.bn), (k, j), (k_valid, vj), out, f"{mm.b.name}_{suffix}")
+        b = _slice(mm.b, (plan.bk, plan.bn), (k, j), (k_valid, vj), out, f"{mm.b.name}_{suffix}", mm.views)
     return a, b
 
 
@@ -205,7 +227,7 @@ def _block(mm: _Mm, chain: _Chain, plan: MatmulPlan, func: Function, i: Expr, j:
     a0, b0 = _operands(mm, plan, (oi, vi), (oj, vj), _idx(0), None, b.out, "k0")
     span = mm.stmt.span
     if mm.bias is not None:
-        bias = _slice(mm.bias, (1, plan.bn), (_idx(0), oj), (None, vj), b.out, f"{mm.bias.name}_blk")
+        bias = _slice(mm.bias, (1, plan.bn), (_idx(0), oj), (None, vj), b.out, f"{mm.bias.name}_blk", mm.views)
         first = build_call("tensor.matmul_bias", [a0, b0, bias], trans, span)
     else:
         first = build_call("tensor.matmul", [a0, b0], {"out_dtype": None, **trans}, span)
@@ -234,7 +256,7 @@ def _block(mm: _Mm, chain: _Chain, plan: MatmulPlan, func: Function, i: Expr, j:
         result = Var(mm.stmt.var.name, cast.type, span=mm.stmt.var.span)
         b.out.append(AssignStmt(result, cast, span=span))  # type: ignore[arg-type]
     b.map[mm.stmt.var] = result
-    for s in chain_stmts[1:]:
+    for s in chain_stmts[mm.lead + 1:]:
         b.stmt(s)
     return b.out, b.map
 
