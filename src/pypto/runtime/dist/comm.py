@@ -59,6 +59,7 @@ class WindowMap:
     nbytes: int
     stride: int
     segment: Any
+    _typed: dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
 
     def copy(self, rank: int) -> torch.Tensor:
         """Rank `rank`'s copy as uint8."""
@@ -67,9 +68,10 @@ class WindowMap:
     def view(self, rank: int, offset: int, shape: tuple[int, ...], stride: tuple[int, ...],
              dtype: torch.dtype) -> torch.Tensor:
         """A typed view into rank `rank`'s copy at byte `offset` with element `stride`s."""
-        item = torch.empty((), dtype=dtype).element_size()
-        typed = self.segment.bytes.view(dtype)
-        return torch.as_strided(typed, shape, stride, (rank * self.stride + offset) // item)
+        typed = self._typed.get(dtype)
+        if typed is None:     # the segment as `dtype` elements, made once per dtype
+            typed = self._typed[dtype] = self.segment.bytes.view(dtype)
+        return torch.as_strided(typed, shape, stride, (rank * self.stride + offset) // dtype.itemsize)
 
 
 @dataclass
