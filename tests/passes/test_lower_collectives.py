@@ -109,12 +109,14 @@ class MeshExpected:
         for ar0_from_i in pl.range(1, ar0_nr, 1):
             ar0_from: pl.Scalar[pl.INDEX] = (ar0_me + ar0_from_i) % ar0_nr
             pld.system.wait(sig, [ar0_from, 0], ar0_step, cmp=pld.WaitCmp.Ge)
-        # the one chunk: rank 0's first, then every other rank's, reduced in Vec
-        ar0_acc: pl.Tile[[8, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(x, 0, [0, 0], [8, 64])
-        for ar0_q in pl.range(1, ar0_nr, 1):
-            ar0_part: pl.Tile[[8, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(x, ar0_q, [0, 0], [8, 64])
-            ar0_acc: pl.Tile[[8, 64], pl.FP32, pl.Mem.Vec] = pl.tile.maximum(ar0_acc, ar0_part)
-        # rendezvous 2: every rank has read the chunk, so it may be overwritten
+        # the one chunk (index 0) is owned by rank 0 % nr: it reduces rank 0's, then every other rank's
+        if (0 % ar0_nr) == ar0_me:
+            ar0_acc: pl.Tile[[8, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(x, 0, [0, 0], [8, 64])
+            for ar0_q in pl.range(1, ar0_nr, 1):
+                ar0_part: pl.Tile[[8, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(x, ar0_q, [0, 0], [8, 64])
+                ar0_acc: pl.Tile[[8, 64], pl.FP32, pl.Mem.Vec] = pl.tile.maximum(ar0_acc, ar0_part)
+            x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_acc, [0, 0], x)
+        # rendezvous 2: every chunk is final at its owner
         ar0_step: pl.Scalar[pl.INDEX] = ar0_step + 1
         for ar0_to_i_1 in pl.range(1, ar0_nr, 1):
             ar0_to_1: pl.Scalar[pl.INDEX] = (ar0_me + ar0_to_i_1) % ar0_nr
@@ -122,7 +124,19 @@ class MeshExpected:
         for ar0_from_i_1 in pl.range(1, ar0_nr, 1):
             ar0_from_1: pl.Scalar[pl.INDEX] = (ar0_me + ar0_from_i_1) % ar0_nr
             pld.system.wait(sig, [ar0_from_1, 0], ar0_step, cmp=pld.WaitCmp.Ge)
-        x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_acc, [0, 0], x)
+        # the other ranks copy the chunk from its owner
+        ar0_owner: pl.Scalar[pl.INDEX] = 0 % ar0_nr
+        if ar0_owner != ar0_me:
+            ar0_part_1: pl.Tile[[8, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(x, ar0_owner, [0, 0], [8, 64])
+            x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_part_1, [0, 0], x)
+        # rendezvous 3: nobody reads this rank's x any more
+        ar0_step: pl.Scalar[pl.INDEX] = ar0_step + 1
+        for ar0_to_i_2 in pl.range(1, ar0_nr, 1):
+            ar0_to_2: pl.Scalar[pl.INDEX] = (ar0_me + ar0_to_i_2) % ar0_nr
+            pld.system.notify(sig, ar0_to_2, [ar0_me, 0], 1, op=pld.NotifyOp.AtomicAdd)
+        for ar0_from_i_2 in pl.range(1, ar0_nr, 1):
+            ar0_from_2: pl.Scalar[pl.INDEX] = (ar0_me + ar0_from_i_2) % ar0_nr
+            pld.system.wait(sig, [ar0_from_2, 0], ar0_step, cmp=pld.WaitCmp.Ge)
         # self-clearing: take back what the peers added to my cells
         for ar0_own_i in pl.range(1, ar0_nr, 1):
             ar0_own: pl.Scalar[pl.INDEX] = (ar0_me + ar0_own_i) % ar0_nr
@@ -130,7 +144,7 @@ class MeshExpected:
         return x
 
 
-def test_mesh_allreduce_becomes_rendezvous_remote_loads_and_a_store():
+def test_mesh_allreduce_becomes_owner_reduce_then_gather_between_rendezvous():
     ir.assert_structural_equal(lower(MeshBefore), MeshExpected)
 
 

@@ -20,11 +20,15 @@ chunked at compile time (the tensors' shapes are static): tiles of at most a Vec
 which then hold exactly what the peers sent for this call (a peer that already started the next
 call only adds to it), so the signal is zero again after every call — in loops too.
 
-**Mesh** (signal `[NR, 1]`): allreduce = rendezvous (everyone's `src` is ready), then per chunk:
-read the chunk of every rank (`remote_load`, rank 0 first, so every rank reduces in the same order
-and gets bit-identical results), reduce, rendezvous (every rank has read this chunk everywhere),
-store the result into the own window. The rendezvous before each store is what keeps a rank from
-overwriting data a slow peer is still reading; one step per chunk, `1 + chunks` steps in all.
+**Mesh** (signal `[NR, 1]`): allreduce = rendezvous (everyone's `src` is ready); then chunk j is
+*owned* by rank j mod NR: for each chunk it owns a rank reads that chunk of every rank
+(`remote_load`, rank 0 first, so the result is what every rank would compute) and reduces it into
+its own window — no peer reads an owned chunk of another rank in this phase, so the store races with
+nothing; rendezvous (every chunk is final at its owner); each rank copies every chunk it does not
+own from the owner's window; rendezvous (nobody reads this window any more: the caller may overwrite
+it). Three steps whatever the size (a rendezvous per chunk cost one process wake-up each); each
+rank reads 2(NR−1)/NR × size bytes. No scratch buffer is needed (a one-shot mesh, where every rank
+reduces every chunk, would need one the size of `src` to hold the result until no peer reads it).
 
 **Ring** (signal `[2(NR-1), NR]`): the data is cut into at least `RING_MIN_TILES` tiles (when it
 is that large; still at most the Vec budget each), dealt to NR segments (tile j to segment j mod NR);
@@ -171,16 +175,26 @@ def _allreduce(lw: _Lowering) -> None:
 def _mesh(lw: _Lowering) -> None:
     b, src = lw.b, lw.args["src"]
     r = _Ranks(lw, lw.args["signal"])
-    r.rendezvous()
+    groups = plan_chunks(_shape(src), _dtype(src), lw.budget)
+    r.rendezvous()                                   # every rank's src is ready
 
-    def chunk(off: tuple[Expr, ...], shape: tuple[int, ...], _: Expr) -> None:
-        acc = b.var("acc", b.call("pld.tile.remote_load", src, 0, list(off), list(shape)))
-        with b.loop("q", 1, r.nr) as q:
-            _reduce(lw, acc, b.call("pld.tile.remote_load", src, q, list(off), list(shape)))
-        r.rendezvous()
-        b.write(src, "tile.store", acc, list(off), src)
+    def reduce_own(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
+        with b.if_(b.bin("eq", b.bin("floormod", j, r.nr), r.me)):
+            acc = b.var("acc", b.call("pld.tile.remote_load", src, 0, list(off), list(shape)))
+            with b.loop("q", 1, r.nr) as q:
+                _reduce(lw, acc, b.call("pld.tile.remote_load", src, q, list(off), list(shape)))
+            b.write(src, "tile.store", acc, list(off), src)
 
-    for_each_chunk(b, plan_chunks(_shape(src), _dtype(src), lw.budget), chunk)
+    def gather(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
+        owner = b.var("owner", b.bin("floormod", j, r.nr))
+        with b.if_(b.bin("ne", owner, r.me)):
+            part = b.var("part", b.call("pld.tile.remote_load", src, owner, list(off), list(shape)))
+            b.write(src, "tile.store", part, list(off), src)
+
+    for_each_chunk(b, groups, reduce_own)
+    r.rendezvous()                                   # every chunk is reduced at its owner
+    for_each_chunk(b, groups, gather)
+    r.rendezvous()                                   # nobody reads this rank's window any more
     r.clear()
 
 

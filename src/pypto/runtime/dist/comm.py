@@ -17,7 +17,9 @@ since the world started). A notify carries its issue time (the kernel's clock be
 arrives `link_latency` cycles later, and never before the remote writes this rank issued to that
 peer earlier (the fence before every notify): a remote write of B bytes arrives at issue time +
 `link_latency` + B / `link_bytes_per_cycle` (cost-model constants). The arrival is stamped on the
-peer's signal cell (`Control.stamp`); a wait completes no earlier than the stamp of its cell, and a
+peer's signal cell's log (`Control.stamp`); a wait completes no earlier than the arrival of the
+notify that first satisfied it in simulated time (`Control.consume`: the logged notifies replayed in
+arrival order, so the result does not depend on the wall-clock interleaving of the ranks), and a
 remote read no earlier than issue time + latency + bytes / bandwidth; when that is later than the
 end of the op's own cost (the op cost model already charges a link op its transfer), the running
 task gets longer by the difference (its `stall_cycles`).
@@ -43,7 +45,7 @@ import torch
 from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ..sim.cost_model import const
-from .control import ABORT_DEADLOCK, BLOCKED, RUNNING, Control
+from .control import ABORT_DEADLOCK, BLOCKED, OP_ADD, OP_SET, RUNNING, Control
 
 __all__ = ["RankComm", "RankClock", "WindowMap", "CommEvent", "BlockedWait", "WaitAborted"]
 
@@ -57,6 +59,7 @@ class WindowMap:
     nbytes: int
     stride: int
     segment: Any
+    _typed: dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
 
     def copy(self, rank: int) -> torch.Tensor:
         """Rank `rank`'s copy as uint8."""
@@ -65,9 +68,10 @@ class WindowMap:
     def view(self, rank: int, offset: int, shape: tuple[int, ...], stride: tuple[int, ...],
              dtype: torch.dtype) -> torch.Tensor:
         """A typed view into rank `rank`'s copy at byte `offset` with element `stride`s."""
-        item = torch.empty((), dtype=dtype).element_size()
-        typed = self.segment.bytes.view(dtype)
-        return torch.as_strided(typed, shape, stride, (rank * self.stride + offset) // item)
+        typed = self._typed.get(dtype)
+        if typed is None:     # the segment as `dtype` elements, made once per dtype
+            typed = self._typed[dtype] = self.segment.bytes.view(dtype)
+        return torch.as_strided(typed, shape, stride, (rank * self.stride + offset) // dtype.itemsize)
 
 
 @dataclass
@@ -77,7 +81,8 @@ class CommEvent:
     kind: "notify", "wait", "remote_write" or "remote_read"; `rank` did it; `peer` is the other
     side (the waiting rank itself for a wait). notify / remote_write: `time` sent, `arrival` when
     the peer sees it. wait: `time` it began, `arrival` when it was released; `cause` the event id
-    of the latest-arriving notify of its cell (0: none ever came). remote_read: `time` issued, `arrival` data back.
+    of the notify whose arrival released it (the latest-arriving one of those that satisfied it in
+    simulated time; 0: none came). remote_read: `time` issued, `arrival` data back.
     `eid` = rank << 40 | sequence number; `window`, `offset` the cell or region; `nbytes` moved.
     """
 
@@ -295,8 +300,10 @@ class RankComm:
         eid = self._next_eid()
         if self.weak is not None:   # weak visibility: fence, publish this rank's clock on the cell
             self.weak.release(peer, win.wid, off, span)
-        with self.locks[peer]:   # the stamp first: a waiter that sees the value sees its arrival
-            self.ctl.stamp(peer, Control.slot(win.wid, off), arrival, self.rank, eid)
+        with self.locks[peer]:   # the log first: a waiter that sees the value sees its arrival
+            before = int(target.item())
+            self.ctl.stamp(peer, Control.slot(win.wid, off), Control.key(win.wid, off),
+                           OP_ADD if op == "add" else OP_SET, int(value), before, arrival, self.rank, eid)
             if op == "add":
                 target.add_(int(value))
             else:
@@ -348,7 +355,7 @@ class RankComm:
                 self.ctl.set_state(self.rank, RUNNING)
         slot = Control.slot(win.wid, off)
         with self.locks[self.rank]:
-            arrival, _, cause = self.ctl.read_stamp(self.rank, slot)
+            arrival, cause = self.ctl.consume(self.rank, slot, Control.key(win.wid, off), ok, v)
         if self.weak is not None:   # weak visibility: join the clock published on the cell
             self.weak.acquire(win.wid, off)
         release = max(t, arrival)
@@ -360,7 +367,7 @@ class RankComm:
 
     def _aborted(self, why: int, cell: torch.Tensor, win: WindowMap, off: int, expected: int, cmp: str,
                  current: int, span: Span | None) -> WaitAborted:
-        _, mask, _ = self.ctl.read_stamp(self.rank, Control.slot(win.wid, off))
+        mask = self.ctl.senders(self.rank, Control.slot(win.wid, off))
         senders = [r for r in range(self.nranks) if (mask >> r) & 1]
         task = self.clock.task
         name, index = self._name_cell(cell, task)
