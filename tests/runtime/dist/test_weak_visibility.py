@@ -232,10 +232,13 @@ CASES = {   # name: (producer, consumer, slow side, the write's tag, the read's 
 @pytest.mark.parametrize("p", [2, 3])
 @pytest.mark.parametrize("case", ["notify_before_remote_data", "notify_before_local_store"])
 def test_a_bug_passes_in_the_default_mode(programs, case: str, p: int) -> None:
+    """The default (sequentially consistent) mode does not check the contract: the racy program
+    runs to the end without an error. Its numbers are a real race here (wall-clock order decides
+    whether the late data is there in time; the consumer runs a busy program first, so it usually
+    is), which is why only weak mode can make the bug certain — so only completion is asserted."""
     prod, cons, slow, *_ = CASES[case]
     inp, out = _run(programs, _pair_host(prod, cons, slow), p, "sc")
-    for r in range(1, p):
-        assert torch.equal(out[r], inp[0])      # sequentially consistent: the late data is there in time
+    assert out.shape == inp.shape
 
 
 @pytest.mark.parametrize("p", [2, 3])
