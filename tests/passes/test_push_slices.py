@@ -190,3 +190,28 @@ class InputWindowExpected:
 def test_a_window_of_an_input_is_blocked_at_shifted_offsets():
     out = TileTensorBlocks().run(InputWindow, PassContext(backend_type=BackendType.Ascend910B))
     ir.assert_structural_equal(out, InputWindowExpected)
+
+
+@pl.program
+class Whole:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[2048, 1024], FP32],
+          y: pl.Out[pl.Tensor[[2048, 1024], FP32]]) -> pl.Tensor[[2048, 1024], FP32]:
+        e: pl.Tensor[[2048, 1024], FP32] = pl.tensor.exp(a)
+        d: pl.Tensor[[2048, 1024], FP32] = pl.tensor.slice(e, [2048, 1024], [0, 0])
+        y1: pl.Tensor[[2048, 1024], FP32] = pl.tensor.assemble(y, d, [0, 0])
+        return y1
+
+
+@pl.program
+class WholeExpected:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[2048, 1024], FP32],
+          y: pl.Out[pl.Tensor[[2048, 1024], FP32]]) -> pl.Tensor[[2048, 1024], FP32]:
+        e: pl.Tensor[[2048, 1024], FP32] = pl.tensor.exp(a)
+        y1: pl.Tensor[[2048, 1024], FP32] = pl.tensor.assemble(y, e, [0, 0])   # the slice was all of e
+        return y1
+
+
+def test_a_slice_covering_the_whole_value_reads_the_value():
+    ir.assert_structural_equal(pushed(Whole), WholeExpected)

@@ -31,6 +31,7 @@ from ..ir.expr import Call, ConstInt, Expr, MakeTuple, Var
 from ..ir.function import Function
 from ..ir.stmt import AssignStmt, SeqStmts, Stmt
 from ..ir.types import TensorType
+from ..ir.visitor import IRMutator
 from ..ops import get_op
 from .analysis import used_vars
 from .op_builder import build_call
@@ -166,6 +167,7 @@ def push_slices(func: Function) -> Function:
             and isinstance(s.value.op, str)}
     names = {p.name for p in func.params} | {s.var.name for s in body if isinstance(s, AssignStmt)}
     new: list[Stmt] = []
+    whole: dict[Var, Var] = {}   # a slice covering all of a value -> that value
     changed = False
     for s in body:
         if isinstance(s, AssignStmt) and _is_slice(s) and s.value.args[0] in defs:  # type: ignore[attr-defined]
@@ -175,25 +177,29 @@ def push_slices(func: Function) -> Function:
                 v = p.slice(src, tuple(d.value for d in shape.elements), tuple(offsets.elements), s.span)
                 last = _rename(p.out, v, s)
                 new.extend(p.out)
-                new.append(last)
+                if last is None:   # the whole value: its uses read it directly
+                    whole[s.var] = v
+                else:
+                    new.append(last)
                 changed = True
                 continue
         new.append(s)
     if not changed:
         return func
+    if whole:
+        new = [IRMutator(dict(whole)).visit_stmt(x) for x in new]
     return replace(func, body=SeqStmts(tuple(_dead_dropped(new)),
                                        span=func.body.span))
 
 
-def _rename(out: list[Stmt], v: Var, s: AssignStmt) -> Stmt:
+def _rename(out: list[Stmt], v: Var, s: AssignStmt) -> Stmt | None:
     """Make the slice's own variable name the rewritten value: the last emitted statement (which
-    computes `v`) takes `s.var`; when nothing was emitted (`v` is a whole value) `s.var = v` stays
-    a full slice."""
+    computes `v`) takes `s.var`; None when nothing was emitted (`v`: the whole value)."""
     if out and isinstance(out[-1], AssignStmt) and out[-1].var is v:
         last = out.pop()
         out_stmt = AssignStmt(s.var, last.value, span=last.span)   # type: ignore[attr-defined]
         return out_stmt
-    return s
+    return None
 
 
 def _dead_dropped(body: list[Stmt]) -> list[Stmt]:

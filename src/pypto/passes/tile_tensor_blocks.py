@@ -9,9 +9,12 @@ What it handles: an InCore function whose body is one straight-line chain of vec
 elementwise, scalar, broadcast (`row_expand_*` / `col_expand_*` / `[R, 1]` and `[1, C]` operands),
 cast, compare/select, activations — row reductions (`row_sum`, `row_max`, ... : result `[R, 1]`)
 or column reductions (`col_sum`, ...: result `[1, C]`), ending in `pl.assemble(out, value, [0, 0])`
-of whole 2-D `Out` tensors. Every tensor value is `[R, C]`, `[R, 1]` or `[1, C]` (R, C static).
-Anything else is left as it is (and, when too large, AllocateMemoryAddr reports MemoryCapacityError
-as before).
+of whole 2-D `Out` tensors. Every tensor value is `[R, C]`, `[R, 1]` or `[1, C]` (R, C static). An
+input may be a static slice of a parameter (`pl.slice(a, shape, offsets)`, no valid_shape): its
+blocks are sliced from the parameter at the slice's offsets plus the block's. A slice of a value
+computed in the function is first moved onto the inputs (`push_slices`) when the function does not
+fit; where it cannot be, MemoryCapacityError names the slice. Anything else is left as it is (and,
+when too large, AllocateMemoryAddr reports MemoryCapacityError as before).
 
 When the function, lowered as written, fits the core (`block_shape.footprint`: the bytes
 MemoryReuse packs its tiles into), it is left unchanged. Otherwise the whole chain runs per block —
