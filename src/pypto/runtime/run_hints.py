@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,16 +86,30 @@ def _small_tasks(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
                      _where(ts))
 
 
+def _distinct_costs(ts: list[Task]) -> list[tuple[Any, int]]:
+    """(TaskCost, how many of `ts` have it) per distinct cost object: a kernel without control flow
+    gives every task the same one, so the sums below take one step per kernel, not per task."""
+    seen: dict[int, list] = {}
+    for t in ts:
+        e = seen.get(id(t.cost))
+        if e is None:
+            seen[id(t.cost)] = [t.cost, 1]
+        else:
+            e[1] += 1
+    return [(c, n) for c, n in seen.values()]
+
+
 def _idle_pipe(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
     pipe = _COMPUTE_PIPE.get(ts[0].core_type)
     launch = int(const("task_launch"))
-    work = sum(t.cost.cycles - launch for t in ts)  # type: ignore[union-attr]
+    costs = _distinct_costs(ts)
+    work = sum((cost.cycles - launch) * n for cost, n in costs)
     if pipe is None or work <= 0:
         return
     pipes: dict[str, int] = {}
-    for t in ts:
-        for p, c in t.cost.pipe_cycles.items():  # type: ignore[union-attr]
-            pipes[p] = pipes.get(p, 0) + c
+    for cost, n in costs:
+        for p, c in cost.pipe_cycles.items():
+            pipes[p] = pipes.get(p, 0) + c * n
     busy = pipes.get(pipe, 0)
     if busy >= PIPE_BUSY_BELOW * work:
         return
@@ -113,10 +128,9 @@ def _narrow_transfers(kernel: str, ts: list[Task], granule: int) -> Iterator[Dia
     ex = ts[0].executor
     sites, spans = getattr(ex, "sites", ()), getattr(ex, "site_spans", ())
     runs = [0] * len(sites)
-    for t in ts:
-        counts = t.cost.counts  # type: ignore[union-attr]
+    for counts, n in Counter(t.cost.counts for t in ts).items():  # type: ignore[union-attr]
         for i in range(len(sites)):
-            runs[i] += counts[i] if counts is not None and i < len(counts) else 1
+            runs[i] += n * (counts[i] if counts is not None and i < len(counts) else 1)
     for i, (c, span) in enumerate(zip(sites, spans)):
         if not c.rows or not runs[i] or c.path is None or MemorySpace.DDR not in c.path:
             continue
