@@ -193,7 +193,9 @@ class SimDevice:
         blocks, sync_start = opts.blocks, opts.sync_start
         if self._spmd and blocks == 1:
             blocks, sync_start = self._spmd[-1]
-        ex = self._kernels.get((func, self._sanitize, None)) or self.kernel(func)
+        ex = self._kernels.get((func, self._sanitize, None))
+        if ex is None:
+            ex = self.kernel(func)
         first = len(self.tasks)
         if deps:
             deps = tuple(deps)
