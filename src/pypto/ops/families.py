@@ -21,6 +21,7 @@ from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
 from .cost import Cost
 from .registry import OpSpec, OpTypeError, python_name, register, register_unified
+from .site import KernelSite, static_dims, torch_dtype
 from .typing_rules import (
     DTypeClass,
     broadcast_shapes,
@@ -33,7 +34,7 @@ from .typing_rules import (
 )
 from .valid import merge_valid, view_for
 
-__all__ = ["binary_family", "unary_family", "binary_rule", "scalar_rule", "unary_rule", "VEC"]
+__all__ = ["binary_family", "unary_family", "binary_rule", "scalar_rule", "unary_rule", "VEC", "out_site"]
 
 VEC = frozenset({"elementwise", "vector"})
 
@@ -89,16 +90,39 @@ def unary_rule(ns: str, dclass: DTypeClass, name: str = "x") -> Callable[[list[E
     return rule
 
 
+def out_site(out_form: Callable[..., Any]) -> Callable[[KernelSite], Any]:
+    """`OpSpec.specialize` of a two-tile elementwise op whose semantics for operands of the result's
+    dtype and shape is the torch function `out_form`, which also takes `out=`: at a kernel site
+    where both operands and the result have one dtype and shape, and each operand either is the
+    result's buffer or shares no byte with it, the op writes the result's buffer directly (the same
+    torch kernel, so the same numbers as computing a new tensor and copying it)."""
+
+    def specialize(site: KernelSite) -> Any:
+        dt = torch_dtype(site.dst)
+        if dt is None or site.attrs or len(site.types) != 2 or not site.disjoint_or_same():
+            return None
+        shape = static_dims(site.dst)
+        if any(torch_dtype(t) is not dt or static_dims(t) != shape for t in site.types):
+            return None
+
+        def into(dst: Any, a: Any, b: Any) -> None:
+            out_form(a, b, out=dst)
+        return into
+    return specialize
+
+
 def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
                   scalar: tuple[str, str] | None = None, family: str = "elementwise",
                   keep_lhs: bool = False, int_scalar: bool = False, what: str = "",
-                  attrs: dict[str, Any] | None = None) -> None:
+                  attrs: dict[str, Any] | None = None, out_form: Callable[..., Any] | None = None) -> None:
     """Register tensor/tile `name` (IR names; Python spelling via `python_name`), the scalar forms
     `scalar = (scalar name, scalar pto)` if given, and the unified dispatch entries.
 
     `fn(a, b, **attrs)` is the torch semantics (b may be a Python number for the scalar forms);
     `what` describes the operation for the reference page ("a + b"); `attrs` are keyword
-    attributes of every form with their defaults (`high_precision=False`).
+    attributes of every form with their defaults (`high_precision=False`). `out_form`: a torch
+    function equal to `fn` on two tensors of one dtype that takes `out=` (`torch.add`): the
+    simulator then writes the tile op's result in place (`out_site`).
     """
     what = what or name
     common = dict(reads=(0, 1), traits=VEC, cost=cost, family=family, dtypes=dclass.text,
@@ -109,7 +133,7 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
                         + ("; the result keeps the lhs dtype." if keep_lhs else
                            "; dtypes promote (float > int, wider > narrower).")))
     register(OpSpec(f"tile.{name}", ("lhs", "rhs"), binary_rule("tile", dclass, keep_lhs=keep_lhs),
-                    fn, pto=f"pto.{pto}", **common,
+                    fn, pto=f"pto.{pto}", specialize=out_site(out_form) if out_form is not None else None, **common,
                     doc=f"Elementwise {what} of two tiles of equal shape"
                         + (" (the result keeps the lhs dtype)." if keep_lhs else " and dtype.")))
     py = _py(name)

@@ -24,6 +24,7 @@ from ..ir.expr import ConstInt, Expr
 from ..ir.types import ScalarType, TileType, TupleType, Type
 from .cost import mte, scalar
 from .registry import OpSpec, OpTypeError, register, register_unified
+from .site import KernelSite, const_args, static_dims
 from .typing_rules import (
     ANY,
     ON_CHIP,
@@ -99,6 +100,40 @@ def _load_compute(t: Any, offsets: tuple, shapes: tuple, valid_shape: tuple | No
     return poison_outside(out, tuple(valid_shape))
 
 
+def _box(site: KernelSite, tensor: int, offsets: tuple, sizes: tuple) -> tuple[torch.Size, tuple] | None:
+    """(the static shape of tensor argument `tensor`, the slices of the box) when the box at
+    constant `offsets` of constant `sizes` lies inside that shape; None otherwise (the general path
+    then checks, and raises, at run time)."""
+    shape = static_dims(site.types[tensor])
+    if shape is None or not (len(shape) == len(offsets) == len(sizes)) or not all(
+            isinstance(x, int) for x in (*offsets, *sizes)):
+        return None
+    if any(o < 0 or o + n > d for d, o, n in zip(shape, offsets, sizes)):
+        return None
+    return torch.Size(shape), region(offsets, sizes)
+
+
+def _load_site(site: KernelSite) -> Any:
+    """`tile.load` at constant offsets and shapes, fully valid, of a tensor whose declared static
+    shape contains the box: one slice and one copy into the tile. A tensor of another shape at run
+    time takes the general path (its bounds check)."""
+    c = const_args(site, 1, 2, 3)
+    if c is None or site.dst is None or c[2] is not None:
+        return None
+    offsets, shapes, _ = c
+    box = _box(site, 0, offsets, shapes)
+    if box is None or static_dims(site.dst) != tuple(shapes):
+        return None
+    proven, slices = box
+
+    def load(dst: Any, t: Any, *_: Any) -> Any:
+        if t.shape == proven:
+            dst.copy_(t[slices])
+            return None
+        return _load_compute(t, offsets, shapes)
+    return load
+
+
 def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
     tile = expect_tile(args, 0, "tile", _STORABLE)
     offs = int_list(args, 1, "offsets")
@@ -115,6 +150,44 @@ def _store_compute(tile: Any, offsets: tuple, out: Any, valid: tuple | None = No
     check_region("store", tuple(out.shape), offsets, vs)
     out[region(offsets, vs)].copy_(tile[tuple(slice(0, v) for v in vs)])
     return out
+
+
+def _store_site(site: KernelSite) -> Any:
+    """`tile.store` at constant offsets of a tile whose valid shape is a constant, into a tensor
+    whose declared static shape contains the box: the slices are computed once."""
+    c = const_args(site, 1)
+    valid = site.attrs.get("valid")
+    tile = static_dims(site.types[0])
+    if c is None or tile is None or valid is None:
+        return None
+    (offsets,) = c
+    vs = tuple(valid[0]) if valid[0] is not None else tile
+    box = _box(site, 2, offsets, vs)
+    if box is None:
+        return None
+    proven, slices = box
+    whole = vs == tile
+    part = tuple(slice(0, v) for v in vs)
+
+    def store(t: Any, _: Any, out: Any) -> Any:
+        if out.shape == proven:
+            out[slices].copy_(t if whole else t[part])
+            return out
+        return _store_compute(t, offsets, out, valid)
+    return store
+
+
+def _move_site(site: KernelSite) -> Any:
+    """`tile.move` into a destination of the source's shape that it does not partly overlap: one
+    copy (none when it is the source's own buffer)."""
+    if site.dst is None or static_dims(site.types[0]) != static_dims(site.dst) or not site.disjoint_or_same():
+        return None
+    if site.same[0]:
+        return lambda dst, t: None
+
+    def move(dst: Any, t: Any) -> None:
+        dst.copy_(t)
+    return move
 
 
 def _move(args: list[Expr], attrs: dict[str, Any]) -> Type:
@@ -183,16 +256,19 @@ def queried_dim(args: list[Expr] | tuple[Expr, ...], attrs: dict[str, Any]) -> E
 
 _MEM = frozenset({"memory"})
 register(OpSpec("tile.load", ("tensor", "offsets", "shapes", "valid_shape"), _load, _load_compute,
+                specialize=_load_site,
                 attrs={"target_memory": MemorySpace.Vec}, optional=("valid_shape",), reads=(0,), traits=_MEM,
                 ddr_region=(0, 1, 2), pto="pto.tload", cost=mte("MTE2"), family="memory", dtypes=ANY.text,
                 doc="Copy the DDR region at `offsets` of size `shapes` into a new tile in `target_memory` "
                     "(Vec or Mat); with `valid_shape` only that leading part is loaded and valid."))
 register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _store_compute,
+                specialize=_store_site,
                 reads=(0,), writes=(2,), traits=_MEM, valid_args=(0,), ddr_region=(2, 1, 0), pto="pto.tstore",
                 cost=mte("MTE3", "in_bytes"), family="memory", dtypes=ANY.text,
                 doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "
                     "returns the tensor."))
 register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t, attrs={"target_memory": None},
+                specialize=_move_site,
                 reads=(0,), traits=_MEM, pto="pto.tmov", cost=mte("MTE1"), family="memory", dtypes=ANY.text,
                 doc="Copy a tile into another on-chip memory (e.g. Mat -> Left/Right); keeps its valid region."))
 for _ns in ("tensor", "tile"):

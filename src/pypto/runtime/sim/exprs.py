@@ -24,7 +24,7 @@ from ...ir.types import ScalarType, TensorType
 from ...ops.registry import OpSpec, get_op
 from . import scalar
 
-__all__ = ["ExprCompiler", "Extent", "Env", "ExprFn"]
+__all__ = ["ExprCompiler", "Extent", "Env", "ExprFn", "call_closure"]
 
 Env = list
 ExprFn = Callable[[Env], Any]
@@ -254,7 +254,7 @@ class ExprCompiler:
             return run
         if valid_fns is not None:   # every valid shape is a constant: pass it like an attribute
             attrs["valid"] = tuple(valid_fns)
-        return _call_closure(partial(compute, **attrs) if attrs else compute, arg_fns, where, span)
+        return call_closure(partial(compute, **attrs) if attrs else compute, arg_fns, where, span)
 
     def _valid_fns(self, call: ex.Call, spec: OpSpec) -> list[Any] | None:
         """Per `spec.valid_args` index: the argument's valid shape (a tuple when constant, else a
@@ -285,7 +285,7 @@ def _locate(err: RuntimeSimError, span: Span) -> None:
         err.span = span
 
 
-def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, span: Span) -> ExprFn:
+def call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, span: Span) -> ExprFn:
     """`env -> fn(*[f(env) for f in arg_fns])`, specialised by arity (the interpreter's hot path);
     exceptions other than RuntimeSimError become a RuntimeSimError located at `span`."""
     if len(arg_fns) == 1:
