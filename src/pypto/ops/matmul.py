@@ -226,7 +226,9 @@ def _mm_site(with_acc: bool) -> Any:
     (True) for float operands and an FP32 result whose buffer the operands do not share: the
     transposition and the cut of K to the valid extent are fixed at the site, leaving the same
     torch calls as `_mm_into` / `_mm_acc_into` (so the same numbers): the FP32 operands, then
-    `torch.mm(out=)`, `addmm_` when the result is `acc`'s own buffer, or `torch.addmm(out=)`."""
+    `torch.mm(out=)`, `addmm_` when the result is `acc`'s own buffer, or `torch.addmm(out=)`.
+    Untransposed 16-bit operands are converted into two FP32 buffers kept by the site (an exact
+    conversion into buffers of the same layout as `.to`'s, without allocating them per run)."""
 
     def specialize(site: KernelSite) -> Any:
         i = 1 if with_acc else 0
@@ -247,9 +249,14 @@ def _mm_site(with_acc: bool) -> Any:
                 a = a.T if at else a
                 b = b.T if bt else b
                 return a[:, :k].to(f32), b[:k, :].to(f32)
-        else:
+        elif ta is f32:
             def operands(a: Any, b: Any) -> tuple[Any, Any]:
-                return a.to(f32), b.to(f32)
+                return a, b   # what `.to(f32)` gives
+        else:   # converted into FP32 buffers of this site: like `.to(f32)` of the contiguous tiles
+            wa, wb = torch.empty(sa, dtype=f32), torch.empty(sb, dtype=f32)
+
+            def operands(a: Any, b: Any) -> tuple[Any, Any]:
+                return wa.copy_(a), wb.copy_(b)
         if not with_acc:
             def mm(dst: Any, a: Any, b: Any) -> None:
                 torch.mm(*operands(a, b), out=dst)

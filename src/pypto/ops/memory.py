@@ -49,7 +49,7 @@ _STORABLE = (MemorySpace.Vec, MemorySpace.Acc, MemorySpace.Mat)
 
 
 def region(offsets: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
-    return tuple(slice(o, o + s) for o, s in zip(offsets, shape))
+    return tuple([slice(o, o + s) for o, s in zip(offsets, shape)])
 
 
 def check_in_bounds(shape: tuple[Expr, ...], offsets: tuple[Expr, ...], sizes: tuple[Expr, ...],
@@ -69,6 +69,12 @@ def check_region(what: str, tensor_shape: tuple[int, ...], offsets: tuple, sizes
 
     Raises IndexError naming the region and the tensor shape.
     """
+    for dim, off, size in zip(tensor_shape, offsets, sizes):
+        if off < 0 or off + size > dim:
+            _out_of_bounds(what, tensor_shape, offsets, sizes)
+
+
+def _out_of_bounds(what: str, tensor_shape: tuple[int, ...], offsets: tuple, sizes: tuple) -> None:
     for d, (dim, off, size) in enumerate(zip(tensor_shape, offsets, sizes)):
         if off < 0 or off + size > dim:
             reg = ", ".join(f"{o}:{o + n}" for o, n in zip(offsets, sizes))
@@ -89,12 +95,12 @@ def _load(args: list[Expr], attrs: dict[str, Any]) -> Type:
 
 def _load_compute(t: Any, offsets: tuple, shapes: tuple, valid_shape: tuple | None = None, **_: Any) -> Any:
     if valid_shape is None:
-        check_region("load", tuple(t.shape), offsets, shapes)
+        check_region("load", t.shape, offsets, shapes)
         return t[region(offsets, shapes)]  # a view: the executor copies it into the tile's buffer
     if any(v < 0 or v > n for v, n in zip(valid_shape, shapes)):
         raise ValueError(f"valid_shape {list(valid_shape)} does not fit the loaded tile of shape {list(shapes)}: "
                          f"each valid extent must be between 0 and the tile's")
-    check_region("load", tuple(t.shape), offsets, valid_shape)
+    check_region("load", t.shape, offsets, valid_shape)
     out = torch.empty(shapes, dtype=t.dtype)
     out[tuple(slice(0, v) for v in valid_shape)] = t[region(offsets, valid_shape)]
     return poison_outside(out, tuple(valid_shape))
@@ -114,24 +120,49 @@ def _box(site: KernelSite, tensor: int, offsets: tuple, sizes: tuple) -> tuple[t
 
 
 def _load_site(site: KernelSite) -> Any:
-    """`tile.load` at constant offsets and shapes, fully valid, of a tensor whose declared static
-    shape contains the box: one slice and one copy into the tile. A tensor of another shape at run
-    time takes the general path (its bounds check)."""
-    c = const_args(site, 1, 2, 3)
-    if c is None or site.dst is None or c[2] is not None:
+    """`tile.load` of constant shapes, fully valid, from a tensor of a declared static shape into a
+    tile of those shapes: at constant offsets (inside the tensor) the slices are fixed, else the
+    bounds check is a comparison per dimension with precomputed limits; then one copy into the
+    tile. A tensor of another shape at run time, or a box out of bounds, takes the general path
+    (its check, its error)."""
+    shapes = const_args(site, 2, 3)
+    shape = static_dims(site.types[0])
+    if shapes is None or shapes[1] is not None or site.dst is None or shape is None \
+            or static_dims(site.dst) != tuple(shapes[0]) or len(shape) != len(shapes[0]):
         return None
-    offsets, shapes, _ = c
-    box = _box(site, 0, offsets, shapes)
-    if box is None or static_dims(site.dst) != tuple(shapes):
-        return None
-    proven, slices = box
-
-    def load(dst: Any, t: Any, *_: Any) -> Any:
-        if t.shape == proven:
-            dst.copy_(t[slices])
+    shapes = tuple(shapes[0])
+    offsets = const_args(site, 1)
+    if offsets is not None:
+        box = _box(site, 0, offsets[0], shapes)
+        if box is None:
             return None
-        return _load_compute(t, offsets, shapes)
-    return load
+        proven, slices = box
+
+        def load(dst: Any, t: Any, *_: Any) -> Any:
+            if t.shape == proven:
+                dst.copy_(t[slices])
+                return None
+            return _load_compute(t, offsets[0], shapes)
+        return load
+    proven = torch.Size(shape)
+    limits = tuple(d - n for d, n in zip(shape, shapes))
+    if len(shape) == 2:
+        (h0, h1), (n0, n1) = limits, shapes
+
+        def load2(dst: Any, t: Any, offs: Any, _: Any) -> Any:
+            o0, o1 = offs
+            if 0 <= o0 <= h0 and 0 <= o1 <= h1 and t.shape == proven:
+                dst.copy_(t[o0:o0 + n0, o1:o1 + n1])
+                return None
+            return _load_compute(t, offs, shapes)
+        return load2
+
+    def load_n(dst: Any, t: Any, offs: Any, _: Any) -> Any:
+        if t.shape == proven and all(0 <= o <= h for o, h in zip(offs, limits)):
+            dst.copy_(t[region(offs, shapes)])
+            return None
+        return _load_compute(t, offs, shapes)
+    return load_n
 
 
 def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
@@ -147,7 +178,7 @@ def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
 
 def _store_compute(tile: Any, offsets: tuple, out: Any, valid: tuple | None = None) -> Any:
     vs = tuple(valid[0]) if valid and valid[0] is not None else tuple(tile.shape)
-    check_region("store", tuple(out.shape), offsets, vs)
+    check_region("store", out.shape, offsets, vs)
     out[region(offsets, vs)].copy_(tile[tuple(slice(0, v) for v in vs)])
     return out
 

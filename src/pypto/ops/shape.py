@@ -175,7 +175,7 @@ def _slice_rule(ns: str):
 
 def _slice(x: Any, shape: tuple, offset: tuple, valid_shape: tuple | None = None,
            pad_value: PadValue = PadValue.null) -> Any:
-    check_region("slice", tuple(x.shape), offset, valid_shape if valid_shape is not None else shape)
+    check_region("slice", x.shape, offset, valid_shape if valid_shape is not None else shape)
     view = x[region(offset, shape)]
     if pad_value is PadValue.null:
         return view

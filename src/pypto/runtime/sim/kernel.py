@@ -94,8 +94,10 @@ class _KernelCompiler(FunctionCompiler):
     kind = "kernel"
 
     def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False,
-                 clock: bool = False) -> None:
+                 clock: bool = False, specialize: bool = True) -> None:
         self.buffers: dict[int, _Buffer] = {}
+        self.specialize = specialize
+        self.specialized_ops: list[str] = []
         self.extents: dict[Var, Extent] = {}
         self.soc = soc
         self.san_ref = sanitizer
@@ -292,10 +294,8 @@ class _KernelCompiler(FunctionCompiler):
         name, span = spec.name, call.span
         may_alias = self._may_alias(var, call)
 
-        def run(env: Env) -> None:
-            res = compute(env)
-            if res is None:
-                return
+        def finish(env: Env, res: Any) -> None:
+            """Write a computed value `res` into the result tile."""
             dst = env[slot]
             if pack and not (isinstance(res, torch.Tensor) and res.dtype is torch.uint8
                              and tuple(res.shape) == raw_shape):   # else bytes (a pipe's pop)
@@ -313,7 +313,30 @@ class _KernelCompiler(FunctionCompiler):
             if may_alias and res.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
                 res = res.clone()  # a view of the same arena (e.g. transpose_view in place): copy first
             dst.copy_(res)
-        run = self.counted(run, [k])
+
+        # the counting of `counted` is done inline here: one call less per op of a dynamic kernel
+        counts, trace = self.counts, (self.trace if self.overlap else None)
+        run: Callable[[Env], None]
+        if self.counting and trace is not None:
+            append = trace.append
+
+            def run(env: Env) -> None:
+                counts[k] += 1
+                append(k)
+                res = compute(env)
+                if res is not None:
+                    finish(env, res)
+        elif self.counting:
+            def run(env: Env) -> None:
+                counts[k] += 1
+                res = compute(env)
+                if res is not None:
+                    finish(env, res)
+        else:
+            def run(env: Env) -> None:
+                res = compute(env)
+                if res is not None:
+                    finish(env, res)
         if self.san_ref is None:
             return run
         reads, writes, aliases = self.op_effects(spec, call, var)
@@ -322,7 +345,7 @@ class _KernelCompiler(FunctionCompiler):
     def specialized(self, call: Call, spec: OpSpec, dst: Var | None, slot: int | None) -> ExprFn | None:
         """The closure of `call` through `spec.specialize` (`ops.site`), or None when the op has
         none, a valid shape it needs is only known at run time, or it declines the site."""
-        if spec.specialize is None or isinstance(call.result_type, ScalarType):
+        if not self.specialize or spec.specialize is None or isinstance(call.result_type, ScalarType):
             return None
         attrs = dict(call.kwargs)
         valid = self._valid_fns(call, spec)
@@ -350,6 +373,7 @@ class _KernelCompiler(FunctionCompiler):
         fn = spec.specialize(site)
         if fn is None:
             return None
+        self.specialized_ops.append(spec.name)
         arg_fns = [self.compile_operand(a, spec) for a in call.args]
         if dst is not None:
             arg_fns.insert(0, itemgetter(slot))
@@ -393,6 +417,8 @@ class KernelExecutor:
             while the kernel runs (the kernels of a Group call, whose pipes need their clocks).
         clock: count executed ops (so `cycles_so_far()` is exact) but keep the overlapping-pipe
             cost: a rank of a distributed run reads the clock when a kernel talks to a peer.
+        specialize: let ops specialise their semantics per call site (`OpSpec.specialize`); False
+            runs every op through its general `compute` (same numbers, slower: for tests).
 
     Attributes:
         func: the kernel's `ir.Function`. name: its name.
@@ -401,6 +427,7 @@ class KernelExecutor:
         buffers: number of distinct tile Vars (each one arena view per core).
         sites: static cost of every op / copy site; site_spans: the source location of each (None
             for carried-value copies). dynamic: True when the kernel has control flow.
+        specialized_ops: the op names of the call sites that run a specialised form, in program order.
         access: the `AccessSummary` of its tensor parameters (which boxes it loads and stores).
 
     Raises:
@@ -409,8 +436,9 @@ class KernelExecutor:
     """
 
     def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None, count: bool = False,
-                 clock: bool = False) -> None:
-        c = _KernelCompiler(func, soc, sanitizer, count, clock)
+                 clock: bool = False, specialize: bool = True) -> None:
+        c = _KernelCompiler(func, soc, sanitizer, count, clock, specialize)
+        self.specialized_ops = tuple(c.specialized_ops)
         self.func, self.name = func, func.name
         self._c = c
         self._body = c.body
