@@ -187,7 +187,7 @@ def test_loop_kernel_with_run_time_offsets_bit_identical(dtype, tmp_path) -> Non
 
 def _dynamic_load_kernel(offset: int):
     """k(a [n, C] with a dynamic n, c) loads rows [offset, offset + R) of `a` into a tile and stores
-    it to c: the load's tensor has no static shape, so its site keeps the general bounds check."""
+    it to c: the load's tensor has no static shape, so its site checks the box per run."""
     n = Var("n", ir.ScalarType(INDEX))
     a, c, c1 = Var("a", tensor_t((n, C))), Var("c", tensor_t((R, C))), Var("c1", tensor_t((R, C)))
     t = tile("t", (R, C), FP32, Vec, 0)
@@ -200,7 +200,10 @@ def test_out_of_bounds_load_is_located_like_the_general_path() -> None:
     for spec in (False, True):
         dev = SimDevice(BackendType.Ascend910B)
         ex = KernelExecutor(k, dev.soc, specialize=spec)
-        assert ex.specialized_ops == (("tile.store",) if spec else ())
+        assert ex.specialized_ops == (("tile.load", "tile.store") if spec else ())
+        c = torch.zeros(R, C)
+        ex.run([torch.arange(24.0 * C).reshape(24, C), c], dev.arena(ex.core_type, 0))
+        assert torch.equal(c, torch.arange(24.0 * C).reshape(24, C)[8:24])
         with pytest.raises(RuntimeSimError, match=r"tile.load failed in kernel 'k': load region "
                                                   r"\[8:24, 0:32\] is out of bounds") as err:
             ex.run([torch.zeros(20, C), torch.zeros(R, C)], dev.arena(ex.core_type, 0))
@@ -226,8 +229,11 @@ def test_specialised_load_falls_back_for_a_tensor_of_another_shape() -> None:
     with pytest.raises(IndexError, match=r"load region \[2:6, 8:16\] is out of bounds of the tensor of "
                                          r"shape \[8, 12\]"):
         fn(out, torch.zeros(8, 12), (2, 8), (4, 8))
-    # a box outside the declared shape, or a dynamic shape: no specialisation (checked at run time)
-    assert _load_site(_site([NOT_CONST, (6, 8), (4, 8)], [tensor_t((8, 16)), None, None], dst)) is None
+    # a box outside the declared shape: checked per run (the general error)
+    outside = _load_site(_site([NOT_CONST, (6, 8), (4, 8)], [tensor_t((8, 16)), None, None], dst))
+    with pytest.raises(IndexError, match=r"load region \[6:10, 8:16\] is out of bounds"):
+        outside(out, src, (6, 8), (4, 8))
+    # a tile of another shape than the box: no specialisation
     assert _load_site(_site([NOT_CONST, (0, 0), (4, 8)], [tensor_t((8, 16), FP16), None, None],
                             tile("t", (4, 4), FP16, Vec, 0).type)) is None
 
@@ -243,6 +249,16 @@ def test_specialised_load_at_run_time_offsets_checks_each_run() -> None:
         fn(out, src, (0, -1), (4, 8))
 
 
+def test_specialised_store_at_run_time_offsets_checks_each_run() -> None:
+    fn = _store_site(_site([NOT_CONST, NOT_CONST, NOT_CONST], [tile("t", (4, 8), FP32, Vec, 0).type, None,
+                                                               tensor_t((8, 16))], None, {"valid": (None,)}))
+    t, out = torch.arange(32.0).reshape(4, 8), torch.zeros(8, 16)
+    assert fn(t, (4, 8), out) is out and torch.equal(out[4:, 8:], t) and not out[:4].any()
+    with pytest.raises(IndexError, match=r"store region \[2:6, 9:17\] is out of bounds of the tensor of "
+                                         r"shape \[8, 16\] \(dimension 1: 9:17 not within 0:16\)"):
+        fn(t, (2, 9), out)
+
+
 def test_specialised_store_of_a_partly_valid_tile() -> None:
     """A store's valid shape, when constant, fixes both boxes; only the valid part is written."""
     fn = _store_site(_site([NOT_CONST, (1, 2), NOT_CONST], [tile("t", (4, 8), FP32, Vec, 0).type, None,
@@ -252,3 +268,57 @@ def test_specialised_store_of_a_partly_valid_tile() -> None:
     want = torch.zeros(8, 16)
     want[1:4, 2:7] = t[:3, :5]
     assert torch.equal(out, want)
+
+
+def _unary_kernel(op: str, dtype: dt.DataType, extra: list, in_place: bool):
+    nbytes = R * C * dtype.get_byte()
+    a, c, c1 = Var("a", tensor_t((R, C), dtype)), Var("c", tensor_t((R, C), dtype)), Var("c1", tensor_t((R, C), dtype))
+    ta, tc = tile("ta", (R, C), dtype, Vec, 0), tile("tc", (R, C), dtype, Vec, 0 if in_place else 2 * nbytes)
+    return function("k", [(a, In), (c, Out)], [
+        load(ta, a, (0, 0)), binop(op, tc, ta, *extra), store(c1, tc, (0, 0), c), ret(c1)])
+
+
+_FLOATS = [dt.FP32, dt.FP16, dt.BF16]
+
+
+@pytest.mark.parametrize("op,dtypes", [("tile.exp", _FLOATS), ("tile.sqrt", _FLOATS), ("tile.recip", _FLOATS),
+                                       ("tile.neg", _FLOATS + [dt.INT32, dt.INT8]),
+                                       ("tile.abs", _FLOATS + [dt.INT32, dt.INT16])])
+@pytest.mark.parametrize("in_place", [False, True], ids=["apart", "in-place"])
+def test_unary_writes_result_tile_bit_identical(op: str, dtypes: list, in_place: bool) -> None:
+    for dtype in dtypes:
+        k = _unary_kernel(op, dtype, [], in_place)
+        g = torch.Generator().manual_seed(11)
+        x = _randn((R, C), dtype, g)
+        if op == "tile.sqrt":
+            x = x.abs()
+        runs = _both(k, lambda x=x, dtype=dtype: [x.clone(), torch.zeros(R, C, dtype=dtype.value_torch())])
+        _assert_same(runs)
+        assert op in runs[1][0].specialized_ops
+
+
+@pytest.mark.parametrize("op", ["tile.adds", "tile.subs", "tile.muls"])
+@pytest.mark.parametrize("dtype", _DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("scalar", [3, 2.75], ids=["int", "float"])
+def test_scalar_forms_bit_identical(op: str, dtype: dt.DataType, scalar) -> None:
+    """A tile op with a scalar: written in place unless a float scalar meets an integer tile (the
+    general path computes in float and converts back: no direct form gives that)."""
+    s = ir.ConstInt(scalar, dt.INT32) if isinstance(scalar, int) else ir.ConstFloat(scalar, dt.FP32)
+    k = _unary_kernel(op, dtype, [s], False)
+    x = _randn((R, C), dtype, torch.Generator().manual_seed(5))
+    runs = _both(k, lambda: [x.clone(), torch.zeros(R, C, dtype=dtype.value_torch())])
+    _assert_same(runs)
+    assert (op in runs[1][0].specialized_ops) == (dtype.is_float() or isinstance(scalar, int))
+
+
+def test_high_precision_keeps_the_general_path() -> None:
+    dtype = dt.FP16
+    a, c, c1 = Var("a", tensor_t((R, C), dtype)), Var("c", tensor_t((R, C), dtype)), Var("c1", tensor_t((R, C), dtype))
+    ta, tc = tile("ta", (R, C), dtype, Vec, 0), tile("tc", (R, C), dtype, Vec, 4096)
+    k = function("k", [(a, In), (c, Out)], [
+        load(ta, a, (0, 0)), assign(tc, call("tile.recip", [ta], tc.type, high_precision=True)),
+        store(c1, tc, (0, 0), c), ret(c1)])
+    x = _randn((R, C), dtype, torch.Generator().manual_seed(2))
+    runs = _both(k, lambda: [x.clone(), torch.zeros(R, C, dtype=torch.float16)])
+    _assert_same(runs)
+    assert "tile.recip" not in runs[1][0].specialized_ops

@@ -120,49 +120,41 @@ def _box(site: KernelSite, tensor: int, offsets: tuple, sizes: tuple) -> tuple[t
 
 
 def _load_site(site: KernelSite) -> Any:
-    """`tile.load` of constant shapes, fully valid, from a tensor of a declared static shape into a
-    tile of those shapes: at constant offsets (inside the tensor) the slices are fixed, else the
-    bounds check is a comparison per dimension with precomputed limits; then one copy into the
-    tile. A tensor of another shape at run time, or a box out of bounds, takes the general path
-    (its check, its error)."""
-    shapes = const_args(site, 2, 3)
-    shape = static_dims(site.types[0])
-    if shapes is None or shapes[1] is not None or site.dst is None or shape is None \
-            or static_dims(site.dst) != tuple(shapes[0]) or len(shape) != len(shapes[0]):
+    """`tile.load` of constant shapes, fully valid, into a tile of those shapes: at constant offsets
+    inside a tensor of a declared static shape the slices are fixed; otherwise (run-time offsets,
+    dynamic dimensions) a 2-D box is checked by one comparison per dimension. Then one copy into
+    the tile. A tensor of another shape, or a box out of bounds, takes the general path (its
+    check, its error)."""
+    c = const_args(site, 2, 3)
+    rank = len(getattr(site.types[0], "shape", ()))
+    if c is None or c[1] is not None or site.dst is None or static_dims(site.dst) != tuple(c[0]) \
+            or len(c[0]) != rank:
         return None
-    shapes = tuple(shapes[0])
+    shapes = tuple(c[0])
     offsets = const_args(site, 1)
-    if offsets is not None:
-        box = _box(site, 0, offsets[0], shapes)
-        if box is None:
-            return None
+    box = _box(site, 0, offsets[0], shapes) if offsets is not None else None
+    if box is not None:
         proven, slices = box
+        fixed = offsets[0]
 
         def load(dst: Any, t: Any, *_: Any) -> Any:
             if t.shape == proven:
                 dst.copy_(t[slices])
                 return None
-            return _load_compute(t, offsets[0], shapes)
+            return _load_compute(t, fixed, shapes)
         return load
-    proven = torch.Size(shape)
-    limits = tuple(d - n for d, n in zip(shape, shapes))
-    if len(shape) == 2:
-        (h0, h1), (n0, n1) = limits, shapes
+    if rank != 2:
+        return None
+    n0, n1 = shapes
 
-        def load2(dst: Any, t: Any, offs: Any, _: Any) -> Any:
-            o0, o1 = offs
-            if 0 <= o0 <= h0 and 0 <= o1 <= h1 and t.shape == proven:
-                dst.copy_(t[o0:o0 + n0, o1:o1 + n1])
-                return None
-            return _load_compute(t, offs, shapes)
-        return load2
-
-    def load_n(dst: Any, t: Any, offs: Any, _: Any) -> Any:
-        if t.shape == proven and all(0 <= o <= h for o, h in zip(offs, limits)):
-            dst.copy_(t[region(offs, shapes)])
+    def load2(dst: Any, t: Any, offs: Any, _: Any) -> Any:
+        o0, o1 = offs
+        sh = t.shape
+        if len(sh) == 2 and 0 <= o0 <= sh[0] - n0 and 0 <= o1 <= sh[1] - n1:
+            dst.copy_(t[o0:o0 + n0, o1:o1 + n1])
             return None
         return _load_compute(t, offs, shapes)
-    return load_n
+    return load2
 
 
 def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
@@ -184,28 +176,40 @@ def _store_compute(tile: Any, offsets: tuple, out: Any, valid: tuple | None = No
 
 
 def _store_site(site: KernelSite) -> Any:
-    """`tile.store` at constant offsets of a tile whose valid shape is a constant, into a tensor
-    whose declared static shape contains the box: the slices are computed once."""
-    c = const_args(site, 1)
+    """`tile.store` of a tile whose valid shape is a constant: at constant offsets into a tensor of
+    a declared static shape containing the box, the slices are fixed; otherwise a 2-D box is
+    checked by one comparison per dimension. Out of bounds: the general path (its error)."""
     valid = site.attrs.get("valid")
     tile = static_dims(site.types[0])
-    if c is None or tile is None or valid is None:
+    if tile is None or valid is None or len(getattr(site.types[2], "shape", ())) != len(tile):
         return None
-    (offsets,) = c
     vs = tuple(valid[0]) if valid[0] is not None else tile
-    box = _box(site, 2, offsets, vs)
-    if box is None:
-        return None
-    proven, slices = box
     whole = vs == tile
     part = tuple(slice(0, v) for v in vs)
+    offsets = const_args(site, 1)
+    box = _box(site, 2, offsets[0], vs) if offsets is not None else None
+    if box is not None:
+        proven, slices = box
+        fixed = offsets[0]
 
-    def store(t: Any, _: Any, out: Any) -> Any:
-        if out.shape == proven:
-            out[slices].copy_(t if whole else t[part])
+        def store(t: Any, _: Any, out: Any) -> Any:
+            if out.shape == proven:
+                out[slices].copy_(t if whole else t[part])
+                return out
+            return _store_compute(t, fixed, out, valid)
+        return store
+    if len(tile) != 2:
+        return None
+    v0, v1 = vs
+
+    def store2(t: Any, offs: Any, out: Any) -> Any:
+        o0, o1 = offs
+        sh = out.shape
+        if len(sh) == 2 and 0 <= o0 <= sh[0] - v0 and 0 <= o1 <= sh[1] - v1:
+            out[o0:o0 + v0, o1:o1 + v1].copy_(t if whole else t[part])
             return out
-        return _store_compute(t, offsets, out, valid)
-    return store
+        return _store_compute(t, offs, out, valid)
+    return store2
 
 
 def _move_site(site: KernelSite) -> Any:
