@@ -322,3 +322,21 @@ def test_high_precision_keeps_the_general_path() -> None:
     runs = _both(k, lambda: [x.clone(), torch.zeros(R, C, dtype=torch.float16)])
     _assert_same(runs)
     assert "tile.recip" not in runs[1][0].specialized_ops
+
+
+@pytest.mark.parametrize("src,dst", [(dt.FP32, dt.FP16), (dt.FP32, dt.BF16), (dt.FP16, dt.FP32),
+                                     (dt.BF16, dt.FP16), (dt.INT32, dt.INT8), (dt.INT16, dt.FP16),
+                                     (dt.INT8, dt.INT32), (dt.FP32, dt.INT32), (dt.FP16, dt.INT8)],
+                         ids=lambda d: d.name)
+def test_cast_bit_identical(src: dt.DataType, dst: dt.DataType) -> None:
+    """A cast converting like `.to` (not float -> integer, which rounds and saturates) copies
+    straight into the result tile; every pair gives the general path's numbers."""
+    a, c, c1 = Var("a", tensor_t((R, C), src)), Var("c", tensor_t((R, C), dst)), Var("c1", tensor_t((R, C), dst))
+    ta, tc = tile("ta", (R, C), src, Vec, 0), tile("tc", (R, C), dst, Vec, 8192)
+    k = function("k", [(a, In), (c, Out)], [
+        load(ta, a, (0, 0)), assign(tc, call("tile.cast", [ta], tc.type, target_type=dst, mode="round")),
+        store(c1, tc, (0, 0), c), ret(c1)])
+    x = _randn((R, C), src, torch.Generator().manual_seed(9)) * (1000 if src.is_float() else 1)
+    runs = _both(k, lambda: [x.clone(), torch.zeros(R, C, dtype=dst.value_torch())])
+    _assert_same(runs)
+    assert ("tile.cast" in runs[1][0].specialized_ops) == (not (src.is_float() and not dst.is_float()))
