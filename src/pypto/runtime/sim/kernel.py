@@ -435,10 +435,12 @@ class KernelExecutor:
             self._templates[arena] = tmpl
         return tmpl
 
-    def run(self, args: tuple | list, arena: CoreArena) -> TaskCost:
+    def run(self, args: tuple | list, arena: CoreArena, cost: bool = True) -> TaskCost | None:
         """Execute the kernel once on `arena` with `args` (tensors → torch tensors, scalars → numbers).
 
-        Returns the task's cost (cycles including launch, per pipe, bytes per memory path).
+        Returns the task's cost (cycles including launch, per pipe, bytes per memory path); with
+        `cost=False` a kernel with control flow skips forming it and may return None (a replayed
+        run, `replay.py`, knows its costs).
 
         Raises:
             RuntimeSimError: for a wrong argument count, shape or dtype, or any failure inside.
@@ -470,7 +472,7 @@ class KernelExecutor:
         self._counts[:] = self._zeros
         self._trace.clear()
         self._body(env)
-        return self._cost(self._counts, self._trace)
+        return self._cost(self._counts, self._trace) if cost else None
 
     def pipe_timeline(self) -> list[PipeOp] | None:
         """The ops of the last run placed on the core's pipes (`PipeSchedule.timeline`: site, pipe,
