@@ -74,8 +74,8 @@ def check_replay(compiled, make_args, outputs, runs: int = RUNS, config: RunConf
         ar, af = _arenas(dev_r), _arenas(dev_f)
         assert ar.keys() == af.keys() and all(torch.equal(ar[k], af[k]) for k in ar), f"run {run}: arenas differ"
         records.append(rec_r)
-    assert dev_r._plans.replays == (runs - 1 if replays else 0)
-    assert len(dev_f._plans) == 0
+    assert dev_r.run_plans.replays == (runs - 1 if replays else 0)
+    assert len(dev_f.run_plans) == 0
     return records
 
 
@@ -206,7 +206,7 @@ def test_a_new_scalar_value_or_aliasing_makes_a_new_plan(tmp_path) -> None:
     with ChipWorker() as w:
         a, c = w.alloc_tensor((64, 32), torch.float32, init=_randn(64, 32)), w.alloc_tensor((64, 32), torch.float32)
         h = w.register(cp)
-        plans = w.device._plans
+        plans = w.device.run_plans
         for n, tasks in ((32, 2), (64, 4), (32, 2), (64, 4)):
             h(a, n, c)
             assert len(cp.last_run.tasks) == tasks
@@ -229,7 +229,7 @@ def test_an_orchestration_reading_tensor_data_is_never_replayed(tmp_path) -> Non
         assert len(cp.last_run.tasks) == n
         torch.testing.assert_close(c[:16 * n], 2 * a[:16 * n], rtol=0, atol=0)
         assert not c[16 * n:].any()
-    assert len(dev._plans) == 0 and dev._plans.replays == 0
+    assert len(dev.run_plans) == 0 and dev.run_plans.replays == 0
 
 
 def test_a_kernel_whose_loop_count_comes_from_data_has_no_static_cost() -> None:
@@ -269,7 +269,7 @@ def test_sanitizer_dump_and_switches_turn_replay_off(tmp_path, monkeypatch) -> N
             a = args(s)
             cp.run_on(dev, a, cfg)
             torch.testing.assert_close(a[2], 2 * a[0], rtol=0, atol=0)
-        assert len(dev._plans) == 0
+        assert len(dev.run_plans) == 0
     monkeypatch.setenv(replay.ENV_VAR, "0")
     check_replay(cp, args, [2], replays=False)
 
@@ -289,17 +289,17 @@ def test_a_failed_run_leaves_no_plan_and_a_failed_replay_drops_its_plan(tmp_path
     monkeypatch.setattr(KernelExecutor, "run", flaky)
     with pytest.raises(RuntimeSimError, match="task 2 \\(kernel 'k' on AIV.*injected failure"):
         cp.run_on(dev, [_randn(64, 32), 64, torch.zeros(64, 32)], None)
-    assert len(dev._plans) == 0
+    assert len(dev.run_plans) == 0
     a = [_randn(64, 32), 64, torch.zeros(64, 32)]
     cp.run_on(dev, a, None)                         # records (calls 4-7)
-    assert len(dev._plans) == 1
+    assert len(dev.run_plans) == 1
     calls["n"] = -10
     cp.run_on(dev, a, None)                         # replays
-    assert dev._plans.replays == 1
+    assert dev.run_plans.replays == 1
     calls["n"] = 1
     with pytest.raises(RuntimeSimError, match="task 1 \\(kernel 'k'.*injected failure"):
         cp.run_on(dev, a, None)
-    assert len(dev._plans) == 0
+    assert len(dev.run_plans) == 0
     monkeypatch.setattr(KernelExecutor, "run", real)
     b = [_randn(64, 32, seed=5), 64, torch.zeros(64, 32)]
     cp.run_on(dev, b, None)
@@ -314,4 +314,4 @@ def test_a_ring_error_on_the_first_run_leaves_no_plan(tmp_path) -> None:
     dev = SimDevice(cp.backend_type)
     with pytest.raises(RuntimeSimError, match="ring_heap"):
         cp.run_on(dev, [_randn(128, 64), torch.zeros(128, 64)], RunConfig(ring_heap=1024))
-    assert len(dev._plans) == 0
+    assert len(dev.run_plans) == 0

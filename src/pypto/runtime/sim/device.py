@@ -22,6 +22,10 @@ on the hardware.
    it there (`execute`);
 3. the result is the entry's return value; `last_run` holds the `RunRecord`.
 
+A run like an earlier one (same program and settings, arguments of the same layout and scalar
+values) replays the earlier run's schedule instead of simulating it again (`replay.py`): the same
+kernels run in the same order on the same cores, and `last_run` is a copy of the recorded record.
+
 Runtime rings (`rings.py`, SPEC §12): each submission takes a task-window slot and dependency
 entries of its scope depth's ring, each created tensor heap bytes. Before taking them the device
 advances the schedule to the orchestrator's clock (`EventScheduler.advance_to`); while the ring is
@@ -85,6 +89,8 @@ class SimDevice:
         last_run: `RunRecord` of the last run (None before the first).
         pipe_timeline: keep each task's ops placed on its pipes (`Task.pipe_ops`, for the swimlane's
             pipe tracks); off by default.
+        run_plans: the recorded schedules replayed by later runs (`replay.RunPlans`; its `replays`
+            counts the replayed runs).
     """
 
     def __init__(self, backend: BackendType) -> None:
@@ -113,7 +119,7 @@ class SimDevice:
         self._scope_heap: dict[int, int] = {}
         self._dumper: ArgDumper | None = None
         self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
-        self._plans = RunPlans()
+        self.run_plans = RunPlans()
 
     def __repr__(self) -> str:
         return f"SimDevice({self.backend.name})"
@@ -605,7 +611,7 @@ class SimDevice:
         try:
             with chip_context(self.soc.num_aiv, self.soc.num_aic):  # pl.system.available_*_count
                 if not sanitize and not dump_args and replay_enabled(replay):
-                    return self._plans.run(self, program, entry, args, auto_deps, rings)
+                    return self.run_plans.run(self, program, entry, args, auto_deps, rings)
                 return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
         finally:
             torch.set_num_threads(threads)

@@ -37,6 +37,7 @@ simulate in full (for debugging the simulator; the results are the same).
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -292,7 +293,8 @@ class RunPlan:
             self.tasks.append(replace(t, args=(), accesses=(), deps=dict(t.deps),
                                       pipe_ops=list(t.pipe_ops) if t.pipe_ops is not None else None))
         self.in_block = [blocks[id(t.executor)] for t in device.tasks]
-        self._last: tuple[list[torch.Tensor], list[int], list[Task]] | None = None
+        # the last replay, weakly (a plan keeps no tensor alive): its roots, their buffers, its record
+        self._last: tuple[list[weakref.ref], list[int], weakref.ref] | None = None
         self.result = None if result is None else roots.spec(tuple(result))
         self.inputs = [(name, roots.root_of_key(key)) for name, key in run.inputs]
         self.created_keys = [(roots.root_of_key(key), n, span) for key, n, span in run.created]
@@ -322,13 +324,15 @@ class RunPlan:
         pipes: dict[int, Any] = {}
         # a root that is the very tensor (same buffer) of the last replay: its views can be reused
         last = self._last
-        same = [last is not None and k < len(last[0]) and r is last[0][k] and p == last[1][k]
+        old_run = last[2]() if last is not None else None
+        old_tasks = old_run.tasks if old_run is not None and len(old_run.tasks) == len(self.tasks) else None
+        same = [old_tasks is not None and k < len(last[0]) and r is last[0][k]() and p == last[1][k]  # type: ignore[index]
                 for k, (r, p) in enumerate(zip(roots, ptrs))]
         for k, (tmpl, aspec, acc) in enumerate(zip(self.tasks, self.arg_specs, self.access_specs)):
             t = object.__new__(Task)
             t.__dict__.update(tmpl.__dict__)
-            if last is not None and all(same[r] for r in self.task_roots[k]):
-                old = last[2][k]
+            if old_tasks is not None and all(same[r] for r in self.task_roots[k]):
+                old = old_tasks[k]
                 t.args, t.accesses = old.args, old.accesses
             else:
                 t.args = tuple([_bind(s, args, roots) for s in aspec])
@@ -366,7 +370,7 @@ class RunPlan:
                     t.executor.run(t.args, arena(t.core_type, t.core_index), False)
             except RuntimeSimError as err:
                 raise named_error(err, t) from err
-        self._last = (roots, ptrs, list(tasks))
+        self._last = ([weakref.ref(r) for r in roots], ptrs, weakref.ref(run))
         return None if self.result is None else _bind(self.result, args, roots)
 
 
@@ -402,6 +406,8 @@ class RunPlans:
         if entry.func_type not in KERNEL_TYPES and entry.func_type is not FunctionType.Group:
             ok = self._orch.get((id(program), id(entry)))
             if ok is None or ok[0] is not program or ok[1] is not entry:
+                if len(self._orch) >= 4 * MAX_PLANS:
+                    self._orch.clear()
                 ok = self._orch[(id(program), id(entry))] = (program, entry, orchestration_reads_data(program, entry))
             if ok[2] is not None:
                 return None
