@@ -192,6 +192,43 @@ ReadsCount = pl.parse(_TIMES2.format(name="ReadsCount", count="cnt: pl.Tensor[[1
                                      body="        n = pl.read(cnt, [0])"))
 
 
+ROWS = pl.dynamic("ROWS")
+
+
+@pl.program
+class DynRows:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 32])
+        c = pl.store(pl.exp(t), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[ROWS, 32], pl.FP32],
+             c: pl.Out[pl.Tensor[[ROWS, 32], pl.FP32]]) -> pl.Tensor[[ROWS, 32], pl.FP32]:
+        for i in pl.range(0, ROWS, 16):
+            sa = pl.slice(a, [16, 32], [i, 0])
+            sc = pl.slice(c, [16, 32], [i, 0])
+            sc = self.k(sa, sc)
+        return c
+
+
+def test_new_shapes_make_a_new_plan(tmp_path) -> None:
+    """A dynamic dimension: each row count is its own plan, replayed when it comes back."""
+    cp = ir.compile(DynRows, output_dir=tmp_path / "dyn", dump_passes=False)
+    dev_r, dev_f = SimDevice(cp.backend_type), SimDevice(cp.backend_type)
+    for k, rows in enumerate((32, 64, 32, 48, 64)):
+        a_r, c_r = _randn(rows, 32, seed=k), torch.zeros(rows, 32)
+        cp.run_on(dev_r, [a_r, c_r], None)
+        rec_r = cp.last_run
+        a_f, c_f = _randn(rows, 32, seed=k), torch.zeros(rows, 32)
+        cp.run_on(dev_f, [a_f, c_f], RunConfig(sim_replay=False))
+        assert len(rec_r.tasks) == rows // 16
+        assert torch.equal(c_r, c_f) and _task_facts(rec_r) == _task_facts(cp.last_run)
+        torch.testing.assert_close(c_r, torch.exp(a_r))
+    assert len(dev_r.run_plans) == 3 and dev_r.run_plans.replays == 2
+
+
 def test_a_new_scalar_value_or_aliasing_makes_a_new_plan(tmp_path) -> None:
     cp = ir.compile(Scaled, output_dir=tmp_path / "scaled", dump_passes=False)
     with ChipWorker() as w:
