@@ -361,3 +361,36 @@ def test_a_plan_keeps_no_tensor_of_its_runs_alive(tmp_path) -> None:
     cp.last_run, cp.tasks, dev.last_run, dev.tasks = None, [], None, []
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+BYTES = """
+import pypto.language as pl
+
+@pl.program
+class Bytes:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, m: pl.Tensor[[16, 64], pl.UINT8], y: pl.Out[pl.Tensor[[16, 64], pl.UINT8]]) -> pl.Tensor[[16, 64], pl.UINT8]:
+        t = pl.load(m, [0, 0], [16, 64])
+        y = pl.store(t, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, m: pl.Tensor[[16, 64], pl.BOOL], y: pl.Out[pl.Tensor[[16, 64], pl.UINT8]]) -> pl.Tensor[[16, 64], pl.UINT8]:
+        u = pl.tensor.reinterpret_view(m, pl.UINT8)
+        y = self.k(u, y)
+        return y
+"""
+
+
+def test_a_task_argument_of_another_dtype_than_its_buffer_is_simulated_in_full(tmp_path) -> None:
+    """`reinterpret_view` in the orchestration hands a kernel the BOOL argument's bytes as UINT8: a
+    tensor of another dtype over the argument's buffer, which a plan does not rebuild, so every run
+    is a full simulation (and right)."""
+    cp = ir.compile(pl.parse(BYTES), output_dir=tmp_path / "bytes", dump_passes=False)
+    dev = SimDevice(cp.backend_type)
+    for s in range(3):
+        m = torch.rand(16, 64, generator=torch.Generator().manual_seed(s)) > 0.5
+        y = torch.zeros(16, 64, dtype=torch.uint8)
+        cp.run_on(dev, [m, y], None)
+        assert torch.equal(y, m.to(torch.uint8))
+    assert len(dev.run_plans) == 0

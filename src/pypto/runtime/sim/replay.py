@@ -228,8 +228,9 @@ class _Roots:
                 if v is p:
                     return ("param", i)
             r = self.index.get(id(_base(v)))
-            if r is None or type(v) is not torch.Tensor:
-                raise _Unplannable("a task argument is not a view of an entry argument or created tensor")
+            if r is None or type(v) is not torch.Tensor or v.dtype != self.tensors[r].dtype:
+                raise _Unplannable("a task argument is not a view (of the same dtype) of an entry argument "
+                                   "or created tensor")
             if v is self.tensors[r]:
                 return ("root", r)
             return ("view", r, tuple(v.shape), v.stride(), v.storage_offset())
