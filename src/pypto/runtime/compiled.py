@@ -212,7 +212,8 @@ class CompiledProgram:
                                 sanitize=bool(config is not None and config.sanitize),
                                 auto_deps=config.auto_deps if config is not None else True,
                                 rings=config.rings() if config is not None else None,
-                                dump_args=config.enable_dump_args if config is not None else 0)
+                                dump_args=config.enable_dump_args if config is not None else 0,
+                                replay=config.sim_replay if config is not None else True)
         finally:
             self.tasks = list(device.tasks)
             self.last_run = device.last_run

@@ -22,6 +22,10 @@ on the hardware.
    it there (`execute`);
 3. the result is the entry's return value; `last_run` holds the `RunRecord`.
 
+A run like an earlier one (same program and settings, arguments of the same layout and scalar
+values) replays the earlier run's schedule instead of simulating it again (`replay.py`): the same
+kernels run in the same order on the same cores, and `last_run` is a copy of the recorded record.
+
 Runtime rings (`rings.py`, SPEC §12): each submission takes a task-window slot and dependency
 entries of its scope depth's ring, each created tensor heap bytes. Before taking them the device
 advances the schedule to the orchestrator's clock (`EventScheduler.advance_to`); while the ring is
@@ -62,6 +66,7 @@ from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import Orchestrator
 from .record import OrchEvent, RunRecord, ScopeInfo
 from .regions import region_of
+from .replay import RunPlans, replay_enabled
 from .rings import RING_FIELDS, RingSizes, RingTracker, ring_of, ring_sizes
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
 from .scheduler import EventScheduler, named_error
@@ -85,6 +90,8 @@ class SimDevice:
         last_run: `RunRecord` of the last run (None before the first).
         pipe_timeline: keep each task's ops placed on its pipes (`Task.pipe_ops`, for the swimlane's
             pipe tracks); off by default.
+        run_plans: the recorded schedules replayed by later runs (`replay.RunPlans`; its `replays`
+            counts the replayed runs).
     """
 
     def __init__(self, backend: BackendType) -> None:
@@ -114,6 +121,8 @@ class SimDevice:
         self._scope_heap: dict[int, int] = {}
         self._dumper: ArgDumper | None = None
         self._orch_submit = int(const("orch_submit"))
+        self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
+        self.run_plans = RunPlans()
 
     def __repr__(self) -> str:
         return f"SimDevice({self.backend.name})"
@@ -329,6 +338,8 @@ class SimDevice:
         where = f" at line {span.begin_line}" if span is not None and span.is_known() else ""
         self._acquire(ring, 0, 0, lambda: f"tensor {list(tensor.shape)} created{where}", None, span, heap=nbytes)
         self._rings.alloc_heap(ring, nbytes)
+        if self._observer is not None:
+            self._observer.created_tensor(tensor)
         sid = self._scope_stack[-1] if self._scope_stack else -1
         self._scope_heap[sid] = self._scope_heap.get(sid, 0) + nbytes
         self.last_run.created.append((region_of(tensor).key, nbytes, span))  # type: ignore[union-attr]
@@ -443,6 +454,8 @@ class SimDevice:
             RuntimeSimError: a kernel failed (named with its task), the kernels deadlocked, or a
                 tile pushed into a pipe was never popped.
         """
+        if self._observer is not None:
+            self._observer.executed(tasks)
         stats: PipeStats = tasks[0].pipes
         members: list[ClusterMember] = []
         runner = ClusterRun(stats.group, members)
@@ -536,6 +549,8 @@ class SimDevice:
 
     def execute(self, task: Task) -> None:
         """Run `task` on its assigned core now (called by the scheduler); sets `task.cost`."""
+        if self._observer is not None:
+            self._observer.executed((task,))
         arena = self.arena(task.core_type, task.core_index)  # type: ignore[arg-type]
         san = self._sanitizer[0]
         if san is not None:
@@ -605,11 +620,13 @@ class SimDevice:
         return rec
 
     def run(self, program: Program, entry: Function, args: Sequence[Any], *, sanitize: bool = False,
-            auto_deps: bool = True, rings: RingSizes | None = None, dump_args: int = 0) -> tuple | None:
+            auto_deps: bool = True, rings: RingSizes | None = None, dump_args: int = 0,
+            replay: bool = True) -> tuple | None:
         """Run `entry` with device-side `args`; returns its ReturnStmt values (tuple) or None.
 
         A kernel entry runs as one task and returns its Out/InOut arguments (like a kernel call in
-        an orchestration function). `rings` / `dump_args`: see `begin_run`.
+        an orchestration function). `rings` / `dump_args`: see `begin_run`. `replay`: a run like
+        an earlier one may replay its schedule (`replay.py`; bit-identical results and records).
 
         Raises:
             RuntimeSimError: the simulator found an error; SanitizerError (a subclass) when
@@ -619,6 +636,8 @@ class SimDevice:
         torch.set_num_threads(1)
         try:
             with chip_context(self.soc.num_aiv, self.soc.num_aic):  # pl.system.available_*_count
+                if not sanitize and not dump_args and replay_enabled(replay):
+                    return self.run_plans.run(self, program, entry, args, auto_deps, rings)
                 return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
         finally:
             torch.set_num_threads(threads)
