@@ -10,6 +10,7 @@ through `self.var_map` (a Var maps to any Expr).
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import is_
 from typing import Any
 
 from .expr import (
@@ -203,7 +204,14 @@ class IRVisitor:
 
 
 def _same(a: tuple, b: list) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
+def _all_const(dims: tuple[Expr, ...]) -> bool:
+    for d in dims:
+        if type(d) is not ConstInt:
+            return False
+    return True
 
 
 class IRMutator:
@@ -214,6 +222,9 @@ class IRMutator:
     """
 
     _table: dict[type, Any] = {}
+    # True while ConstInt nodes map to themselves (visit_expr and visit_ConstInt not overridden):
+    # a type whose dimensions are all constants is then returned as it is, without a walk.
+    _keeps_consts = True
 
     def __init__(self, var_map: dict[Var, Expr] | None = None) -> None:
         self.var_map: dict[Var, Expr] = dict(var_map or {})
@@ -221,6 +232,7 @@ class IRMutator:
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._table = _dispatch_table(cls)
+        cls._keeps_consts = cls.visit_expr is IRMutator.visit_expr and cls.visit_ConstInt is IRMutator.visit_ConstInt
 
     def visit_program(self, p: Program) -> Program:
         funcs = [self.visit_function(f) for f in p.functions]
@@ -247,8 +259,12 @@ class IRMutator:
     # types
     def visit_type(self, t: Type) -> Type:
         if isinstance(t, (TensorType, TileType)):
-            shape = [self.visit_expr(d) for d in t.shape]
             view = t.view
+            if self._keeps_consts and _all_const(t.shape) and (
+                    not isinstance(view, (TensorView, TileView)) or view.valid_shape is None
+                    or _all_const(view.valid_shape)):
+                return t  # constants map to themselves: nothing to rewrite
+            shape = [self.visit_expr(d) for d in t.shape]
             if isinstance(view, (TensorView, TileView)) and view.valid_shape is not None:
                 vs = [self.visit_expr(d) for d in view.valid_shape]
                 if not _same(view.valid_shape, vs):
