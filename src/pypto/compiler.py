@@ -31,7 +31,6 @@ and `per_pass_ms` ([pass name, ms] in pipeline order, verification excluded).
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import os
 import shutil
@@ -43,6 +42,7 @@ from typing import Any
 
 from .backend import BackendType, get_soc
 from .core.errors import user_facing
+from .core.json_text import dumps_indented
 from .ir.function import Program
 from .ir.printer import python_print
 from .language.parser.entry import parse_text
@@ -231,9 +231,17 @@ def _build(lowered: Program, stage: Path, compiled: Any, skip_ptoas: bool) -> tu
     return kernels, ptoas
 
 
-def _write_json(path: Path, data: Any) -> None:
+def _write_json(path: Path, data: Any, atomic: bool = False) -> None:
+    """`data` as indented JSON (the text of `json.dumps(data, indent=2)`). `atomic`: written to a
+    temporary name and renamed, so that the file is either absent or complete."""
+    text = dumps_indented(data)
+    if not atomic:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
     os.replace(tmp, path)
 
 
@@ -370,5 +378,5 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     compiled.diagnostics = diag
     meta = _meta(lowered, compiled, strategy, kernels, ptoas)
     meta["diagnostics"] = diag.to_json()
-    _write_json(out / "compiled_meta.json", meta)
+    _write_json(out / "compiled_meta.json", meta, atomic=True)
     return compiled
