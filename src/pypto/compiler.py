@@ -169,12 +169,14 @@ def _clear_previous_build(out: Path) -> None:
         FileExistsError: `out` has a `kernels`, `orchestration`, `kernel_config.py` or
             `program.msgpack` that is not from a complete PyPTO build.
     """
+    present = set(os.listdir(out))  # one directory read: a fresh folder needs nothing more
     meta = out / "compiled_meta.json"
-    ours = meta.is_file()
-    meta.unlink(missing_ok=True)
+    ours = "compiled_meta.json" in present and meta.is_file()
+    if "compiled_meta.json" in present:
+        meta.unlink(missing_ok=True)
     for name in _ARTIFACTS:
         p = out / name
-        if not p.exists():
+        if name not in present or not p.exists():
             continue
         if not ours:
             raise FileExistsError(f"output folder {os.fspath(out)!r} already has '{name}', which is not "
@@ -183,10 +185,11 @@ def _clear_previous_build(out: Path) -> None:
             shutil.rmtree(p)
         else:
             p.unlink()
-    for name in _REPORTS:
-        (out / "report" / name).unlink(missing_ok=True)
+    if "report" in present:
+        for name in _REPORTS:
+            (out / "report" / name).unlink(missing_ok=True)
     dumps = out / "passes_dump"
-    if dumps.is_dir():
+    if "passes_dump" in present and dumps.is_dir():
         for f in dumps.glob("[0-9][0-9]_*.py"):
             f.unlink()
 
