@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -40,6 +42,8 @@ _INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
 _PLAIN, _INT, _DT, _EN, _TUP, _LST, _DC = range(7)
 _KINDS: dict[type, int] = {type(None): _PLAIN, bool: _PLAIN, str: _PLAIN, float: _PLAIN, int: _INT}
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {}  # a node class -> its field values, in order
+_CONSTS: dict[Any, list[Any]] = {}  # the encoding of each enum member / DataType met (singletons)
 
 
 def _kind_of(x: Any) -> int:
@@ -60,7 +64,9 @@ def _kind_of(x: Any) -> int:
         kind = _LST
     elif dataclasses.is_dataclass(x) and not isinstance(x, type):
         kind = _DC
-        _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(x))
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(x))
+        get = operator.attrgetter(*names)
+        _FIELD_VALUES[cls] = get if len(names) > 1 else (lambda node: (get(node),))
     else:
         raise TypeError(f"cannot serialize a value of type {cls.__name__}: {x!r}")
     _KINDS[cls] = kind
@@ -99,10 +105,18 @@ class _Encoder:
             cls = type(x)
             cls_idx = self.classes.get(cls)
             out = [_NODE, self.class_index(cls) if cls_idx is None else cls_idx]
-            kinds, encode = _KINDS, self.encode
-            for name in _FIELD_NAMES[cls]:
-                v = getattr(x, name)
-                out.append(v if kinds.get(type(v)) == _PLAIN else encode(v))
+            kinds, encode, consts = _KINDS, self.encode, _CONSTS
+            for v in _FIELD_VALUES[cls](x):
+                k = kinds.get(type(v))
+                if k == _PLAIN:
+                    out.append(v)
+                elif k == _EN or k == _DT:
+                    c = consts.get(v)
+                    if c is None:
+                        c = consts[v] = encode(v)
+                    out.append(c)
+                else:
+                    out.append(encode(v))
             return out
         if kind == _TUP:
             return [_TUPLE, *[self.encode(y) for y in x]]
