@@ -26,8 +26,6 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-import msgpack
-
 from ..core.dtype import DataType, dtype_from_name
 from ..core.span import Span
 
@@ -140,6 +138,8 @@ def serialize(node: Any) -> bytes:
     Raises:
         TypeError: for a value that is none of the above (e.g. a dict or a non-pypto object).
     """
+    import msgpack  # loaded by the first (de)serialization, not by `import pypto.ir`
+
     enc = _Encoder()
     root = enc.encode(node)
     return msgpack.packb({"format": _FORMAT, "version": _VERSION, "classes": enc.class_table,
@@ -215,6 +215,8 @@ def deserialize(data: bytes) -> Any:
     Raises:
         ValueError: if `data` is not a pypto IR payload of a supported version or is malformed.
     """
+    import msgpack
+
     try:
         payload = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=False)
     except Exception as e:  # msgpack raises several unrelated exception types
