@@ -199,6 +199,7 @@ def test_swimlane_level_1_has_no_arrows_and_slices_carry_pipe_totals(tmp_path) -
     for e in slices:
         t = cp.tasks[e["args"]["task_id"]]
         assert e["args"]["pipe_cycles"] == {p: c for p, c in t.cost.pipe_cycles.items() if c}
+        assert e["args"]["ddr_wait_cycles"] == t.ddr_wait_cycles   # 0, not missing, when it never waited
     mm = next(e for e in slices if e["name"] == "mm")
     assert mm["args"]["pipe_cycles"]["cube"] > 0 and "vector" not in mm["args"]["pipe_cycles"]
 

@@ -117,8 +117,7 @@ def _tasks(record: RunRecord, level: int) -> list[dict[str, Any]]:
                                 "deps": sorted(t.deps), "ring": t.ring}
         if t.cost is not None:
             args["pipe_cycles"] = {p: c for p, c in t.cost.pipe_cycles.items() if c}
-        if t.ddr_wait_cycles:   # cycles the chip's shared DDR bandwidth added (bandwidth.DdrChannel)
-            args["ddr_wait_cycles"] = t.ddr_wait_cycles
+        args["ddr_wait_cycles"] = t.ddr_wait_cycles   # cycles the chip's shared DDR bandwidth added (0: none)
         if t.scope:
             args["scope"] = scopes[t.scope[-1]].path(scopes)
         if t.group is not None:   # a kernel of a Group call (mixed kernel) on its cluster
