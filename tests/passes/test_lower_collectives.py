@@ -298,3 +298,38 @@ def test_a_kernel_with_a_collective_is_not_launched_inside_pl_spmd():
     assert e.value.message.startswith("'k' calls 'pld.allreduce', but this pl.spmd launch runs it on several "
                                       "cores: a collective must run once per rank")
     assert e.value.span.begin_line == _line("SPMD")
+
+
+# ---- chunk budget ---------------------------------------------------------------------------------
+
+@pl.program
+class LoneBig:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.InOut[pld.DistributedTensor[[1024, 1024], pl.FP32]],
+          sig: pld.DistributedTensor[[NR, 1], pl.INT32]) -> pld.DistributedTensor[[1024, 1024], pl.FP32]:
+        pld.allreduce(x, sig)
+        return x
+
+
+@pl.program
+class BusyBig:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.InOut[pld.DistributedTensor[[1024, 1024], pl.FP32]],
+          sig: pld.DistributedTensor[[NR, 1], pl.INT32]) -> pld.DistributedTensor[[1024, 1024], pl.FP32]:
+        t: pl.Tile[[8, 1024], pl.FP32, pl.Mem.Vec] = pl.tile.load(x, [0, 0], [8, 1024], target_memory=pl.Mem.Vec)
+        x: pld.DistributedTensor[[1024, 1024], pl.FP32] = pl.tile.store(t, [0, 0], x)
+        pld.allreduce(x, sig)
+        return x
+
+
+def _remote_load_shapes(prog) -> set[str]:
+    import re
+
+    return set(re.findall(r"pld\.tile\.remote_load\([^\n]*?, (\[\d+, \d+\])\)", lower(prog).as_python()))
+
+
+def test_a_kernel_that_is_only_its_collective_gets_a_third_of_vec_per_chunk():
+    # Ascend910B Vec: 188416 B usable. Alone, a chunk may take a third (62805 B: 15 rows of 4 KiB, with a
+    # 4-row remainder tile); next to the kernel's own tiles an eighth (23552 B: 5 rows, remainder 4 rows)
+    assert _remote_load_shapes(LoneBig) == {"[15, 1024]", "[4, 1024]"}
+    assert _remote_load_shapes(BusyBig) == {"[5, 1024]", "[4, 1024]"}

@@ -11,8 +11,12 @@ the host compiler; a collective directly in a chip Orchestration function is a C
 
 **Rank count.** The number of ranks `nr` is read at run time with `pld.nranks(ctx)`: loops over
 peers and ring steps have dynamic bounds, so one compiled kernel serves every world size. Data is
-chunked at compile time (the tensors' shapes are static): tiles of at most a Vec budget
-(`CHUNK_FRACTION` of the core's Vec capacity), remainder tiles for shapes that do not divide.
+chunked at compile time (the tensors' shapes are static): tiles of at most a Vec budget, remainder
+tiles for shapes that do not divide. The budget is 1/`CHUNK_FRACTION` of the core's Vec capacity,
+or 1/`LONE_CHUNK_FRACTION` in a kernel that is nothing but its collective(s) (the builtin program of
+a host-level collective): no tile of the kernel's own competes for Vec there, and the two live tiles
+of a chunk (accumulator and incoming part) fit with room to spare. Fewer, larger tiles cost fewer
+per-op issue cycles and link latencies in simulated time, and fewer interpreted ops in wall time.
 
 **Signals are self-clearing.** A *rendezvous* step g (the k-th of the call) does: every rank adds
 +1 to its own cell `[me, 0]` in every peer's signal, then waits until each of its own cells
@@ -66,16 +70,17 @@ from ..core.enums import FunctionType, Level, MemorySpace, ReduceOp, ScopeKind, 
 from ..core.errors import CompileError
 from ..ir.expr import Call, ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Function, Program
-from ..ir.stmt import AssignStmt, EvalStmt, ScopeStmt, Stmt
+from ..ir.stmt import AssignStmt, EvalStmt, ReturnStmt, ScopeStmt, SeqStmts, Stmt
 from ..ir.types import TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .base import FunctionPass, PassContext
 from .collective_builder import ALIGN_BYTES, StmtBuilder, for_each_chunk, plan_chunks
 
-__all__ = ["LowerCollectives", "CHUNK_FRACTION", "REDUCE_TILE_OP", "RING_MIN_TILES", "is_collective"]
+__all__ = ["LowerCollectives", "CHUNK_FRACTION", "LONE_CHUNK_FRACTION", "REDUCE_TILE_OP", "RING_MIN_TILES", "is_collective"]
 
 CHUNK_FRACTION = 8   # a chunk tile uses at most 1/8 of Vec: two live tiles plus the kernel's own
+LONE_CHUNK_FRACTION = 3   # a kernel that is nothing but its collective(s): two live tiles and slack
 RING_MIN_TILES = 8   # ring: at least this many tiles (when the data allows), dealt to the NR segments
 REDUCE_TILE_OP = {ReduceOp.Sum: "tile.add", ReduceOp.Max: "tile.maximum", ReduceOp.Min: "tile.minimum",
                   ReduceOp.Prod: "tile.mul"}
@@ -359,7 +364,8 @@ class _Lower(IRMutator):
     def __init__(self, func: Function, ctx: PassContext) -> None:
         super().__init__()
         self.func = func
-        self.budget = ctx.soc.capacity_of(MemorySpace.Vec) // CHUNK_FRACTION
+        share = LONE_CHUNK_FRACTION if _only_collectives(func) else CHUNK_FRACTION
+        self.budget = ctx.soc.capacity_of(MemorySpace.Vec) // share
         self.in_kernel_scope = 0
         self.count = 0
 
@@ -406,6 +412,23 @@ class _Lower(IRMutator):
             if target is not None and result is not target:
                 b.assign(result, target)
         return b.result()
+
+
+def _only_collectives(func: Function) -> bool:
+    """True for a kernel whose body is nothing but collective statements and its return: no tile of
+    its own competes with the chunks for Vec (the builtin program of a host-level collective)."""
+    if func.func_type is FunctionType.Orchestration:
+        return False
+    body = func.body.stmts if isinstance(func.body, SeqStmts) else (func.body,)
+    seen = False
+    for s in body:
+        if isinstance(s, ReturnStmt):
+            continue
+        expr = s.expr if isinstance(s, EvalStmt) else s.value if isinstance(s, AssignStmt) else None
+        if expr is None or not is_collective(expr):
+            return False
+        seen = True
+    return seen
 
 
 class _Collectives(IRVisitor):
