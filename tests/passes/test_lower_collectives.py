@@ -172,22 +172,22 @@ class RingExpected:
             for ar0_t in pl.range(0, (ar0_nr * 2) - 2, 1):
                 pld.system.wait(sig, [ar0_t, ar0_prev], 1, cmp=pld.WaitCmp.Ge)
                 ar0_seg: pl.Scalar[pl.INDEX] = ((ar0_me + ((ar0_nr * 2) - 1)) - ar0_t) % ar0_nr
+                # the tiles j of segment seg (j % nr == seg) are seg, seg + nr, ...: a loop over exactly those
                 if ar0_t < (ar0_nr - 1):     # reduce-scatter: add the predecessor's partial sums
-                    for ar0_g0_i0 in pl.range(0, 8, 1):
-                        if (ar0_g0_i0 % ar0_nr) == ar0_seg:
-                            ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(
-                                x, [ar0_g0_i0, 0], [1, 64], target_memory=pl.Mem.Vec)
-                            ar0_part: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
-                                x, ar0_prev, [ar0_g0_i0, 0], [1, 64])
-                            ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(ar0_mine, ar0_part)
-                            x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_mine, [ar0_g0_i0, 0], x)
+                    for ar0_g0_k in pl.range(0, ((8 - ar0_seg) + (ar0_nr - 1)) // ar0_nr, 1):
+                        ar0_g0_j: pl.Scalar[pl.INDEX] = ar0_seg + (ar0_g0_k * ar0_nr)
+                        ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(
+                            x, [ar0_g0_j, 0], [1, 64], target_memory=pl.Mem.Vec)
+                        ar0_part: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
+                            x, ar0_prev, [ar0_g0_j, 0], [1, 64])
+                        ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(ar0_mine, ar0_part)
+                        x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_mine, [ar0_g0_j, 0], x)
                 if ar0_t >= (ar0_nr - 1):    # allgather: copy the predecessor's finished segment
-                    for ar0_g0_i0_1 in pl.range(0, 8, 1):
-                        if (ar0_g0_i0_1 % ar0_nr) == ar0_seg:
-                            ar0_part_1: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
-                                x, ar0_prev, [ar0_g0_i0_1, 0], [1, 64])
-                            x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(
-                                ar0_part_1, [ar0_g0_i0_1, 0], x)
+                    for ar0_g0_k_1 in pl.range(0, ((8 - ar0_seg) + (ar0_nr - 1)) // ar0_nr, 1):
+                        ar0_g0_j_1: pl.Scalar[pl.INDEX] = ar0_seg + (ar0_g0_k_1 * ar0_nr)
+                        ar0_part_1: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
+                            x, ar0_prev, [ar0_g0_j_1, 0], [1, 64])
+                        x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_part_1, [ar0_g0_j_1, 0], x)
                 if (ar0_t + 1) < ((ar0_nr * 2) - 2):
                     pld.system.notify(sig, ar0_next, [ar0_t + 1, ar0_me], 1, op=pld.NotifyOp.AtomicAdd)
             pld.system.notify(sig, ar0_prev, [0, ar0_me], 1, op=pld.NotifyOp.AtomicAdd)

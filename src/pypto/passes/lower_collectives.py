@@ -75,7 +75,7 @@ from ..ir.types import TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .base import FunctionPass, PassContext
-from .collective_builder import ALIGN_BYTES, StmtBuilder, for_each_chunk, plan_chunks
+from .collective_builder import ALIGN_BYTES, StmtBuilder, for_each_chunk, for_each_chunk_of, plan_chunks
 
 __all__ = ["LowerCollectives", "CHUNK_FRACTION", "LONE_CHUNK_FRACTION", "REDUCE_TILE_OP", "RING_MIN_TILES", "is_collective"]
 
@@ -184,11 +184,10 @@ def _mesh(lw: _Lowering) -> None:
     r.rendezvous()                                   # every rank's src is ready
 
     def reduce_own(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
-        with b.if_(b.bin("eq", b.bin("floormod", j, r.nr), r.me)):
-            acc = b.var("acc", b.call("pld.tile.remote_load", src, 0, list(off), list(shape)))
-            with b.loop("q", 1, r.nr) as q:
-                _reduce(lw, acc, b.call("pld.tile.remote_load", src, q, list(off), list(shape)))
-            b.write(src, "tile.store", acc, list(off), src)
+        acc = b.var("acc", b.call("pld.tile.remote_load", src, 0, list(off), list(shape)))
+        with b.loop("q", 1, r.nr) as q:
+            _reduce(lw, acc, b.call("pld.tile.remote_load", src, q, list(off), list(shape)))
+        b.write(src, "tile.store", acc, list(off), src)
 
     def gather(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
         owner = b.var("owner", b.bin("floormod", j, r.nr))
@@ -196,7 +195,7 @@ def _mesh(lw: _Lowering) -> None:
             part = b.var("part", b.call("pld.tile.remote_load", src, owner, list(off), list(shape)))
             b.write(src, "tile.store", part, list(off), src)
 
-    for_each_chunk(b, groups, reduce_own)
+    for_each_chunk_of(b, groups, r.me, r.nr, reduce_own)   # the chunks this rank owns
     r.rendezvous()                                   # every chunk is reduced at its owner
     for_each_chunk(b, groups, gather)
     r.rendezvous()                                   # nobody reads this rank's window any more
@@ -222,7 +221,7 @@ def _ring(lw: _Lowering) -> None:
             for scatter in (True, False):
                 cond = b.bin("lt", t, b.bin("sub", nr, 1)) if scatter else b.bin("ge", t, b.bin("sub", nr, 1))
                 with b.if_(cond):
-                    for_each_chunk(b, groups, _ring_chunk(lw, prev, nr, seg, scatter))
+                    for_each_chunk_of(b, groups, seg, nr, _ring_chunk(lw, prev, scatter))
             with b.if_(b.bin("lt", b.add(t, 1), nsteps)):
                 b.do("pld.system.notify", sig, nxt, [b.add(t, 1), me], 1)
         b.do("pld.system.notify", sig, prev, [0, me], 1)
@@ -233,19 +232,18 @@ def _ring(lw: _Lowering) -> None:
         b.do("pld.system.notify", sig, me, [0, nxt], -1)
 
 
-def _ring_chunk(lw: _Lowering, prev: Expr, nr: Expr, seg: Expr,
+def _ring_chunk(lw: _Lowering, prev: Expr,
                 scatter: bool) -> Callable[[tuple[Expr, ...], tuple[int, ...], Expr], None]:
     b, src = lw.b, lw.args["src"]
 
     def chunk(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
-        with b.if_(b.bin("eq", b.bin("floormod", j, nr), seg)):
-            if scatter:
-                mine = b.var("mine", b.call("tile.load", src, list(off), list(shape)))
-                _reduce(lw, mine, b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
-                b.write(src, "tile.store", mine, list(off), src)
-            else:
-                part = b.var("part", b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
-                b.write(src, "tile.store", part, list(off), src)
+        if scatter:
+            mine = b.var("mine", b.call("tile.load", src, list(off), list(shape)))
+            _reduce(lw, mine, b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
+            b.write(src, "tile.store", mine, list(off), src)
+        else:
+            part = b.var("part", b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
+            b.write(src, "tile.store", part, list(off), src)
 
     return chunk
 

@@ -60,6 +60,13 @@ class WindowMap:
     stride: int
     segment: Any
     _typed: dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+    _ptr: int = field(default=-1, repr=False, compare=False)
+
+    def base(self, rank: int) -> int:
+        """The address of rank `rank`'s copy in this process's mapping."""
+        if self._ptr < 0:
+            self._ptr = self.segment.bytes.data_ptr()
+        return self._ptr + rank * self.stride
 
     def copy(self, rank: int) -> torch.Tensor:
         """Rank `rank`'s copy as uint8."""
@@ -74,7 +81,7 @@ class WindowMap:
         return torch.as_strided(typed, shape, stride, (rank * self.stride + offset) // dtype.itemsize)
 
 
-@dataclass
+@dataclass(slots=True)
 class CommEvent:
     """One cross-rank event in simulated time (cycles since the world started).
 
@@ -157,9 +164,11 @@ class RankClock:
     def begin_task(self, task: Any) -> None:
         self.task, self.stall, self.high = task, 0, 0
 
-    def mark(self) -> None:
-        """A link op just finished: the running task lasts at least until now."""
-        self.high = max(self.high, self.now())
+    def mark(self, at: int | None = None) -> None:
+        """A link op just finished (at cycle `at`, default now): the running task lasts at least until then."""
+        at = self.now() if at is None else at
+        if at > self.high:
+            self.high = at
 
     def end_task(self, start: int, own_cycles: int) -> int:
         """The stall cycles to add to the task that ran from `start` (scheduler cycles) for
@@ -235,6 +244,12 @@ class RankComm:
         return self.clock.op_span()
 
     def _check_peer(self, peer: int, what: str, span: Span | None) -> int:
+        """`peer` as an int rank of this world; `span` (None: the running op's) locates the error.
+
+        Raises RuntimeSimError: not an int, or outside [0, nranks)."""
+        if type(peer) is int and 0 <= peer < self.nranks:   # the common case: no span needed
+            return peer
+        span = self._span(span)
         if isinstance(peer, bool) or not isinstance(peer, int) and not hasattr(peer, "__index__"):
             raise RuntimeSimError(f"{what}: peer must be an int rank, got {type(peer).__name__}", span)
         peer = int(peer)
@@ -245,23 +260,24 @@ class RankComm:
     def locate(self, local: torch.Tensor, what: str, span: Span | None = None) -> tuple[WindowMap, int]:
         """(window, byte offset) of view `local` of this rank's copy of a window.
 
-        Raises RuntimeSimError when `local` is not (wholly) inside one of this rank's windows."""
+        Raises RuntimeSimError when `local` is not (wholly) inside one of this rank's windows; `span`
+        (None: the running op's) locates the error."""
         if not isinstance(local, torch.Tensor):
-            raise RuntimeSimError(f"{what}: expected a window-bound tensor, got {type(local).__name__}", span)
-        item = local.element_size()
+            raise RuntimeSimError(f"{what}: expected a window-bound tensor, got {type(local).__name__}",
+                                  self._span(span))
         ptr = local.data_ptr()
-        extent = item + sum((n - 1) * abs(s) for n, s in zip(local.shape, local.stride())) * item \
-            if local.numel() else 0
         for win in self.windows.values():
-            base = win.segment.bytes.data_ptr() + self.rank * win.stride
-            if base <= ptr < base + win.nbytes:
-                off = ptr - base
+            off = ptr - win.base(self.rank)
+            if 0 <= off < win.nbytes:
+                item = local.element_size()
+                extent = item + sum((n - 1) * abs(s) for n, s in zip(local.shape, local.stride())) * item \
+                    if local.numel() else 0
                 if off + extent > win.nbytes:
                     raise RuntimeSimError(f"{what}: the region [{off}, {off + extent}) runs past the end of "
-                                          f"window buffer {win.wid} ({win.nbytes} bytes)", span)
+                                          f"window buffer {win.wid} ({win.nbytes} bytes)", self._span(span))
                 return win, off
         raise RuntimeSimError(f"{what}: the tensor is not in a window (remote accesses and signals need a "
-                              f"window-bound tensor: a pld.DistributedTensor made by pld.window)", span)
+                              f"window-bound tensor: a pld.DistributedTensor made by pld.window)", self._span(span))
 
     def _peer_of(self, win: WindowMap, off: int, local: torch.Tensor, peer: int) -> torch.Tensor:
         return win.view(peer, off, tuple(local.shape), tuple(local.stride()), local.dtype)
@@ -421,18 +437,24 @@ class RankComm:
         self._event("remote_write", peer, t, arrival, self._next_eid(), win, off, nbytes=nbytes)
 
     def remote_read(self, local: torch.Tensor, peer: int, span: Span | None = None) -> torch.Tensor:
-        span = self._span(span)
+        return self.remote_read_into(local, peer, None, span)
+
+    def remote_read_into(self, local: torch.Tensor, peer: int, out: torch.Tensor | None,
+                         span: Span | None = None) -> torch.Tensor:
+        """`remote_read` into `out` (a tensor of `local`'s shape; None: a new one); returns it."""
         peer = self._check_peer(peer, "remote_read", span)
         win, off = self.locate(local, "remote_read", span)
-        out = self._peer_of(win, off, local, peer).clone()
+        src = self._peer_of(win, off, local, peer)
+        out = src.clone() if out is None else out.copy_(src)
         if self.weak is not None:
             self.weak.record(local, peer, win.wid, off, "read",
-                             "remote read" if peer != self.rank else "read of its own copy", span)
+                             "remote read" if peer != self.rank else "read of its own copy", self._span(span))
         nbytes = local.numel() * local.element_size()
         t, end = self.clock.issue()
         done = t + _cycles(nbytes)
-        self.clock.stall += max(0, done - end)
-        self.clock.mark()
+        extra = max(0, done - end)
+        self.clock.stall += extra
+        self.clock.mark(end + extra)   # now(): the stall just added moved it by `extra`
         self._event("remote_read", peer, t, done, self._next_eid(), win, off, nbytes=nbytes)
         return out
 
