@@ -26,7 +26,9 @@ task gets longer by the difference (its `stall_cycles`).
 Every notify, wait, remote write and remote read is recorded as an event (`CommEvent`) for the
 merged timeline.
 
-Deadlocks: a wait that is not satisfied marks the rank BLOCKED in the control block and sleeps on
+Deadlocks: a wait that is not satisfied marks the rank BLOCKED in the control block, re-reads the
+cell `SPINS` times when every rank has a core of its own (none when the ranks outnumber the cores:
+a spinning rank would take the core the rank it waits for needs), then sleeps on
 its rank's bell (a semaphore every notify to the rank releases) with a growing timeout, re-reading
 the cell and the abort flag each time it wakes; when the host declares a deadlock the wait raises `WaitAborted`
 carrying a `BlockedWait` (kernel, source line, signal name and cell, expected vs current value, the
@@ -36,8 +38,10 @@ ranks that did notify the cell in this call).
 from __future__ import annotations
 
 import math
+import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -47,7 +51,9 @@ from ...core.span import Span
 from ..sim.cost_model import const
 from .control import ABORT_DEADLOCK, BLOCKED, OP_ADD, OP_SET, RUNNING, Control
 
-__all__ = ["RankComm", "RankClock", "WindowMap", "CommEvent", "BlockedWait", "WaitAborted"]
+__all__ = ["RankComm", "RankClock", "WindowMap", "CommEvent", "BlockedWait", "WaitAborted", "SPINS"]
+
+SPINS = 20   # re-reads of an unsatisfied cell before a wait sleeps (when the ranks have a core each)
 
 
 @dataclass
@@ -107,6 +113,14 @@ class CommEvent:
     kernel: str = ""
     task: int = -1
     core: str = ""
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # pickled as the class and its field values (rank replies carry one event per remote access:
+        # about 3x cheaper to send and receive than the default slot state)
+        return CommEvent, _EVENT_FIELDS(self)
+
+
+_EVENT_FIELDS = attrgetter(*(f.name for f in fields(CommEvent)))
 
 
 @dataclass
@@ -235,6 +249,9 @@ class RankComm:
         self._seq = 0
         self._pending: dict[int, int] = {}   # peer -> latest arrival of our writes to it
         self.weak: Any = None   # weak-visibility mode: a visibility.WeakMemory (set by the rank process)
+        # a blocked wait re-reads its cell this many times before it sleeps on its bell: worth it only
+        # when every rank has a core of its own (else the spinning takes the CPU its peers need)
+        self.spins = SPINS if nranks < (os.cpu_count() or 1) else 0
 
     # ---- addressing ------------------------------------------------------------------------------
     def _span(self, span: Span | None) -> Span | None:
@@ -358,7 +375,7 @@ class RankComm:
                     if why:
                         raise self._aborted(why, cell, win, off, expected, cmp, v, span)
                     spins += 1
-                    if spins <= 20:
+                    if spins <= self.spins:
                         continue
                     # sleep until a notify rings this rank's bell; the timeout covers cells changed
                     # otherwise (a remote store) and the abort flag

@@ -48,11 +48,11 @@ class Control:
 
     def __init__(self, seg: Segment, nranks: int) -> None:
         self.seg, self.nranks = seg, nranks
-        words = seg.bytes.view(torch.int64)
+        words = seg.bytes.view(torch.int64).numpy()   # numpy: cheaper scalar access than torch
         self.words = words
-        self.ranks = words[_HEAD:_HEAD + nranks * _RANK_WORDS].view(nranks, _RANK_WORDS)
+        self.ranks = words[_HEAD:_HEAD + nranks * _RANK_WORDS].reshape(nranks, _RANK_WORDS)
         start = _HEAD + nranks * _RANK_WORDS
-        flat = words[start:].numpy()      # numpy: cheaper scalar access than torch
+        flat = words[start:]
         nh = nranks * SLOTS * _HEAD_WORDS
         self.head = flat[:nh].reshape(nranks, SLOTS, _HEAD_WORDS)
         self.log = flat[nh:nh + nranks * SLOTS * LOG * _ENTRY].reshape(nranks, SLOTS, LOG, _ENTRY)
