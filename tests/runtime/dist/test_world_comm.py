@@ -220,3 +220,36 @@ def test_waits_spin_only_when_every_rank_has_a_core(monkeypatch) -> None:
     make = lambda n: comm_mod.RankComm(0, n, None, [], {}, comm_mod.RankClock())  # noqa: E731
     assert make(2).spins == comm_mod.SPINS and make(3).spins == comm_mod.SPINS
     assert make(4).spins == 0 and make(8).spins == 0
+
+
+def test_a_notify_wakes_a_blocked_peer_only_for_the_cell_it_waits_on() -> None:
+    from pypto.runtime.dist.comm import RankClock, RankComm, WindowMap
+    from pypto.runtime.dist.control import BLOCKED, Control
+    from pypto.runtime.dist.shm import Segment, new_world_id
+
+    class Bell:
+        def __init__(self) -> None:
+            self.rings = 0
+
+        def release(self) -> None:
+            self.rings += 1
+
+    wid = new_world_id()
+    ctl, seg = Control.create(f"{wid}_ctl", 2), Segment.create(f"{wid}_w0", 2 * 64)
+    try:
+        win = WindowMap(0, 64, 64, seg)
+        bells = [Bell(), Bell()]
+        comm = RankComm(0, 2, ctl, [torch.multiprocessing.Lock(), torch.multiprocessing.Lock()], {0: win},
+                        RankClock(), bells)
+        cells = win.view(0, 0, (2,), (1,), torch.int32)
+        ctl.set_state(1, BLOCKED)
+        ctl.set_waiting(1, Control.key(0, 4))            # rank 1 is blocked on cell [1]
+        comm.notify(cells[0:1], 1, 1, "add")
+        assert bells[1].rings == 0                       # another cell: rank 1 sleeps on
+        comm.notify(cells[1:2], 1, 1, "add")
+        assert bells[1].rings == 1
+        assert win.view(1, 0, (2,), (1,), torch.int32).tolist() == [1, 1]
+    finally:
+        for s in (ctl.seg, seg):
+            s.unlink()
+            s.close()

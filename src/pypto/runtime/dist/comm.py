@@ -29,8 +29,8 @@ merged timeline.
 Deadlocks: a wait that is not satisfied marks the rank BLOCKED in the control block, re-reads the
 cell `SPINS` times when every rank has a core of its own (none when the ranks outnumber the cores:
 a spinning rank would take the core the rank it waits for needs), then sleeps on
-its rank's bell (a semaphore every notify to the rank releases) with a growing timeout, re-reading
-the cell and the abort flag each time it wakes; when the host declares a deadlock the wait raises `WaitAborted`
+its rank's bell (a semaphore that a notify of the cell it is blocked on releases) with a growing
+timeout, re-reading the cell and the abort flag each time it wakes; when the host declares a deadlock the wait raises `WaitAborted`
 carrying a `BlockedWait` (kernel, source line, signal name and cell, expected vs current value, the
 ranks that did notify the cell in this call).
 """
@@ -235,7 +235,7 @@ class RankComm:
     Args:
         rank / nranks: this rank and the world size.
         control: the world's `Control`. locks: one lock per rank. bells: one semaphore per rank,
-            released by every notify to it: a blocked wait sleeps on its own until woken.
+            released by a notify of the cell its rank is blocked on: a blocked wait sleeps until woken.
         windows: window id -> `WindowMap` (kept up to date by the rank process).
         clock: this rank's `RankClock`.
     """
@@ -341,8 +341,9 @@ class RankComm:
                 target.add_(int(value))
             else:
                 target.fill_(int(value))
-        if self.bells is not None and self.ctl.state(peer) == BLOCKED:
-            self.bells[peer].release()     # wake the peer sleeping in a wait (only then: the count stays small)
+        if self.bells is not None and self.ctl.state(peer) == BLOCKED and \
+                self.ctl.waiting(peer) in (0, Control.key(win.wid, off)):
+            self.bells[peer].release()     # wake the peer sleeping in a wait on this cell (only then: the count stays small)
         self.ctl.bump(self.rank)
         self.clock.mark()
         self._event("notify", peer, t, arrival, eid, win, off, value=int(value))
@@ -363,6 +364,7 @@ class RankComm:
         cell = cell.as_subclass(torch.Tensor)   # a signal read is no data access (weak visibility)
         v = int(cell.item())
         if not ok(v):
+            self.ctl.set_waiting(self.rank, Control.key(win.wid, off))
             self.ctl.set_state(self.rank, BLOCKED)
             delay, spins = 0.0, 0
             bell = self.bells[self.rank] if self.bells is not None else None
@@ -386,6 +388,7 @@ class RankComm:
                         time.sleep(delay)
             finally:
                 self.ctl.set_state(self.rank, RUNNING)
+                self.ctl.set_waiting(self.rank, 0)
         slot = Control.slot(win.wid, off)
         with self.locks[self.rank]:
             arrival, cause = self.ctl.consume(self.rank, slot, Control.key(win.wid, off), ok, v)

@@ -5,9 +5,9 @@ Layout (int64 words):
 - word 0: the abort flag (`ABORT_NONE`, `ABORT_ERROR` a rank failed, `ABORT_DEADLOCK` the host found
   a deadlock, `ABORT_CANCEL` the host gave up, e.g. Ctrl-C); a rank blocked in a wait sees it and
   stops.
-- per rank r, at `_HEAD + r * _RANK_WORDS`: its state (`IDLE`, `RUNNING`, `BLOCKED`) and a progress
+- per rank r, at `_HEAD + r * _RANK_WORDS`: its state (`IDLE`, `RUNNING`, `BLOCKED`), a progress
   counter it bumps on every notify, remote write, released wait and finished dispatch (the host's
-  deadlock check watches the counters).
+  deadlock check watches the counters), and the key of the cell it is blocked on (0: none).
 - per rank r, a table of `SLOTS` signal logs (simulated time, SPEC §8; deterministic): a signal cell
   hashes to a slot; its head holds the bit mask of the ranks that notified it since the call began,
   the cell's *base* (its simulated value after the notifies consumed so far, the latest arrival
@@ -87,6 +87,13 @@ class Control:
 
     def set_state(self, rank: int, state: int) -> None:
         self.ranks[rank, 0] = state
+
+    def set_waiting(self, rank: int, key: int) -> None:
+        """The cell (`key`; 0: none) `rank` is blocked on: notifies of other cells need not wake it."""
+        self.ranks[rank, 2] = key
+
+    def waiting(self, rank: int) -> int:
+        return int(self.ranks[rank, 2])
 
     def bump(self, rank: int) -> None:
         self.ranks[rank, 1] += 1
