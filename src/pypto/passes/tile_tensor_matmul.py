@@ -22,7 +22,8 @@ output block `[bm, bn]` at `(i, j)` is computed as
 
 (transposed operands are sliced as stored: `a[k:k+bk, i:i+bm]` for `a_trans`). Tails (sizes that
 are not multiples of a block, primes, dynamic sizes) get `valid_shape`s: `rows_valid` / `cols_valid`
-for M / N, `k_valid` for K (the cube unit multiplies only the valid part of K). When every call of
+for M / N, `k_valid` for K (the cube unit multiplies only the valid part of K); an M or N of 1
+(a single output row / column) is one block of extent 1, whatever `bm` / `bn` are. When every call of
 the function is `v = self.f(...)` in an Orchestration function (one `pl.at` region), the blocks
 become tasks: the kernel computes the block at new index parameters `i`, `j` and the caller loops
 `for i in pl.parallel(0, M, bm): for j in pl.parallel(0, N, bn):`, so the blocks spread over the
@@ -221,8 +222,11 @@ def _block(mm: _Mm, chain: _Chain, plan: MatmulPlan, func: Function, i: Expr, j:
     """The statements of output block (`i`, `j`) (module docstring) and the chain's block values."""
     chain_stmts, _, _ = _split(func)
     b = _Blocker(chain, BlockPlan(plan.bm, plan.bn), i, j, carried)
-    _, oi, vi = b.extent(0, mm.M)
-    _, oj, vj = b.extent(1, mm.N)
+    bm, oi, vi = b.extent(0, mm.M)
+    bn, oj, vj = b.extent(1, mm.N)
+    # an extent of 1 (a single output row or column) is one block of that size, as the chain
+    # blocks it (`_Blocker.extent`): the operands are sliced to it, never to the 16-row plan block
+    plan = MatmulPlan(bm, bn, plan.bk)
     trans = {"a_trans": mm.a_trans, "b_trans": mm.b_trans}
     a0, b0 = _operands(mm, plan, (oi, vi), (oj, vj), _idx(0), None, b.out, "k0")
     span = mm.stmt.span
