@@ -505,10 +505,12 @@ class KernelExecutor:
             self._templates[arena] = tmpl
         return tmpl
 
-    def run(self, args: tuple | list, arena: CoreArena) -> TaskCost:
+    def run(self, args: tuple | list, arena: CoreArena, cost: bool = True) -> TaskCost | None:
         """Execute the kernel once on `arena` with `args` (tensors → torch tensors, scalars → numbers).
 
-        Returns the task's cost (cycles including launch, per pipe, bytes per memory path).
+        Returns the task's cost (cycles including launch, per pipe, bytes per memory path); with
+        `cost=False` a kernel with control flow skips forming it and may return None (a replayed
+        run, `replay.py`, knows its costs).
 
         Raises:
             RuntimeSimError: for a wrong argument count, shape or dtype, or any failure inside.
@@ -542,13 +544,15 @@ class KernelExecutor:
         self._body(env)
         # the cost is a function of the executed sites alone: of the trace when it is recorded (it
         # determines the counts), else of the counts; most kernels repeat one path, so it is cached
+        if not cost:
+            return None
         key = tuple(self._trace) if self._pipes is not None else tuple(self._counts)
-        cost = self._cost_cache.get(key)
-        if cost is None:
+        tc = self._cost_cache.get(key)
+        if tc is None:
             if len(self._cost_cache) >= _COST_CACHE_SIZE:
                 self._cost_cache.clear()
-            cost = self._cost_cache[key] = self._cost(self._counts, self._trace)
-        return cost
+            tc = self._cost_cache[key] = self._cost(self._counts, self._trace)
+        return tc
 
     def pipe_timeline(self) -> list[PipeOp] | None:
         """The ops of the last run placed on the core's pipes (`PipeSchedule.timeline`: site, pipe,
