@@ -42,11 +42,11 @@ Tile-ops/s is printed for (a) and (b), whose tasks all run one kernel with a kno
 two-threaded eager figures suffer more than the one-threaded simulator, so the "x eager" ratios
 swing (the FFN can even come out below 1x); compare runs on an idle machine.
 
-Targets on the 2-core CI machines: (a) at most 150 us per task; (b) at most 2x torch eager; each is
-printed for replayed runs and for full simulations.
-Target (b) is not met (about 10x): on two cores torch eager runs the whole product as one
-two-threaded GEMM, while the tile-level floor alone (one thread, 512 small GEMMs plus 3072 tile
-copies) is already near or above 2x eager; see the "floor" figures each run prints.
+Targets on the 2-core CI machines (issue 14 item 5): (a) at most 75 us per task; (b) within 3x of
+torch eager; each is printed for replayed runs and for full simulations, in wall time (what the
+issue measures) and in CPU time (what to trust on a machine shared with other jobs). Torch eager
+runs the whole product as one two-threaded GEMM, while the simulator works in 128-tiles on one
+intra-op thread; the tile-level floor each run prints shows what working in tiles costs by itself.
 """
 
 from __future__ import annotations
@@ -285,12 +285,14 @@ def main() -> int:
               f"({r['sim_cpu_s'] / n * 1e6:7.1f} us/task)  eager {r['eager_cpu_s'] * 1e3:8.2f} ms  "
               f"replay {r['sim_cpu_s'] / r['eager_cpu_s']:5.2f}x eager, {r['full_cpu_s'] / r['sim_cpu_s']:5.2f}x "
               f"faster than full")
-    for kind, us, ratio in (("replayed runs", "us_per_task", "ratio"), ("full simulations", "full_us_per_task", None)):
-        a_us = add[us]
-        b_x = mm["sim_s"] / mm["eager_s"] if ratio else mm["full_s"] / mm["eager_s"]
-        print(f"target (a) <= 150 us per task, {kind + ':':<18} {'met' if a_us <= 150.0 else 'MISSED'} "
-              f"({a_us:.1f} us)")
-        print(f"target (b) <= 2x torch eager,  {kind + ':':<18} {'met' if b_x <= 2.0 else 'MISSED'} ({b_x:.2f}x)")
+    for kind, replay in (("replayed runs", True), ("full simulations", False)):
+        for clock, sfx in (("wall", ""), ("CPU", "_cpu")):
+            n = add["tasks"]
+            a_us = (add[f"sim{sfx}_s"] if replay else add[f"full{sfx}_s"]) / n * 1e6
+            b_x = (mm[f"sim{sfx}_s"] if replay else mm[f"full{sfx}_s"]) / mm[f"eager{sfx}_s"]
+            what = f"{kind}, {clock}:"
+            print(f"target (a) <= 75 us per task, {what:<28} {'met' if a_us <= 75.0 else 'MISSED'} ({a_us:.1f} us)")
+            print(f"target (b) <= 3x torch eager, {what:<28} {'met' if b_x <= 3.0 else 'MISSED'} ({b_x:.2f}x)")
     return 0
 
 
