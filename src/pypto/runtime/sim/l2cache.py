@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from .regions import Region
@@ -40,29 +41,34 @@ __all__ = ["L2Cache", "region_lines"]
 _NEVER = -(1 << 62)
 
 
-def region_lines(region: Region, elem_bytes: int, line: int) -> torch.Tensor:
+def region_lines(region: Region, elem_bytes: int, line: int) -> np.ndarray:
     """Indices of the `line`-byte lines (from the start of the buffer) that `region` touches:
     per row of a box (all dimensions but the last), the lines its contiguous bytes span; for a
     region that is not a box, every line of its byte range. Sorted, unique, int64."""
     if region.hi <= region.lo:
-        return torch.empty(0, dtype=torch.int64)
+        return np.empty(0, dtype=np.int64)
     if region.box is None or region.strides is None or not region.box:
-        return torch.arange(region.lo // line, (region.hi - 1) // line + 1, dtype=torch.int64)
+        return np.arange(region.lo // line, (region.hi - 1) // line + 1, dtype=np.int64)
     box, strides = region.box, region.strides
-    starts = torch.tensor([region.lo], dtype=torch.int64)
+    starts = np.array([region.lo], dtype=np.int64)
     for (a, b), s in zip(box[:-1], strides[:-1]):
-        starts = (starts[:, None] + torch.arange(b - a, dtype=torch.int64) * (s * elem_bytes)).reshape(-1)
+        starts = (starts[:, None] + np.arange(b - a, dtype=np.int64) * (s * elem_bytes)).reshape(-1)
     a, b = box[-1]
-    row = (b - a) * strides[-1] * elem_bytes if b - a > 1 else elem_bytes
+    row = (b - a - 1) * strides[-1] * elem_bytes + elem_bytes
     first = starts // line
     last = (starts + row - 1) // line
     span = int((last - first).max()) + 1
-    idx = first[:, None] + torch.arange(span, dtype=torch.int64)
-    return torch.unique(idx[idx <= last[:, None]])
+    idx = first[:, None] + np.arange(span, dtype=np.int64)
+    return np.unique(idx[idx <= last[:, None]])
 
 
 class L2Cache:
     """The L2 state of one run (module docstring).
+
+    Per DDR buffer, one stamp per line: the number of lines filled into the cache when it was last
+    touched (a large negative number: never). A region's lines are a strided view of these stamps
+    when the buffer's row strides are whole lines (the common case: rows of a multiple of 512
+    bytes), else an index list (`region_lines`).
 
     Args:
         capacity: bytes of the cache (`SoCModel.l2_bytes`).
@@ -78,37 +84,58 @@ class L2Cache:
         self.fills = 0
         self.hit_bytes = 0
         self.miss_bytes = 0
-        self._stamps: dict[int, torch.Tensor] = {}
+        self._stamps: dict[int, np.ndarray] = {}
 
-    def _stamps_of(self, key: int, top: int) -> torch.Tensor:
+    def _stamps_of(self, key: int, arg: torch.Tensor, top: int) -> np.ndarray:
+        """The stamps of buffer `key` (the storage of `arg`), with room for line index `top`."""
         st = self._stamps.get(key)
-        if st is None or st.numel() <= top:
-            grown = torch.full((top + 1,), _NEVER, dtype=torch.int64)
+        if st is None or st.shape[0] <= top:
+            n = max(top + 1, -(-arg.untyped_storage().nbytes() // self.line) + 1)
+            grown = np.full(n, _NEVER, dtype=np.int64)
             if st is not None:
-                grown[:st.numel()] = st
+                grown[:st.shape[0]] = st
             st = self._stamps[key] = grown
         return st
 
-    def _touch(self, lines_by_key: dict[int, torch.Tensor]) -> tuple[int, int]:
-        """Fill the missing lines of every buffer; refresh all. Returns (lines, misses)."""
-        total = missed = 0
-        views = []
-        for key, lines in lines_by_key.items():
-            if not lines.numel():
-                continue
-            st = self._stamps_of(key, int(lines[-1]))
-            miss = int((st[lines] <= self.fills - self.lines).sum())
-            total += lines.numel()
-            missed += miss
-            views.append((st, lines))
+    def _view(self, region: Region, arg: torch.Tensor) -> tuple[np.ndarray, np.ndarray | None]:
+        """(a view of the stamps of the lines `region` touches, None) when its rows are whole lines
+        apart; else (the buffer's stamps, the indices of the lines)."""
+        line, isz = self.line, arg.element_size()
+        box, strides = region.box, region.strides
+        if box is None or strides is None or not box:
+            lo, hi = region.lo // line, (region.hi - 1) // line
+            return self._stamps_of(region.key, arg, hi)[lo:hi + 1], None
+        row = (box[-1][1] - box[-1][0] - 1) * strides[-1] * isz + isz
+        first = region.lo // line
+        cols = (region.lo + row - 1) // line - first + 1
+        if len(box) == 2 and strides[0] * isz % line == 0:      # rows of whole lines: a 2-D view
+            n, k = box[0][1] - box[0][0], strides[0] * isz // line
+            st = self._stamps_of(region.key, arg, first + n * max(k, cols))
+            if k >= cols:
+                return st[first:first + n * k].reshape(n, k)[:, :cols], None
+        lines = region_lines(region, isz, line)
+        return self._stamps_of(region.key, arg, int(lines[-1])), lines
+
+    def _touch(self, region: Region, arg: torch.Tensor) -> tuple[int, int]:
+        """Look the lines of `region` up, fill the missing ones, refresh all. Returns (lines, misses)."""
+        if region.hi <= region.lo:
+            return 0, 0
+        view, lines = self._view(region, arg)
+        if lines is not None:
+            st, view = view, view[lines]
+        missed = int(np.count_nonzero(view <= self.fills - self.lines))
         self.fills += missed
-        for st, lines in views:
+        if lines is None:
+            view[...] = self.fills
+        else:
             st[lines] = self.fills
-        return total, missed
+        return view.size, missed
 
     def hbm_bytes(self, task: Any) -> int:
         """Bytes `task` moves to and from HBM (module docstring); updates the cache. A task
-        without recorded accesses or cost moves what its cost says (`cost_model.ddr_bytes_of`)."""
+        without recorded accesses moves what its cost says (`cost_model.ddr_bytes_of`). The
+        regions of one task are looked up one after another: a line two of them share is missed
+        at most once."""
         from .cost_model import ddr_bytes_of, ddr_read_write_bytes
 
         cost = task.cost
@@ -117,20 +144,17 @@ class L2Cache:
         accesses = getattr(task, "accesses", ())
         if not accesses:
             return ddr_bytes_of(cost)
-        reads: dict[int, list[torch.Tensor]] = {}
-        writes: dict[int, list[torch.Tensor]] = {}
-        for i, region, rd, wr in accesses:
-            arg = task.args[i]
-            lines = region_lines(region, arg.element_size(), self.line)
+        args = task.args
+        read = missed = 0
+        for i, region, rd, _ in accesses:
             if rd:
-                reads.setdefault(region.key, []).append(lines)
+                n, m = self._touch(region, args[i])
+                read += n
+                missed += m
+        for i, region, _, wr in accesses:
             if wr:
-                writes.setdefault(region.key, []).append(lines)
-        read_lines = {k: torch.unique(torch.cat(v)) if len(v) > 1 else v[0] for k, v in reads.items()}
-        _, missed = self._touch(read_lines)
-        hit = sum(v.numel() for v in read_lines.values()) - missed
-        self.hit_bytes += hit * self.line
+                self._touch(region, args[i])
+        self.hit_bytes += (read - missed) * self.line
         self.miss_bytes += missed * self.line
-        self._touch({k: torch.unique(torch.cat(v)) if len(v) > 1 else v[0] for k, v in writes.items()})
         charged_reads, written = ddr_read_write_bytes(task)
         return min(missed * self.line, charged_reads) + written
