@@ -231,9 +231,9 @@ def test_verification_level_from_env(tmp_path, monkeypatch):
     calls = {"basic": 0, "roundtrip": 0}
     real_basic, real_rt = manager_mod.verify_basic, manager_mod.verify_roundtrip
 
-    def basic(p, name):
+    def basic(p, name, **kw):
         calls["basic"] += 1
-        return real_basic(p, name)
+        return real_basic(p, name, **kw)
 
     def rt(p, name, reparse):
         calls["roundtrip"] += 1

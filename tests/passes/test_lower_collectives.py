@@ -172,22 +172,22 @@ class RingExpected:
             for ar0_t in pl.range(0, (ar0_nr * 2) - 2, 1):
                 pld.system.wait(sig, [ar0_t, ar0_prev], 1, cmp=pld.WaitCmp.Ge)
                 ar0_seg: pl.Scalar[pl.INDEX] = ((ar0_me + ((ar0_nr * 2) - 1)) - ar0_t) % ar0_nr
+                # the tiles j of segment seg (j % nr == seg) are seg, seg + nr, ...: a loop over exactly those
                 if ar0_t < (ar0_nr - 1):     # reduce-scatter: add the predecessor's partial sums
-                    for ar0_g0_i0 in pl.range(0, 8, 1):
-                        if (ar0_g0_i0 % ar0_nr) == ar0_seg:
-                            ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(
-                                x, [ar0_g0_i0, 0], [1, 64], target_memory=pl.Mem.Vec)
-                            ar0_part: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
-                                x, ar0_prev, [ar0_g0_i0, 0], [1, 64])
-                            ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(ar0_mine, ar0_part)
-                            x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_mine, [ar0_g0_i0, 0], x)
+                    for ar0_g0_k in pl.range(0, ((8 - ar0_seg) + (ar0_nr - 1)) // ar0_nr, 1):
+                        ar0_g0_j: pl.Scalar[pl.INDEX] = ar0_seg + (ar0_g0_k * ar0_nr)
+                        ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.load(
+                            x, [ar0_g0_j, 0], [1, 64], target_memory=pl.Mem.Vec)
+                        ar0_part: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
+                            x, ar0_prev, [ar0_g0_j, 0], [1, 64])
+                        ar0_mine: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pl.tile.add(ar0_mine, ar0_part)
+                        x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_mine, [ar0_g0_j, 0], x)
                 if ar0_t >= (ar0_nr - 1):    # allgather: copy the predecessor's finished segment
-                    for ar0_g0_i0_1 in pl.range(0, 8, 1):
-                        if (ar0_g0_i0_1 % ar0_nr) == ar0_seg:
-                            ar0_part_1: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
-                                x, ar0_prev, [ar0_g0_i0_1, 0], [1, 64])
-                            x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(
-                                ar0_part_1, [ar0_g0_i0_1, 0], x)
+                    for ar0_g0_k_1 in pl.range(0, ((8 - ar0_seg) + (ar0_nr - 1)) // ar0_nr, 1):
+                        ar0_g0_j_1: pl.Scalar[pl.INDEX] = ar0_seg + (ar0_g0_k_1 * ar0_nr)
+                        ar0_part_1: pl.Tile[[1, 64], pl.FP32, pl.Mem.Vec] = pld.tile.remote_load(
+                            x, ar0_prev, [ar0_g0_j_1, 0], [1, 64])
+                        x: pld.DistributedTensor[[8, 64], pl.FP32] = pl.tile.store(ar0_part_1, [ar0_g0_j_1, 0], x)
                 if (ar0_t + 1) < ((ar0_nr * 2) - 2):
                     pld.system.notify(sig, ar0_next, [ar0_t + 1, ar0_me], 1, op=pld.NotifyOp.AtomicAdd)
             pld.system.notify(sig, ar0_prev, [0, ar0_me], 1, op=pld.NotifyOp.AtomicAdd)
@@ -298,3 +298,38 @@ def test_a_kernel_with_a_collective_is_not_launched_inside_pl_spmd():
     assert e.value.message.startswith("'k' calls 'pld.allreduce', but this pl.spmd launch runs it on several "
                                       "cores: a collective must run once per rank")
     assert e.value.span.begin_line == _line("SPMD")
+
+
+# ---- chunk budget ---------------------------------------------------------------------------------
+
+@pl.program
+class LoneBig:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.InOut[pld.DistributedTensor[[1024, 1024], pl.FP32]],
+          sig: pld.DistributedTensor[[NR, 1], pl.INT32]) -> pld.DistributedTensor[[1024, 1024], pl.FP32]:
+        pld.allreduce(x, sig)
+        return x
+
+
+@pl.program
+class BusyBig:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.InOut[pld.DistributedTensor[[1024, 1024], pl.FP32]],
+          sig: pld.DistributedTensor[[NR, 1], pl.INT32]) -> pld.DistributedTensor[[1024, 1024], pl.FP32]:
+        t: pl.Tile[[8, 1024], pl.FP32, pl.Mem.Vec] = pl.tile.load(x, [0, 0], [8, 1024], target_memory=pl.Mem.Vec)
+        x: pld.DistributedTensor[[1024, 1024], pl.FP32] = pl.tile.store(t, [0, 0], x)
+        pld.allreduce(x, sig)
+        return x
+
+
+def _remote_load_shapes(prog) -> set[str]:
+    import re
+
+    return set(re.findall(r"pld\.tile\.remote_load\([^\n]*?, (\[\d+, \d+\])\)", lower(prog).as_python()))
+
+
+def test_a_kernel_that_is_only_its_collective_gets_a_third_of_vec_per_chunk():
+    # Ascend910B Vec: 188416 B usable. Alone, a chunk may take a third (62805 B: 15 rows of 4 KiB, with a
+    # 4-row remainder tile); next to the kernel's own tiles an eighth (23552 B: 5 rows, remainder 4 rows)
+    assert _remote_load_shapes(LoneBig) == {"[15, 1024]", "[4, 1024]"}
+    assert _remote_load_shapes(BusyBig) == {"[5, 1024]", "[4, 1024]"}

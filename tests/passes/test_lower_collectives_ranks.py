@@ -42,14 +42,14 @@ def mesh_signal() -> DistributedTensorType:
 
 @functools.cache
 def _compiled(name: str, types: tuple, attrs: tuple, tiny_chunks: bool):
-    budget = lower_collectives.CHUNK_FRACTION
+    budget = lower_collectives.CHUNK_FRACTION, lower_collectives.LONE_CHUNK_FRACTION
     if tiny_chunks:   # 184 KiB / 720: ~256-byte tiles, so small tensors still take many chunks
-        lower_collectives.CHUNK_FRACTION = 720
+        lower_collectives.CHUNK_FRACTION = lower_collectives.LONE_CHUNK_FRACTION = 720
     try:
         prog = builtin_program(name, list(types), dict(attrs))
         return ir.compile(prog, skip_ptoas=True, dump_passes=False, diagnostic_phase="none")
     finally:
-        lower_collectives.CHUNK_FRACTION = budget
+        lower_collectives.CHUNK_FRACTION, lower_collectives.LONE_CHUNK_FRACTION = budget
 
 
 def compiled(name: str, types: list, tiny_chunks: bool = False, **attrs):

@@ -487,6 +487,53 @@ def test_loop_variables_with_negative_zero_and_task_dependent_steps() -> None:
     torch.testing.assert_close(y[16:48], -x[16:48])
 
 
+@pl.program
+class RowBlocks:
+    """The trial's `rowop.py` in small: each task loops over 8-row blocks of its own 32 rows at
+    `r0 + i`, `i` in range(0, 32, 8) (last value 24, not 31); a second kernel steps by 8 up to a
+    stop that is not a multiple of the step."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def kern(self, x: pl.Tensor[[128, 32], pl.FP32], r0: pl.Scalar[pl.INDEX],
+             y: pl.Out[pl.Tensor[[128, 32], pl.FP32]]) -> pl.Tensor[[128, 32], pl.FP32]:
+        for i, (yy,) in pl.range(0, 32, 8, init_values=(y,)):
+            t = pl.load(x, [r0 + i, 0], [8, 32])
+            ny = pl.store(pl.exp(t), [r0 + i, 0], yy)
+            out = pl.yield_(ny)
+        return out
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def odd(self, x: pl.Tensor[[128, 32], pl.FP32], r0: pl.Scalar[pl.INDEX],
+            y: pl.Out[pl.Tensor[[128, 32], pl.FP32]]) -> pl.Tensor[[128, 32], pl.FP32]:
+        for i in pl.range(30, 0, -8):     # i = 30, 22, 14, 6
+            t = pl.load(x, [r0 + i, 0], [2, 32])
+            y = pl.store(t, [r0 + i, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[128, 32], pl.FP32],
+             y: pl.Out[pl.Tensor[[128, 32], pl.FP32]]) -> pl.Tensor[[128, 32], pl.FP32]:
+        for k in pl.parallel(0, 4):
+            y = self.kern(x, k * 32, y)
+        return y
+
+
+def test_a_loop_variable_ends_at_its_last_step_not_at_stop_minus_one() -> None:
+    """Row-block loops of tasks at offsets 0, 32, 64, 96 touch disjoint boxes: the four tasks have
+    no dependencies and overlap in simulated time (they were chained by write-after-write on 7
+    phantom rows past each task's box when the loop variable was taken to reach stop - 1)."""
+    s = AccessSummary(_lowered(RowBlocks, "kern"))
+    x, y = torch.zeros(128, 32), torch.zeros(128, 32)
+    assert _rows(s.region_arg(2, (x, 32, y)), y) == (32, 64)
+    odd = AccessSummary(_lowered(RowBlocks, "odd"))
+    assert _rows(odd.region_arg(2, (x, 10, y)), y) == (16, 42)   # rows 10 + 6 .. 10 + 30 + 2
+    x = torch.randn(128, 32)
+    tasks = _run(RowBlocks, x, y)
+    torch.testing.assert_close(y, torch.exp(x))
+    assert [t.deps for t in tasks] == [{}] * 4
+    assert max(t.start_cycle for t in tasks) < min(t.end_cycle for t in tasks)
+
+
 @pl.jit
 def _mm_split(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
     for i in pl.parallel(8):

@@ -76,3 +76,34 @@ def test_many_readers_then_one_writer() -> None:
     assert deps == dict.fromkeys(range(500), "WAR")
     assert tr.add(501, [(region_of(w[32:64]), True, False)]) == {}      # the other half
     assert tr.add(502, [(region_of(w[16:48]), True, False)]) == {500: "RAW"}
+
+
+def test_the_grid_index_finds_the_same_dependencies_in_the_same_order_as_byte_buckets() -> None:
+    import random
+
+    rng = random.Random(3)
+    bufs = [torch.zeros(256, 256), torch.zeros(64, 512), torch.zeros(4096)]
+
+    def view(buf):
+        if buf.dim() == 1:
+            a = rng.randrange(0, 4000)
+            return buf[a:a + rng.randrange(1, 96)]
+        r, c = buf.shape
+        if rng.random() < 0.1:
+            return buf.t()[0:rng.randrange(1, c), 0:rng.randrange(1, r)]    # not a box
+        if rng.random() < 0.1:
+            return buf                                                    # the whole buffer
+        h, w = rng.choice([8, 16, 32, 48]), rng.choice([8, 16, 64, 100])
+        i, j = rng.randrange(0, r - h + 1), rng.randrange(0, c - w + 1)
+        return buf[i:i + h, j:j + w]
+
+    for _ in range(20):
+        grid, plain = DepTracker(), DepTracker(grid=False)
+        for t in range(120):
+            acc = [(region_of(view(rng.choice(bufs))), *rng.choice([(True, False), (False, True), (True, True)]))
+                   for _ in range(rng.randrange(1, 4))]
+            since = t - rng.randrange(0, 3) if rng.random() < 0.1 else None
+            derive = rng.random() > 0.05
+            got, want = grid.add(t, acc, since, derive), plain.add(t, acc, since, derive)
+            assert list(got.items()) == list(want.items())
+        assert grid.live_entries() == plain.live_entries()

@@ -199,6 +199,7 @@ def test_swimlane_level_1_has_no_arrows_and_slices_carry_pipe_totals(tmp_path) -
     for e in slices:
         t = cp.tasks[e["args"]["task_id"]]
         assert e["args"]["pipe_cycles"] == {p: c for p, c in t.cost.pipe_cycles.items() if c}
+        assert e["args"]["ddr_wait_cycles"] == t.ddr_wait_cycles   # 0, not missing, when it never waited
     mm = next(e for e in slices if e["name"] == "mm")
     assert mm["args"]["pipe_cycles"]["cube"] > 0 and "vector" not in mm["args"]["pipe_cycles"]
 
@@ -223,3 +224,59 @@ def test_valid_dfx_levels_and_switches() -> None:
     assert RunConfig(enable_dump_args=2).enable_dump_args == 2
     with pytest.raises(ValueError, match=r"RunConfig.enable_dep_gen must be True or False, got 'yes'"):
         RunConfig(enable_dep_gen="yes")
+
+
+@pl.program
+class PastTheEnd:
+    @pl.function(type=pl.FunctionType.InCore)
+    def rows(self, x: pl.Tensor[[24, 64], pl.FP32], r: pl.Scalar[pl.INDEX],
+             y: pl.Out[pl.Tensor[[24, 64], pl.FP32]]) -> pl.Tensor[[24, 64], pl.FP32]:
+        t = pl.load(x, [r, 0], [16, 64])     # r = 16: rows 16:32 of 24, out of bounds
+        y = pl.store(pl.exp(t), [r, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[24, 64], pl.FP32],
+             y: pl.Out[pl.Tensor[[24, 64], pl.FP32]]) -> pl.Tensor[[24, 64], pl.FP32]:
+        with pl.scope():
+            for k in pl.range(2):
+                y = self.rows(x, k * 16, y)
+        return y
+
+
+_FAULT = "load region [16:32, 0:64] is out of bounds of the tensor of shape [24, 64]"
+
+
+@pytest.mark.parametrize("config", [RunConfig(enable_chip_swimlane=level, enable_scope_stats=True)
+                                    for level in (1, 2, 3, 4)] + [ALL])
+def test_a_kernel_fault_reaches_the_user_and_the_dfx_shows_the_finished_tasks(tmp_path, config) -> None:
+    """The trial's crash_repro.py: a failed task has no end cycle; the DFX writers skip it (they
+    raised TypeError over the kernel's error) and draw the tasks that finished."""
+    from pypto.core.errors import RuntimeSimError
+
+    cp = ir.compile(PastTheEnd, output_dir=tmp_path, dump_passes=False)
+    x, y = torch.randn(24, 64), torch.zeros(24, 64)
+    with pytest.raises(RuntimeSimError, match=r"task 1 \(kernel 'rows'.*" + _FAULT.replace("[", r"\[")):
+        cp(x, y, config=config)
+    ev = json.loads((tmp_path / "dfx_outputs" / "swimlane.json").read_text())["traceEvents"]
+    drawn = [e["args"]["task_id"] for e in ev if e["ph"] == "X" and e.get("cat") == "task"]
+    assert drawn == [0] and cp.tasks[1].end_cycle is None
+    stats = json.loads((tmp_path / "dfx_outputs" / "scope_stats.json").read_text())
+    assert stats[0]["tasks"] == 2 and stats[0]["last_end_cycle"] == cp.tasks[0].end_cycle
+
+
+def test_a_dfx_writer_that_fails_after_a_failed_run_is_only_a_warning(tmp_path, monkeypatch) -> None:
+    from pypto.core.errors import RuntimeSimError
+    from pypto.runtime import compiled
+
+    def broken(*a, **k):
+        raise TypeError("writer bug")
+    monkeypatch.setattr(compiled, "update_dfx", broken)
+    cp = ir.compile(PastTheEnd, output_dir=tmp_path, dump_passes=False)
+    with pytest.warns(RuntimeWarning, match=r"DFX outputs of the failed run were not written \(TypeError: writer bug"):
+        with pytest.raises(RuntimeSimError, match="out of bounds"):
+            cp(torch.randn(24, 64), torch.zeros(24, 64), config=RunConfig(enable_pmu=1))
+    ok = ir.compile(Staged, output_dir=tmp_path / "ok", dump_passes=False)
+    with pytest.raises(TypeError, match="writer bug"):    # after a run that worked: a real error
+        ok(torch.randn(64, 64), torch.randn(32, 32).half(), torch.randn(32, 32).half(), torch.zeros(64, 64),
+           torch.zeros(32, 32), config=RunConfig(enable_pmu=1))

@@ -215,3 +215,48 @@ def test_a_build_folder_that_cannot_be_written_does_not_fail_the_run(tmp_path, m
     torch.testing.assert_close(y, 2 * x)
     assert {h.code for h in cp.run_hints} == {"PH004", "PH005", "PH006"}
     assert any("could not write" in r.getMessage() and "perf_hints_run.log" in r.getMessage() for r in caplog.records)
+
+
+@pl.program
+class ManyTasks:   # 256 tasks of 8 rows: the orchestrator's submissions take most of the run
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[8, 128], pl.FP32], y: pl.Out[pl.Tensor[[8, 128], pl.FP32]]) -> pl.Tensor[[8, 128], pl.FP32]:
+        t = pl.load(x, [0, 0], [8, 128])
+        y = pl.store(pl.exp(t), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[2048, 128], pl.FP32], y: pl.Out[pl.Tensor[[2048, 128], pl.FP32]]) -> pl.Tensor[[2048, 128], pl.FP32]:
+        for i in pl.parallel(256):
+            yi = self.k(x[i * 8:(i + 1) * 8, :], y[i * 8:(i + 1) * 8, :])  # MARK-MANY
+        return y
+
+
+def test_ph010_submission_dominates_the_makespan(tmp_path):
+    """The trial's 512 tiny tasks gave no hint: PH010 names the submission share and the task count
+    below which the cores' work would dominate."""
+    cp = compile_(ManyTasks, tmp_path)
+    x, y = torch.randn(2048, 128), torch.zeros(2048, 128)
+    cp(x, y)
+    torch.testing.assert_close(y, torch.exp(x))
+    rec = cp.last_run
+    submit = int(const("orch_submit"))
+    assert rec.orchestrator_cycles == 256 * submit and rec.orchestrator_cycles >= 0.5 * rec.makespan_cycles
+    (ph10,) = [h for h in cp.run_hints if h.code == "PH010"]
+    work = sum(t.cycles for t in rec.tasks)
+    cores = len({t.core for t in rec.tasks})
+    assert ph10.span.begin_line == line_of("MARK-MANY")
+    assert (f"the orchestrator spent {256 * submit} of the run's {rec.makespan_cycles} cycles "
+            f"({100 * 256 * submit / rec.makespan_cycles:.0f}%) submitting 256 tasks") in ph10.message
+    assert f"with {work} cycles of task work on {cores} core(s)" in ph10.message
+    assert f"fewer than about {work // (cores * submit)} tasks" in ph10.message
+    assert any(s.startswith("PH010 ") for s in run_log(cp))
+
+
+def test_ph010_not_for_one_task_per_core_or_work_bound_runs(tmp_path):
+    cp = compile_(SmallTasks, tmp_path / "small")    # 4 tasks on 4 cores: PH004 covers it
+    cp(torch.randn(64, 64), torch.zeros(64, 64))
+    assert "PH010" not in {h.code for h in cp.run_hints}
+    cp = compile_(BigTask, tmp_path / "big")
+    cp(torch.randn(64, 128), torch.zeros(64, 128))
+    assert cp.run_hints == []

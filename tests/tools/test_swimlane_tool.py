@@ -91,12 +91,14 @@ def test_page_has_a_row_per_core_a_box_per_task_and_hover_details(build, tmp_pat
     page = _Page()
     page.feed(text)
     rec = cp.last_run
-    cores = [f"AIC{i}" for i in range(rec.num_aic)] + [f"AIV{i}" for i in range(rec.num_aiv)]
+    busy = {t.core for t in cp.tasks}
+    cores = [c for c in [f"AIC{i}" for i in range(rec.num_aic)] + [f"AIV{i}" for i in range(rec.num_aiv)]
+             if c in busy]    # idle cores are not drawn (the page says how many)
     counters = [lab for lab in page.labels if " (max" in lab]
     rows = [lab for lab in page.labels[2:] if lab not in counters]
     assert page.labels[:2] == ["orchestrator", "scheduler"] and [r for r in rows if " " not in r] == cores
+    assert f"({rec.num_aic + rec.num_aiv - len(busy)} idle core tracks not drawn: <code>--idle</code> draws them)" in text
     # each busy core is followed by its pipe rows (level >= 2)
-    busy = {t.core for t in cp.tasks}
     for core in busy:
         i = rows.index(core)
         assert rows[i + 1:i + 4] == [f"{core} MTE2", f"{core} VECTOR", f"{core} MTE3"]
@@ -116,6 +118,20 @@ def test_page_has_a_row_per_core_a_box_per_task_and_hover_details(build, tmp_pat
     assert len([r for r in page.rects if r["class"] == "tick dispatch"]) == 16
     # self-contained: nothing fetched from anywhere
     assert page.external == [] and "url(" not in text and "@import" not in text
+
+
+def test_idle_draws_every_core(build, tmp_path) -> None:
+    """The trial's 72-core chip: the pipe rows of a busy core used to sit below every idle core;
+    `--idle` keeps the old page (a row per core, idle ones included)."""
+    cp, out = build
+    target = tmp_path / "idle.html"
+    assert main([str(out), "-o", str(target), "--idle"]) == 0
+    page = _Page()
+    page.feed(target.read_text())
+    rec = cp.last_run
+    cores = [f"AIC{i}" for i in range(rec.num_aic)] + [f"AIV{i}" for i in range(rec.num_aiv)]
+    assert [lab for lab in page.labels[2:] if " " not in lab] == cores
+    assert "idle core tracks not drawn" not in target.read_text()
 
 
 def test_inputs_a_trace_a_dfx_folder_or_a_build_folder(build, tmp_path) -> None:
@@ -161,3 +177,7 @@ def test_page_loads_in_a_browser_without_errors_and_zooms(build, tmp_path) -> No
     width = int(re.search(r'<svg id="lanes"[^>]* width="(\d+)"', dom).group(1))
     assert width == 8 * 1420                                   # the script ran: 8 x the base width
     assert 'id="plot" transform="scale(8,1)"' in dom
+    cp, _ = build
+    busy = {t.core for t in cp.tasks}
+    labels = re.findall(r'<text class="lab"[^>]*>([^<]*)</text>', dom)
+    assert {lab for lab in labels if re.fullmatch(r"AI[CV]\d+", lab)} == busy   # only the cores that ran

@@ -8,6 +8,7 @@ core (AIV). This is the same rule the simulator uses to pick a core.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..core.enums import FunctionType, MemorySpace
@@ -56,6 +57,7 @@ class _CubeUse(IRVisitor):
         super().visit_Call(e)
 
 
+@functools.lru_cache(maxsize=64)  # asked several times per build; IR is immutable, Functions hash by identity
 def kernel_core_type(func: Function) -> str:
     """"aic" or "aiv" for a kernel function (see the module docstring)."""
     if func.func_type is FunctionType.AIC:

@@ -18,6 +18,7 @@ Every diagnostic has a code, a name, the phase that finds it and the user's sour
 | PH007 | ReducedPipeDepth       | hint    | run     | a cross-core pipe ring below the default depth that filled up and stalled |
 | PH008 | PoorBlockShape         | hint    | compile | a tensor-level region the compiler could only tile into narrow or short blocks |
 | PH009 | PipelineStagesReduced  | hint    | compile | a `pl.pipeline` loop given fewer buffer stages than requested, for capacity |
+| PH010 | OrchestrationBound     | hint    | run     | task submission on the orchestrator taking most of the run |
 
 Phases (`diagnostic_phase=` of `ir.compile`, `RunConfig`, `JITFunction.compile`):
 "none" (nothing is checked), "compile" (warnings and compile-time hints), "run" (run-time hints
@@ -76,6 +77,8 @@ _ROWS = (
                    "a tensor-level region tiled into blocks narrower than the DDR granule or short"),
     DiagnosticInfo("PH009", "PipelineStagesReduced", "hint", "compile",
                    "pl.pipeline stages reduced to fit the on-chip memory"),
+    DiagnosticInfo("PH010", "OrchestrationBound", "hint", "run",
+                   "the orchestrator's task submissions take most of the run: use fewer, larger tasks"),
 )
 CATALOGUE: dict[str, DiagnosticInfo] = {r.code: r for r in _ROWS}
 _BY_NAME: dict[str, str] = {r.name: r.code for r in _ROWS}

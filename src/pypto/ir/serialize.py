@@ -22,9 +22,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import operator
+from collections.abc import Callable
 from typing import Any
-
-import msgpack
 
 from ..core.dtype import DataType, dtype_from_name
 from ..core.span import Span
@@ -34,6 +34,41 @@ __all__ = ["serialize", "deserialize"]
 _FORMAT, _VERSION = "pypto-ir", 1
 _NODE, _REF, _TUPLE, _DTYPE, _ENUM, _BIGINT, _LIST = range(7)
 _INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
+
+
+# How a value is encoded, by its class (decided once per class, in the order the format lists).
+_PLAIN, _INT, _DT, _EN, _TUP, _LST, _DC = range(7)
+_KINDS: dict[type, int] = {type(None): _PLAIN, bool: _PLAIN, str: _PLAIN, float: _PLAIN, int: _INT}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {}  # a node class -> its field values, in order
+_CONSTS: dict[Any, list[Any]] = {}  # the encoding of each enum member / DataType met (singletons)
+
+
+def _kind_of(x: Any) -> int:
+    """The encoding of `x`'s class, remembered in `_KINDS`. Raises TypeError for a value the format
+    has no encoding for."""
+    cls = type(x)
+    if isinstance(x, (bool, str, float)):
+        kind = _PLAIN
+    elif isinstance(x, int):
+        kind = _INT
+    elif isinstance(x, DataType):
+        kind = _DT
+    elif isinstance(x, enum.Enum):
+        kind = _EN
+    elif isinstance(x, tuple):
+        kind = _TUP
+    elif isinstance(x, list):
+        kind = _LST
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        kind = _DC
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(x))
+        get = operator.attrgetter(*names)
+        _FIELD_VALUES[cls] = get if len(names) > 1 else (lambda node: (get(node),))
+    else:
+        raise TypeError(f"cannot serialize a value of type {cls.__name__}: {x!r}")
+    _KINDS[cls] = kind
+    return kind
 
 
 class _Encoder:
@@ -49,33 +84,48 @@ class _Encoder:
             if not cls.__module__.startswith("pypto."):
                 raise TypeError(f"cannot serialize {cls.__qualname__}: not a pypto IR class")
             idx = self.classes[cls] = len(self.class_table)
-            self.class_table.append([cls.__module__, cls.__qualname__,
-                                     [f.name for f in dataclasses.fields(cls)]])
+            self.class_table.append([cls.__module__, cls.__qualname__, list(_FIELD_NAMES[cls])])
         return idx
 
     def encode(self, x: Any) -> Any:
-        if x is None or isinstance(x, (bool, str, float)):
+        kind = _KINDS.get(type(x))
+        if kind is None:
+            kind = _kind_of(x)
+        if kind == _PLAIN:
             return x
-        if isinstance(x, int):
-            return x if _INT64_MIN <= x <= _UINT64_MAX else [_BIGINT, str(x)]
-        if isinstance(x, DataType):
-            return [_DTYPE, x.name]
-        if isinstance(x, enum.Enum):
-            cls = type(x)
-            return [_ENUM, cls.__module__, cls.__qualname__, x.name]
-        if isinstance(x, tuple):
-            return [_TUPLE, *(self.encode(y) for y in x)]
-        if isinstance(x, list):
-            return [_LIST, *(self.encode(y) for y in x)]
-        if dataclasses.is_dataclass(x) and not isinstance(x, type):
-            idx = self.objects.get(id(x))
+        if kind == _DC:
+            objects = self.objects
+            idx = objects.get(id(x))
             if idx is not None:
                 return [_REF, idx]
-            self.objects[id(x)] = len(self.objects)
+            objects[id(x)] = len(objects)
             self.keep.append(x)
-            cls_idx = self.class_index(type(x))
-            return [_NODE, cls_idx, *(self.encode(getattr(x, f.name)) for f in dataclasses.fields(x))]
-        raise TypeError(f"cannot serialize a value of type {type(x).__name__}: {x!r}")
+            cls = type(x)
+            cls_idx = self.classes.get(cls)
+            out = [_NODE, self.class_index(cls) if cls_idx is None else cls_idx]
+            kinds, encode, consts = _KINDS, self.encode, _CONSTS
+            for v in _FIELD_VALUES[cls](x):
+                k = kinds.get(type(v))
+                if k == _PLAIN:
+                    out.append(v)
+                elif k == _EN or k == _DT:
+                    c = consts.get(v)
+                    if c is None:
+                        c = consts[v] = encode(v)
+                    out.append(c)
+                else:
+                    out.append(encode(v))
+            return out
+        if kind == _TUP:
+            return [_TUPLE, *[self.encode(y) for y in x]]
+        if kind == _INT:
+            return x if _INT64_MIN <= x <= _UINT64_MAX else [_BIGINT, str(x)]
+        if kind == _DT:
+            return [_DTYPE, x.name]
+        if kind == _EN:
+            cls = type(x)
+            return [_ENUM, cls.__module__, cls.__qualname__, x.name]
+        return [_LIST, *[self.encode(y) for y in x]]
 
 
 def serialize(node: Any) -> bytes:
@@ -88,6 +138,8 @@ def serialize(node: Any) -> bytes:
     Raises:
         TypeError: for a value that is none of the above (e.g. a dict or a non-pypto object).
     """
+    import msgpack  # loaded by the first (de)serialization, not by `import pypto.ir`
+
     enc = _Encoder()
     root = enc.encode(node)
     return msgpack.packb({"format": _FORMAT, "version": _VERSION, "classes": enc.class_table,
@@ -163,6 +215,8 @@ def deserialize(data: bytes) -> Any:
     Raises:
         ValueError: if `data` is not a pypto IR payload of a supported version or is malformed.
     """
+    import msgpack
+
     try:
         payload = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=False)
     except Exception as e:  # msgpack raises several unrelated exception types

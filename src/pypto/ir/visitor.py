@@ -10,6 +10,7 @@ through `self.var_map` (a Var maps to any Expr).
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import is_
 from typing import Any
 
 from .expr import (
@@ -68,14 +69,27 @@ def stmt_children(s: Stmt) -> tuple[Stmt, ...]:
     return ()
 
 
+def _base_leaves(cls: type, base: type) -> frozenset[type]:
+    """The leaf classes (Vars, constants, GlobalVar) that `cls` handles exactly as `base` does,
+    when `cls` keeps `base.visit_expr`: the traversal may then treat them inline, without a call.
+    Empty when `cls` overrides `visit_expr` (it sees every expression)."""
+    if cls.visit_expr is not base.visit_expr:  # type: ignore[attr-defined]
+        return frozenset()
+    table, ref = cls._table, base._table  # type: ignore[attr-defined]
+    return frozenset(k for k in (Var, IterArg, ConstInt, ConstFloat, ConstBool, GlobalVar) if table[k] is ref[k])
+
+
 class IRVisitor:
     """Read-only traversal. Override `visit_<NodeClass>`; call the base method to keep recursing."""
 
     _table: dict[type, Any] = {}
+    # Leaf classes whose visit is the base no-op (see _base_leaves): the traversal skips them.
+    _skip: frozenset[type] = frozenset()
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._table = _dispatch_table(cls)
+        cls._skip = _base_leaves(cls, IRVisitor)
 
     def visit_program(self, p: Program) -> None:
         for f in p.functions:
@@ -125,14 +139,18 @@ class IRVisitor:
     def visit_Call(self, e: Call) -> None:
         if isinstance(e.op, GlobalVar):
             self.visit_expr(e.op)
+        skip = self._skip
         for a in e.args:
-            self.visit_expr(a)
+            if type(a) not in skip:
+                self.visit_expr(a)
         for d in e.deps:
             self.visit_expr(d)
 
     def visit_MakeTuple(self, e: MakeTuple) -> None:
+        skip = self._skip
         for a in e.elements:
-            self.visit_expr(a)
+            if type(a) not in skip:
+                self.visit_expr(a)
 
     def visit_TupleGetItem(self, e: TupleGetItem) -> None:
         self.visit_expr(e.tuple_value)
@@ -140,14 +158,17 @@ class IRVisitor:
     # statements
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         self.visit_expr(s.value)
-        self.visit_expr(s.var)
+        if type(s.var) not in self._skip:
+            self.visit_expr(s.var)
 
     def visit_EvalStmt(self, s: EvalStmt) -> None:
         self.visit_expr(s.expr)
 
     def visit_ReturnStmt(self, s: ReturnStmt) -> None:
+        skip = self._skip
         for v in s.values:
-            self.visit_expr(v)
+            if type(v) not in skip:
+                self.visit_expr(v)
 
     visit_YieldStmt = visit_ReturnStmt
 
@@ -203,7 +224,14 @@ class IRVisitor:
 
 
 def _same(a: tuple, b: list) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
+def _all_const(dims: tuple[Expr, ...]) -> bool:
+    for d in dims:
+        if type(d) is not ConstInt:
+            return False
+    return True
 
 
 class IRMutator:
@@ -214,6 +242,13 @@ class IRMutator:
     """
 
     _table: dict[type, Any] = {}
+    # True while ConstInt nodes map to themselves (visit_expr and visit_ConstInt not overridden):
+    # a type whose dimensions are all constants is then returned as it is, without a walk.
+    _keeps_consts = True
+    # Leaf classes handled as the base does (see _base_leaves): constants and GlobalVars map to
+    # themselves, Vars through `var_map`; the traversal does that inline.
+    _leaves: frozenset[type] = frozenset()
+    _const_leaves: frozenset[type] = frozenset()
 
     def __init__(self, var_map: dict[Var, Expr] | None = None) -> None:
         self.var_map: dict[Var, Expr] = dict(var_map or {})
@@ -221,6 +256,15 @@ class IRMutator:
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._table = _dispatch_table(cls)
+        cls._leaves = _base_leaves(cls, IRMutator)
+        cls._const_leaves = cls._leaves - {Var, IterArg}
+        cls._keeps_consts = ConstInt in cls._leaves
+
+    def _exprs(self, xs: tuple[Expr, ...]) -> list[Expr]:
+        """`visit_expr` of each of `xs`, leaves (see `_leaves`) handled inline."""
+        leaves, consts, vm = self._leaves, self._const_leaves, self.var_map
+        return [x if (k := type(x)) in consts else vm.get(x, x) if k in leaves else self.visit_expr(x)
+                for x in xs]
 
     def visit_program(self, p: Program) -> Program:
         funcs = [self.visit_function(f) for f in p.functions]
@@ -247,8 +291,12 @@ class IRMutator:
     # types
     def visit_type(self, t: Type) -> Type:
         if isinstance(t, (TensorType, TileType)):
-            shape = [self.visit_expr(d) for d in t.shape]
             view = t.view
+            if self._keeps_consts and _all_const(t.shape) and (
+                    not isinstance(view, (TensorView, TileView)) or view.valid_shape is None
+                    or _all_const(view.valid_shape)):
+                return t  # constants map to themselves: nothing to rewrite
+            shape = [self.visit_expr(d) for d in t.shape]
             if isinstance(view, (TensorView, TileView)) and view.valid_shape is not None:
                 vs = [self.visit_expr(d) for d in view.valid_shape]
                 if not _same(view.valid_shape, vs):
@@ -293,8 +341,8 @@ class IRMutator:
         return e if o is e.operand else replace(e, operand=o)
 
     def visit_Call(self, e: Call) -> Expr:
-        args = [self.visit_expr(a) for a in e.args]
-        deps = [self.visit_expr(d) for d in e.deps]
+        args = self._exprs(e.args)
+        deps = self._exprs(e.deps) if e.deps else []
         if _same(e.args, args):
             rt = self.visit_type(e.result_type)
             if rt is e.result_type and _same(e.deps, deps):
@@ -309,7 +357,7 @@ class IRMutator:
         return replace(e, args=tuple(args), result_type=rt, deps=tuple(deps))
 
     def visit_MakeTuple(self, e: MakeTuple) -> Expr:
-        els = [self.visit_expr(a) for a in e.elements]
+        els = self._exprs(e.elements)
         return e if _same(e.elements, els) else replace(e, elements=tuple(els))
 
     def visit_TupleGetItem(self, e: TupleGetItem) -> Expr:
@@ -327,7 +375,7 @@ class IRMutator:
         return s if e is s.expr else replace(s, expr=e)
 
     def visit_ReturnStmt(self, s: ReturnStmt) -> Stmt:
-        vals = [self.visit_expr(v) for v in s.values]
+        vals = self._exprs(s.values)
         return s if _same(s.values, vals) else replace(s, values=tuple(vals))
 
     visit_YieldStmt = visit_ReturnStmt
@@ -407,4 +455,7 @@ class IRMutator:
 
 
 IRVisitor._table = _dispatch_table(IRVisitor)
+IRVisitor._skip = _base_leaves(IRVisitor, IRVisitor)
 IRMutator._table = _dispatch_table(IRMutator)
+IRMutator._leaves = _base_leaves(IRMutator, IRMutator)
+IRMutator._const_leaves = IRMutator._leaves - {Var, IterArg}

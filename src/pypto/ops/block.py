@@ -12,8 +12,6 @@ launch a kernel is block 0 of 1, subblock 0 of 1.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .cost import scalar
@@ -43,18 +41,38 @@ def current_block() -> BlockContext:
     return _CURRENT.get() or _OUTSIDE
 
 
-@contextmanager
-def block_context(block_idx: int = 0, block_num: int = 1, subblock_idx: int = 0,
-                  subblock_num: int = 1) -> Iterator[BlockContext]:
-    """Run the enclosed kernel code as the given block. Raises ValueError for an index out of range."""
-    if not (0 <= block_idx < block_num and 0 <= subblock_idx < subblock_num):
-        raise ValueError(f"block {block_idx} of {block_num}, subblock {subblock_idx} of {subblock_num} "
-                         f"is out of range")
-    token = _CURRENT.set(BlockContext(block_idx, block_num, subblock_idx, subblock_num))
-    try:
-        yield current_block()
-    finally:
-        _CURRENT.reset(token)
+class block_context:  # noqa: N801  (used as a function: `with block_context(...)`)
+    """Run the enclosed kernel code as the given block (`with block_context(b, n): ...` gives the
+    `BlockContext`). Raises ValueError for an index out of range.
+
+    A class rather than a generator-based context manager: the simulator enters one around every
+    task it records and runs, so its cost is per task; the contexts are shared (they are frozen).
+    """
+
+    __slots__ = ("_ctx", "_token")
+
+    def __init__(self, block_idx: int = 0, block_num: int = 1, subblock_idx: int = 0,
+                 subblock_num: int = 1) -> None:
+        key = (block_idx, block_num, subblock_idx, subblock_num)
+        ctx = _CONTEXTS.get(key)
+        if ctx is None:
+            if not (0 <= block_idx < block_num and 0 <= subblock_idx < subblock_num):
+                raise ValueError(f"block {block_idx} of {block_num}, subblock {subblock_idx} of "
+                                 f"{subblock_num} is out of range")
+            ctx = BlockContext(*key)
+            if len(_CONTEXTS) < 4096:
+                _CONTEXTS[key] = ctx
+        self._ctx = ctx
+
+    def __enter__(self) -> BlockContext:
+        self._token = _CURRENT.set(self._ctx)
+        return self._ctx
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._token)
+
+
+_CONTEXTS: dict[tuple[int, int, int, int], BlockContext] = {}
 
 
 for _name, _field, _what, _range in (

@@ -17,6 +17,7 @@ from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
 from .cost import vector
 from .registry import OpSpec, OpTypeError, register, register_unified
+from .site import KernelSite, static_dims, torch_dtype
 from .typing_rules import ANY, attr_dtype, expect_dtype, expect_same_kind
 from .valid import valid_of, view_for
 
@@ -78,8 +79,25 @@ def cast_compute(x: Any, target_type: Any = None, mode: str = "round") -> Any:
     return x.to(tdt)
 
 
+def _cast_site(site: KernelSite) -> Any:
+    """`tile.cast` into a tile apart from its operand, of a conversion that is `x.to(target)` in
+    `cast_compute` (float -> float, integer -> integer or float; not to BOOL or a packed type):
+    one converting `copy_` into the result tile, the same conversion kernel."""
+    src, dst = torch_dtype(site.types[0]), torch_dtype(site.dst)
+    if src is None or dst is None or not site.apart[0] or dst is torch.bool or src is torch.bool \
+            or (src.is_floating_point and not dst.is_floating_point) \
+            or static_dims(site.types[0]) != static_dims(site.dst) \
+            or site.attrs.get("target_type") is None or site.attrs["target_type"].value_torch() is not dst:
+        return None
+
+    def cast(out: Any, x: Any) -> None:
+        out.copy_(x)
+    return cast
+
+
 for _ns in ("tensor", "tile"):
     register(OpSpec(f"{_ns}.cast", ("x",), _rule(_ns), cast_compute,
+                    specialize=_cast_site if _ns == "tile" else None,
                     attrs={"target_type": None, "mode": "round"}, reads=(0,),
                     traits=frozenset({"vector", "positionwise"}),  # not "elementwise": the operand keeps its dtype
                     tile_op="tile.cast" if _ns == "tensor" else None,

@@ -32,6 +32,9 @@ class Comm(Protocol):
     Errors: every method raises `RuntimeSimError` (with `span`) for a peer outside [0, nranks) or a
     `local` view that does not lie inside a window; `wait` raises the runtime's deadlock error when
     the run is aborted while it blocks.
+
+    Optional: `remote_read_into(local, peer, out, span=None)` — `remote_read` written into tensor
+    `out` (same shape) and returning it; `pld.tile.remote_load` uses it when present to skip a copy.
     """
 
     rank: int

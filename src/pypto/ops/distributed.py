@@ -356,6 +356,20 @@ def _remote_load(target: Any, peer: int, offsets: tuple, shape: tuple, valid_sha
     return poison_outside(out, box)
 
 
+def _remote_load_into(dst: Any, target: Any, peer: int, offsets: tuple, shape: tuple,
+                      valid_shape: tuple | None = None) -> Any:
+    """`_remote_load` written straight into the result tile `dst` (the simulator's `compute_into`):
+    with a Comm that offers `remote_read_into`, the peer's region is copied once, not cloned first.
+    Otherwise (or with `valid_shape`) it returns `_remote_load`'s tile for the caller to copy."""
+    comm = current_comm("pld.tile.remote_load")
+    read_into = getattr(comm, "remote_read_into", None)
+    if valid_shape is not None or read_into is None or tuple(dst.shape) != tuple(shape):
+        return _remote_load(target, peer, offsets, shape, valid_shape)
+    check_region("remote_load", tuple(target.shape), offsets, tuple(shape))
+    read_into(target[region(offsets, tuple(shape))], int(peer), dst)
+    return None
+
+
 def _write_remote(op: str, data: Any, target: Any, peer: int, offsets: tuple, atomic: AtomicType) -> None:
     comm = current_comm(op)
     check_region(op.rsplit(".", 1)[-1], tuple(target.shape), offsets, tuple(data.shape))
@@ -520,5 +534,6 @@ for (_name, _params, _opt, _rule, _fn, _attrs, _reads, _writes, _traits, _pto, _
                     regions=_REGIONS.get(_name, {}), on_chip=_ON_CHIP.get(_name),
                     traits=_traits, pto=_pto, cost=_cost, family="distributed", dtypes=_dtypes, doc=_doc,
                     valid_args=(0,) if _name == "pld.tile.remote_store" else (),
+                    compute_into=_remote_load_into if _name == "pld.tile.remote_load" else None,
                     quiet_attrs=frozenset({"chunk_rows", "chunk_cols", "pipeline"}) if "chunk_rows" in _attrs
                     else frozenset()))

@@ -102,15 +102,25 @@ def _with_precision(fn: Any) -> Any:
     return run
 
 
+# Ops whose tile form is a torch function taking `out=`: the simulator writes their results straight
+# into the result tile (`families.out_site`); tests/runtime/test_rt_kernel_sites.py checks each gives
+# the numbers of the general path bit for bit. Binary: two tiles; scalar forms: a tile and a scalar.
+_OUT_FORMS = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum,
+              "minimum": torch.minimum}
+_SCALAR_OUT_FORMS = {"add": torch.add, "sub": torch.sub, "mul": torch.mul}
+_UNARY_OUT_FORMS = {"exp": torch.exp, "sqrt": torch.sqrt, "recip": torch.reciprocal, "neg": torch.neg,
+                    "abs": torch.abs}
+
 _PRECISION_ATTR = {"high_precision": False}
 for _name, (_sname, _pto, _spto), _fn, _dc, _f, _what in _BINARY:
     _hp = _name in _HIGH_PRECISION
     binary_family(_name, _with_precision(_fn) if _hp else _fn, _pto, _dc, vector(_f), scalar=(_sname, _spto),
-                  what=_what, attrs=_PRECISION_ATTR if _hp else None)
+                  what=_what, attrs=_PRECISION_ATTR if _hp else None, out_form=_OUT_FORMS.get(_name),
+                  scalar_out_form=_SCALAR_OUT_FORMS.get(_name))
 for _name, _fn, _pto, _dc, _f, _what in _UNARY:
     _hp = _name in _HIGH_PRECISION
     unary_family(_name, _with_precision(_fn) if _hp else _fn, _pto, _dc, vector(_f), what=_what,
-                 attrs=_PRECISION_ATTR if _hp else None)
+                 attrs=_PRECISION_ATTR if _hp else None, out_form=_UNARY_OUT_FORMS.get(_name))
 
 
 # ---- activations with a parameter --------------------------------------------------------------

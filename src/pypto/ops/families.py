@@ -18,9 +18,10 @@ from typing import Any
 
 from ..core.dtype import FP32, promote
 from ..ir.expr import Expr
-from ..ir.types import TensorType, TileType, Type
+from ..ir.types import ScalarType, TensorType, TileType, Type
 from .cost import Cost
 from .registry import OpSpec, OpTypeError, python_name, register, register_unified
+from .site import KernelSite, static_dims, torch_dtype
 from .typing_rules import (
     DTypeClass,
     broadcast_shapes,
@@ -33,7 +34,7 @@ from .typing_rules import (
 )
 from .valid import merge_valid, view_for
 
-__all__ = ["binary_family", "unary_family", "binary_rule", "scalar_rule", "unary_rule", "VEC"]
+__all__ = ["binary_family", "unary_family", "binary_rule", "scalar_rule", "unary_rule", "VEC", "out_site"]
 
 VEC = frozenset({"elementwise", "vector"})
 
@@ -89,16 +90,54 @@ def unary_rule(ns: str, dclass: DTypeClass, name: str = "x") -> Callable[[list[E
     return rule
 
 
+def out_site(out_form: Callable[..., Any], defaults: dict[str, Any] | None = None) -> Callable[[KernelSite], Any]:
+    """`OpSpec.specialize` of a tile elementwise op whose semantics, for tile operands of the
+    result's dtype and shape, is the torch function `out_form`, which also takes `out=`: at a kernel
+    site where the attributes are at their `defaults`, every tile operand has the result's dtype
+    and shape and either is the result's buffer or shares no byte with it, and a scalar operand
+    cannot change the result dtype (an integer scalar, or a float result), the op writes the
+    result's buffer directly: the same torch kernel, so the same numbers as computing a new tensor
+    and copying it."""
+    want = dict(defaults or {})
+
+    def specialize(site: KernelSite) -> Any:
+        dt = torch_dtype(site.dst)
+        if dt is None or {**want, **site.attrs} != want or not site.disjoint_or_same():
+            return None
+        shape = static_dims(site.dst)
+        for t in site.types:
+            if isinstance(t, ScalarType):
+                if not (dt.is_floating_point or t.dtype.is_int()):
+                    return None
+            elif torch_dtype(t) is not dt or static_dims(t) != shape:
+                return None
+        if len(site.types) == 1:
+            def into1(dst: Any, a: Any) -> None:
+                out_form(a, out=dst)
+            return into1
+        if len(site.types) != 2:
+            return None
+
+        def into(dst: Any, a: Any, b: Any) -> None:
+            out_form(a, b, out=dst)
+        return into
+    return specialize
+
+
 def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
                   scalar: tuple[str, str] | None = None, family: str = "elementwise",
                   keep_lhs: bool = False, int_scalar: bool = False, what: str = "",
-                  attrs: dict[str, Any] | None = None) -> None:
+                  attrs: dict[str, Any] | None = None, out_form: Callable[..., Any] | None = None,
+                  scalar_out_form: Callable[..., Any] | None = None) -> None:
     """Register tensor/tile `name` (IR names; Python spelling via `python_name`), the scalar forms
     `scalar = (scalar name, scalar pto)` if given, and the unified dispatch entries.
 
     `fn(a, b, **attrs)` is the torch semantics (b may be a Python number for the scalar forms);
     `what` describes the operation for the reference page ("a + b"); `attrs` are keyword
-    attributes of every form with their defaults (`high_precision=False`).
+    attributes of every form with their defaults (`high_precision=False`). `out_form`: a torch
+    function equal to `fn` on two tensors of one dtype that takes `out=` (`torch.add`): the
+    simulator then writes the tile op's result in place (`out_site`); `scalar_out_form` the same
+    for the scalar form.
     """
     what = what or name
     common = dict(reads=(0, 1), traits=VEC, cost=cost, family=family, dtypes=dclass.text,
@@ -109,7 +148,7 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
                         + ("; the result keeps the lhs dtype." if keep_lhs else
                            "; dtypes promote (float > int, wider > narrower).")))
     register(OpSpec(f"tile.{name}", ("lhs", "rhs"), binary_rule("tile", dclass, keep_lhs=keep_lhs),
-                    fn, pto=f"pto.{pto}", **common,
+                    fn, pto=f"pto.{pto}", specialize=_out_site_of(out_form, attrs), **common,
                     doc=f"Elementwise {what} of two tiles of equal shape"
                         + (" (the result keeps the lhs dtype)." if keep_lhs else " and dtype.")))
     py = _py(name)
@@ -122,23 +161,29 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
                     fn, tile_op=f"tile.{sname}", **common,
                     doc=f"Elementwise {what} of a tensor and a scalar `rhs`."))
     register(OpSpec(f"tile.{sname}", ("lhs", "rhs"), scalar_rule("tile", dclass, int_scalar=int_scalar),
-                    fn, pto=f"pto.{spto}", **common,
+                    fn, pto=f"pto.{spto}", specialize=_out_site_of(scalar_out_form, attrs), **common,
                     doc=f"Elementwise {what} of a tile and a scalar `rhs`; the result keeps the tile dtype."))
     for ns in ("tensor", "tile"):
         register_unified(py, ns, True, f"{ns}.{sname}")
         register_unified(sname, ns, None, f"{ns}.{sname}")
 
 
+def _out_site_of(out_form: Callable[..., Any] | None, attrs: dict[str, Any] | None) -> Any:
+    return out_site(out_form, attrs) if out_form is not None else None
+
+
 def unary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass, cost: Cost, *,
-                 family: str = "elementwise", what: str = "", attrs: dict[str, Any] | None = None) -> None:
-    """Register tensor/tile `name(x)` with torch semantics `fn(x, **attrs)`; `attrs` as in
-    `binary_family` (quiet: printed only when not at their default)."""
+                 family: str = "elementwise", what: str = "", attrs: dict[str, Any] | None = None,
+                 out_form: Callable[..., Any] | None = None) -> None:
+    """Register tensor/tile `name(x)` with torch semantics `fn(x, **attrs)`; `attrs` and `out_form`
+    as in `binary_family` (quiet: printed only when not at their default)."""
     what = what or name
     common = dict(reads=(0,), traits=VEC, cost=cost, family=family, dtypes=dclass.text,
                   attrs=dict(attrs or {}), quiet_attrs=frozenset(attrs or ()))
     register(OpSpec(f"tensor.{name}", ("x",), unary_rule("tensor", dclass), fn, tile_op=f"tile.{name}",
                     **common, doc=f"Elementwise {what} of a tensor."))
-    register(OpSpec(f"tile.{name}", ("x",), unary_rule("tile", dclass), fn, pto=f"pto.{pto}", **common,
+    register(OpSpec(f"tile.{name}", ("x",), unary_rule("tile", dclass), fn, pto=f"pto.{pto}",
+                    specialize=_out_site_of(out_form, attrs), **common,
                     doc=f"Elementwise {what} of a tile."))
     for ns in ("tensor", "tile"):
         register_unified(_py(name), ns, None, f"{ns}.{name}")

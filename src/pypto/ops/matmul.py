@@ -28,6 +28,7 @@ from ..ir.expr import Expr
 from ..ir.types import TensorType, TileType, Type
 from .cost import cube
 from .registry import OpSpec, OpTypeError, register, register_unified
+from .site import KernelSite, static_dims, torch_dtype
 from .typing_rules import (
     FLOAT,
     DTypeClass,
@@ -220,16 +221,72 @@ def _mm_acc_into(dst: Any, acc: Any, a: Any, b: Any, a_trans: bool = False, b_tr
     return _mm_acc(acc, a, b, a_trans=a_trans, b_trans=b_trans, valid=valid)
 
 
+def _mm_site(with_acc: bool) -> Any:
+    """`OpSpec.specialize` of `tile.matmul` (`with_acc` False) and `tile.matmul_acc` / `tile.gemv_acc`
+    (True) for float operands and an FP32 result whose buffer the operands do not share: the
+    transposition and the cut of K to the valid extent are fixed at the site, leaving the same
+    torch calls as `_mm_into` / `_mm_acc_into` (so the same numbers): the FP32 operands, then
+    `torch.mm(out=)`, `addmm_` when the result is `acc`'s own buffer, or `torch.addmm(out=)`.
+    Untransposed 16-bit operands are converted into two FP32 buffers kept by the site (an exact
+    conversion into buffers of the same layout as `.to`'s, without allocating them per run)."""
+
+    def specialize(site: KernelSite) -> Any:
+        i = 1 if with_acc else 0
+        f32 = torch.float32
+        ta, tb = torch_dtype(site.types[i]), torch_dtype(site.types[i + 1])
+        sa, sb = static_dims(site.types[i]), static_dims(site.types[i + 1])
+        if torch_dtype(site.dst) is not f32 or ta is None or ta is not tb or not ta.is_floating_point \
+                or sa is None or sb is None or len(sa) != 2 or len(sb) != 2 \
+                or not (site.apart[i] and site.apart[i + 1]) or set(site.attrs) - {"a_trans", "b_trans", "valid"}:
+            return None
+        at, bt = bool(site.attrs.get("a_trans")), bool(site.attrs.get("b_trans"))
+        va, vb = site.attrs.get("valid") or (None, None)
+        full = sa[0] if at else sa[1]
+        k = min([full] + ([] if va is None else [va[0] if at else va[1]])
+                + ([] if vb is None else [vb[1] if bt else vb[0]]))
+        if at or bt or k != full:
+            def operands(a: Any, b: Any) -> tuple[Any, Any]:
+                a = a.T if at else a
+                b = b.T if bt else b
+                return a[:, :k].to(f32), b[:k, :].to(f32)
+        elif ta is f32:
+            def operands(a: Any, b: Any) -> tuple[Any, Any]:
+                return a, b   # what `.to(f32)` gives
+        else:   # converted into FP32 buffers of this site: like `.to(f32)` of the contiguous tiles
+            wa, wb = torch.empty(sa, dtype=f32), torch.empty(sb, dtype=f32)
+
+            def operands(a: Any, b: Any) -> tuple[Any, Any]:
+                return wa.copy_(a), wb.copy_(b)
+        if not with_acc:
+            def mm(dst: Any, a: Any, b: Any) -> None:
+                torch.mm(*operands(a, b), out=dst)
+            return mm
+        if torch_dtype(site.types[0]) is not f32 or static_dims(site.types[0]) != static_dims(site.dst):
+            return None
+        if site.same[0]:
+            def mm_acc(dst: Any, acc: Any, a: Any, b: Any) -> None:
+                dst.addmm_(*operands(a, b))
+            return mm_acc
+        if site.apart[0]:
+            def mm_acc_out(dst: Any, acc: Any, a: Any, b: Any) -> None:
+                torch.addmm(acc, *operands(a, b), out=dst)
+            return mm_acc_out
+        return None
+    return specialize
+
+
 _CUBE = frozenset({"cube"})
 _DT = _OPERANDS.text
 _TRANS = {"a_trans": False, "b_trans": False}
 register(OpSpec("tile.matmul", ("lhs", "rhs"), _mm_rule("tile"), _mm, compute_into=_mm_into, attrs=dict(_TRANS),
+                specialize=_mm_site(False),
                 reads=(0, 1),
                 traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tmatmul",
                 cost=cube(), family="matmul", dtypes=_DT,
                 doc="lhs [M, K] (Left) @ rhs [K, N] (Right) -> [M, N] in Acc, accumulated in FP32 "
                     "(INT32 for integer operands); `a_trans`/`b_trans` take an operand transposed."))
 register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _acc_rule, _mm_acc, compute_into=_mm_acc_into,
+                specialize=_mm_site(True),
                 attrs=dict(_TRANS), inplace=(0,),
                 reads=(0, 1, 2), traits=_CUBE,
                 operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tmatmul.acc",
@@ -307,7 +364,7 @@ register_unified("batch_matmul_acc", "tile", None, "tile.batch_matmul_acc")
 
 
 register(OpSpec("tile.gemv_acc", ("acc", "lhs", "rhs"), lambda a, k: _acc_rule(a, k, gemv=True), _mm_acc,
-                compute_into=_mm_acc_into, inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
+                compute_into=_mm_acc_into, specialize=_mm_site(True), inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
                 operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tgemv.acc",
                 cost=cube(), family="matmul", dtypes=_DT,
                 doc="acc + lhs @ rhs for a row vector lhs [1, K] (Left), rhs [K, N] (Right), acc [1, N] "

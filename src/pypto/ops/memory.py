@@ -24,6 +24,7 @@ from ..ir.expr import ConstInt, Expr
 from ..ir.types import ScalarType, TileType, TupleType, Type
 from .cost import mte, scalar
 from .registry import OpSpec, OpTypeError, register, register_unified
+from .site import KernelSite, const_args, static_dims
 from .typing_rules import (
     ANY,
     ON_CHIP,
@@ -48,7 +49,7 @@ _STORABLE = (MemorySpace.Vec, MemorySpace.Acc, MemorySpace.Mat)
 
 
 def region(offsets: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
-    return tuple(slice(o, o + s) for o, s in zip(offsets, shape))
+    return tuple([slice(o, o + s) for o, s in zip(offsets, shape)])
 
 
 def check_in_bounds(shape: tuple[Expr, ...], offsets: tuple[Expr, ...], sizes: tuple[Expr, ...],
@@ -68,6 +69,12 @@ def check_region(what: str, tensor_shape: tuple[int, ...], offsets: tuple, sizes
 
     Raises IndexError naming the region and the tensor shape.
     """
+    for dim, off, size in zip(tensor_shape, offsets, sizes):
+        if off < 0 or off + size > dim:
+            _out_of_bounds(what, tensor_shape, offsets, sizes)
+
+
+def _out_of_bounds(what: str, tensor_shape: tuple[int, ...], offsets: tuple, sizes: tuple) -> None:
     for d, (dim, off, size) in enumerate(zip(tensor_shape, offsets, sizes)):
         if off < 0 or off + size > dim:
             reg = ", ".join(f"{o}:{o + n}" for o, n in zip(offsets, sizes))
@@ -88,15 +95,66 @@ def _load(args: list[Expr], attrs: dict[str, Any]) -> Type:
 
 def _load_compute(t: Any, offsets: tuple, shapes: tuple, valid_shape: tuple | None = None, **_: Any) -> Any:
     if valid_shape is None:
-        check_region("load", tuple(t.shape), offsets, shapes)
+        check_region("load", t.shape, offsets, shapes)
         return t[region(offsets, shapes)]  # a view: the executor copies it into the tile's buffer
     if any(v < 0 or v > n for v, n in zip(valid_shape, shapes)):
         raise ValueError(f"valid_shape {list(valid_shape)} does not fit the loaded tile of shape {list(shapes)}: "
                          f"each valid extent must be between 0 and the tile's")
-    check_region("load", tuple(t.shape), offsets, valid_shape)
+    check_region("load", t.shape, offsets, valid_shape)
     out = torch.empty(shapes, dtype=t.dtype)
     out[tuple(slice(0, v) for v in valid_shape)] = t[region(offsets, valid_shape)]
     return poison_outside(out, tuple(valid_shape))
+
+
+def _box(site: KernelSite, tensor: int, offsets: tuple, sizes: tuple) -> tuple[torch.Size, tuple] | None:
+    """(the static shape of tensor argument `tensor`, the slices of the box) when the box at
+    constant `offsets` of constant `sizes` lies inside that shape; None otherwise (the general path
+    then checks, and raises, at run time)."""
+    shape = static_dims(site.types[tensor])
+    if shape is None or not (len(shape) == len(offsets) == len(sizes)) or not all(
+            isinstance(x, int) for x in (*offsets, *sizes)):
+        return None
+    if any(o < 0 or o + n > d for d, o, n in zip(shape, offsets, sizes)):
+        return None
+    return torch.Size(shape), region(offsets, sizes)
+
+
+def _load_site(site: KernelSite) -> Any:
+    """`tile.load` of constant shapes, fully valid, into a tile of those shapes: at constant offsets
+    inside a tensor of a declared static shape the slices are fixed; otherwise (run-time offsets,
+    dynamic dimensions) a 2-D box is checked by one comparison per dimension. Then one copy into
+    the tile. A tensor of another shape, or a box out of bounds, takes the general path (its
+    check, its error)."""
+    c = const_args(site, 2, 3)
+    rank = len(getattr(site.types[0], "shape", ()))
+    if c is None or c[1] is not None or site.dst is None or static_dims(site.dst) != tuple(c[0]) \
+            or len(c[0]) != rank:
+        return None
+    shapes = tuple(c[0])
+    offsets = const_args(site, 1)
+    box = _box(site, 0, offsets[0], shapes) if offsets is not None else None
+    if box is not None:
+        proven, slices = box
+        fixed = offsets[0]
+
+        def load(dst: Any, t: Any, *_: Any) -> Any:
+            if t.shape == proven:
+                dst.copy_(t[slices])
+                return None
+            return _load_compute(t, fixed, shapes)
+        return load
+    if rank != 2:
+        return None
+    n0, n1 = shapes
+
+    def load2(dst: Any, t: Any, offs: Any, _: Any) -> Any:
+        o0, o1 = offs
+        sh = t.shape
+        if len(sh) == 2 and 0 <= o0 <= sh[0] - n0 and 0 <= o1 <= sh[1] - n1:
+            dst.copy_(t[o0:o0 + n0, o1:o1 + n1])
+            return None
+        return _load_compute(t, offs, shapes)
+    return load2
 
 
 def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
@@ -112,9 +170,59 @@ def _store(args: list[Expr], attrs: dict[str, Any]) -> Type:
 
 def _store_compute(tile: Any, offsets: tuple, out: Any, valid: tuple | None = None) -> Any:
     vs = tuple(valid[0]) if valid and valid[0] is not None else tuple(tile.shape)
-    check_region("store", tuple(out.shape), offsets, vs)
+    check_region("store", out.shape, offsets, vs)
     out[region(offsets, vs)].copy_(tile[tuple(slice(0, v) for v in vs)])
     return out
+
+
+def _store_site(site: KernelSite) -> Any:
+    """`tile.store` of a tile whose valid shape is a constant: at constant offsets into a tensor of
+    a declared static shape containing the box, the slices are fixed; otherwise a 2-D box is
+    checked by one comparison per dimension. Out of bounds: the general path (its error)."""
+    valid = site.attrs.get("valid")
+    tile = static_dims(site.types[0])
+    if tile is None or valid is None or len(getattr(site.types[2], "shape", ())) != len(tile):
+        return None
+    vs = tuple(valid[0]) if valid[0] is not None else tile
+    whole = vs == tile
+    part = tuple(slice(0, v) for v in vs)
+    offsets = const_args(site, 1)
+    box = _box(site, 2, offsets[0], vs) if offsets is not None else None
+    if box is not None:
+        proven, slices = box
+        fixed = offsets[0]
+
+        def store(t: Any, _: Any, out: Any) -> Any:
+            if out.shape == proven:
+                out[slices].copy_(t if whole else t[part])
+                return out
+            return _store_compute(t, fixed, out, valid)
+        return store
+    if len(tile) != 2:
+        return None
+    v0, v1 = vs
+
+    def store2(t: Any, offs: Any, out: Any) -> Any:
+        o0, o1 = offs
+        sh = out.shape
+        if len(sh) == 2 and 0 <= o0 <= sh[0] - v0 and 0 <= o1 <= sh[1] - v1:
+            out[o0:o0 + v0, o1:o1 + v1].copy_(t if whole else t[part])
+            return out
+        return _store_compute(t, offs, out, valid)
+    return store2
+
+
+def _move_site(site: KernelSite) -> Any:
+    """`tile.move` into a destination of the source's shape that it does not partly overlap: one
+    copy (none when it is the source's own buffer)."""
+    if site.dst is None or static_dims(site.types[0]) != static_dims(site.dst) or not site.disjoint_or_same():
+        return None
+    if site.same[0]:
+        return lambda dst, t: None
+
+    def move(dst: Any, t: Any) -> None:
+        dst.copy_(t)
+    return move
 
 
 def _move(args: list[Expr], attrs: dict[str, Any]) -> Type:
@@ -183,16 +291,19 @@ def queried_dim(args: list[Expr] | tuple[Expr, ...], attrs: dict[str, Any]) -> E
 
 _MEM = frozenset({"memory"})
 register(OpSpec("tile.load", ("tensor", "offsets", "shapes", "valid_shape"), _load, _load_compute,
+                specialize=_load_site,
                 attrs={"target_memory": MemorySpace.Vec}, optional=("valid_shape",), reads=(0,), traits=_MEM,
                 ddr_region=(0, 1, 2), pto="pto.tload", cost=mte("MTE2"), family="memory", dtypes=ANY.text,
                 doc="Copy the DDR region at `offsets` of size `shapes` into a new tile in `target_memory` "
                     "(Vec or Mat); with `valid_shape` only that leading part is loaded and valid."))
 register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _store_compute,
+                specialize=_store_site,
                 reads=(0,), writes=(2,), traits=_MEM, valid_args=(0,), ddr_region=(2, 1, 0), pto="pto.tstore",
                 cost=mte("MTE3", "in_bytes"), family="memory", dtypes=ANY.text,
                 doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "
                     "returns the tensor."))
 register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t, attrs={"target_memory": None},
+                specialize=_move_site,
                 reads=(0,), traits=_MEM, pto="pto.tmov", cost=mte("MTE1"), family="memory", dtypes=ANY.text,
                 doc="Copy a tile into another on-chip memory (e.g. Mat -> Left/Right); keeps its valid region."))
 for _ns in ("tensor", "tile"):

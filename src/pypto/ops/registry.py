@@ -79,6 +79,11 @@ class OpSpec:
             returns a value like `compute` when it cannot (the caller then copies it into `dst`).
             Same numbers as `compute` up to floating-point rounding order (matmul_acc accumulates
             in place, like the cube unit accumulating into L0C).
+        specialize: optional, for the simulator's kernels: `(site: ops.site.KernelSite) -> fn | None`,
+            called once per call site when the kernel is prepared; `fn` replaces `compute` /
+            `compute_into` at that site (see `KernelSite.dst` for its signature). It bakes in what
+            the site fixes (constant offsets, proven bounds, which operands share the result's
+            buffer) and must give bit-identical numbers and the same errors as the general path.
         attrs: keyword attributes (compile-time constants) and their defaults, in printing order.
         optional: trailing `params` that a call may omit (the call then has fewer operands).
         reads / writes: indices of the arguments the op reads / writes (SPEC §3).
@@ -143,6 +148,7 @@ class OpSpec:
     compute: Callable[..., Any] | None
     attrs: dict[str, Any] = field(default_factory=dict)
     compute_into: Callable[..., Any] | None = None
+    specialize: Callable[[Any], Callable[..., Any] | None] | None = None
     optional: tuple[str, ...] = ()
     reads: tuple[int, ...] = ()
     writes: tuple[int, ...] = ()

@@ -28,6 +28,7 @@ from ..ir.function import Function, Program
 from ..ir.types import MemRef, TileType
 from ..ir.visitor import IRVisitor
 from .base import FunctionPass, PassContext
+from .blocking_reason import blocking_note
 from .pipe_rings import RingUse, ring_uses
 from .rewrite import MemRefRewriter
 from .tile_layout import align_up
@@ -99,14 +100,15 @@ def _ring_overflow(func: Function, soc: SoCModel, space: MemorySpace, total: int
         span)
 
 
-def _tiles_overflow(func: Function, soc: SoCModel, space: MemorySpace, total: int, c: _Collect) -> MemoryCapacityError:
+def _tiles_overflow(func: Function, soc: SoCModel, space: MemorySpace, total: int, c: _Collect,
+                    unblocked: str | None = None) -> MemoryCapacityError:
     cap = soc.capacity_of(space)
     bufs = sorted(((m.size, c.owner[k]) for k, m in c.memrefs.items() if k[0] is space), key=lambda b: -b[0])[:3]
     largest = ", ".join(f"'{v.name}' {size} B (line {v.span.begin_line})" for size, v in bufs)
     return MemoryCapacityError(
         f"function '{func.name}': live tiles need {total} bytes of {space.name} memory but "
         f"{soc.backend.name} has only {cap} bytes of {space.name} per core (largest: {largest}); "
-        f"use smaller tiles or loop over blocks", func.span)
+        f"use smaller tiles or loop over blocks{'' if unblocked is None else blocking_note(unblocked)}", func.span)
 
 
 class AllocateMemoryAddr(FunctionPass):
@@ -137,7 +139,7 @@ class AllocateMemoryAddr(FunctionPass):
             if total > soc.capacity_of(space):
                 if any(k[0] is space for k in rings):
                     raise _ring_overflow(func, soc, space, total, placed[space], c, rings)
-                raise _tiles_overflow(func, soc, space, total, c)
+                raise _tiles_overflow(func, soc, space, total, c, ctx.records.get("unblocked", {}).get(func.name))
         naive = ctx.records.get("memory_reuse", {}).get(func.name, {})
         usage: dict[str, dict] = {
             s.name: {"peak": b, "naive": max(b, naive.get(s.name, {}).get("naive", b)),

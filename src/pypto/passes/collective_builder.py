@@ -27,7 +27,7 @@ from ..ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, SeqStmts, Stmt
 from ..ir.types import ScalarType, TensorType
 from .op_builder import build_call
 
-__all__ = ["StmtBuilder", "ChunkGroup", "plan_chunks", "ALIGN_BYTES"]
+__all__ = ["StmtBuilder", "ChunkGroup", "plan_chunks", "for_each_chunk", "for_each_chunk_of", "ALIGN_BYTES"]
 
 ALIGN_BYTES = 32   # a tile row that is cut is cut at a multiple of 32 bytes (the UB block size)
 
@@ -221,6 +221,35 @@ def for_each_chunk(b: StmtBuilder, groups: list[ChunkGroup],
     per axis that has more than one tile."""
     for gi, g in enumerate(groups):
         _emit_group(b, g, gi, 0, [], body)
+
+
+def for_each_chunk_of(b: StmtBuilder, groups: list[ChunkGroup], k: Expr, nr: Expr,
+                      body: Callable[[tuple[Expr, ...], tuple[int, ...], Expr], None]) -> None:
+    """Like `for_each_chunk`, for the tiles whose linear index j is congruent to `k` modulo `nr`
+    only (0 <= k < nr, both run-time INDEX values): a group of one tile becomes `if F % nr == k`,
+    a larger one a loop over exactly its tiles of that class (j = j0, j0 + nr, ...), so no time is
+    spent testing the tiles of the other classes."""
+    for gi, g in enumerate(groups):
+        first = ConstInt(g.first, INDEX)
+        if g.size == 1:
+            with b.if_(b.bin("eq", b.bin("floormod", first, nr), k)):
+                _emit_group(b, g, gi, 0, [], body)
+            continue
+        j0 = k if g.first == 0 else b.var(f"g{gi}_j0", b.bin("floormod", b.bin("sub", k, first), nr))
+        n = b.bin("floordiv", b.add(b.bin("sub", g.size, j0), b.bin("sub", nr, 1)), nr)
+        with b.loop(f"g{gi}_k", 0, n) as i:
+            lin = b.var(f"g{gi}_j", b.add(j0, b.mul(i, nr)))
+            idx: list[Expr] = []
+            stride = g.size
+            for c in g.count:
+                stride //= c
+                if c == 1:
+                    idx.append(ConstInt(0, INDEX))
+                    continue
+                q = lin if stride == 1 else b.bin("floordiv", lin, stride)
+                idx.append(q if stride * c == g.size else b.bin("floormod", q, c))
+            offsets = tuple(b.add(g.base[d], b.mul(idx[d], g.tile[d])) for d in range(len(g.tile)))
+            body(offsets, g.tile, b.add(lin, first))
 
 
 def _emit_group(b: StmtBuilder, g: ChunkGroup, gi: int, d: int, idx: list[Expr],

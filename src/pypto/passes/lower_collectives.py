@@ -11,8 +11,12 @@ the host compiler; a collective directly in a chip Orchestration function is a C
 
 **Rank count.** The number of ranks `nr` is read at run time with `pld.nranks(ctx)`: loops over
 peers and ring steps have dynamic bounds, so one compiled kernel serves every world size. Data is
-chunked at compile time (the tensors' shapes are static): tiles of at most a Vec budget
-(`CHUNK_FRACTION` of the core's Vec capacity), remainder tiles for shapes that do not divide.
+chunked at compile time (the tensors' shapes are static): tiles of at most a Vec budget, remainder
+tiles for shapes that do not divide. The budget is 1/`CHUNK_FRACTION` of the core's Vec capacity,
+or 1/`LONE_CHUNK_FRACTION` in a kernel that is nothing but its collective(s) (the builtin program of
+a host-level collective): no tile of the kernel's own competes for Vec there, and the two live tiles
+of a chunk (accumulator and incoming part) fit with room to spare. Fewer, larger tiles cost fewer
+per-op issue cycles and link latencies in simulated time, and fewer interpreted ops in wall time.
 
 **Signals are self-clearing.** A *rendezvous* step g (the k-th of the call) does: every rank adds
 +1 to its own cell `[me, 0]` in every peer's signal, then waits until each of its own cells
@@ -66,16 +70,17 @@ from ..core.enums import FunctionType, Level, MemorySpace, ReduceOp, ScopeKind, 
 from ..core.errors import CompileError
 from ..ir.expr import Call, ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Function, Program
-from ..ir.stmt import AssignStmt, EvalStmt, ScopeStmt, Stmt
+from ..ir.stmt import AssignStmt, EvalStmt, ReturnStmt, ScopeStmt, SeqStmts, Stmt
 from ..ir.types import TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .base import FunctionPass, PassContext
-from .collective_builder import ALIGN_BYTES, StmtBuilder, for_each_chunk, plan_chunks
+from .collective_builder import ALIGN_BYTES, StmtBuilder, for_each_chunk, for_each_chunk_of, plan_chunks
 
-__all__ = ["LowerCollectives", "CHUNK_FRACTION", "REDUCE_TILE_OP", "RING_MIN_TILES", "is_collective"]
+__all__ = ["LowerCollectives", "CHUNK_FRACTION", "LONE_CHUNK_FRACTION", "REDUCE_TILE_OP", "RING_MIN_TILES", "is_collective"]
 
 CHUNK_FRACTION = 8   # a chunk tile uses at most 1/8 of Vec: two live tiles plus the kernel's own
+LONE_CHUNK_FRACTION = 3   # a kernel that is nothing but its collective(s): two live tiles and slack
 RING_MIN_TILES = 8   # ring: at least this many tiles (when the data allows), dealt to the NR segments
 REDUCE_TILE_OP = {ReduceOp.Sum: "tile.add", ReduceOp.Max: "tile.maximum", ReduceOp.Min: "tile.minimum",
                   ReduceOp.Prod: "tile.mul"}
@@ -179,11 +184,10 @@ def _mesh(lw: _Lowering) -> None:
     r.rendezvous()                                   # every rank's src is ready
 
     def reduce_own(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
-        with b.if_(b.bin("eq", b.bin("floormod", j, r.nr), r.me)):
-            acc = b.var("acc", b.call("pld.tile.remote_load", src, 0, list(off), list(shape)))
-            with b.loop("q", 1, r.nr) as q:
-                _reduce(lw, acc, b.call("pld.tile.remote_load", src, q, list(off), list(shape)))
-            b.write(src, "tile.store", acc, list(off), src)
+        acc = b.var("acc", b.call("pld.tile.remote_load", src, 0, list(off), list(shape)))
+        with b.loop("q", 1, r.nr) as q:
+            _reduce(lw, acc, b.call("pld.tile.remote_load", src, q, list(off), list(shape)))
+        b.write(src, "tile.store", acc, list(off), src)
 
     def gather(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
         owner = b.var("owner", b.bin("floormod", j, r.nr))
@@ -191,7 +195,7 @@ def _mesh(lw: _Lowering) -> None:
             part = b.var("part", b.call("pld.tile.remote_load", src, owner, list(off), list(shape)))
             b.write(src, "tile.store", part, list(off), src)
 
-    for_each_chunk(b, groups, reduce_own)
+    for_each_chunk_of(b, groups, r.me, r.nr, reduce_own)   # the chunks this rank owns
     r.rendezvous()                                   # every chunk is reduced at its owner
     for_each_chunk(b, groups, gather)
     r.rendezvous()                                   # nobody reads this rank's window any more
@@ -217,7 +221,7 @@ def _ring(lw: _Lowering) -> None:
             for scatter in (True, False):
                 cond = b.bin("lt", t, b.bin("sub", nr, 1)) if scatter else b.bin("ge", t, b.bin("sub", nr, 1))
                 with b.if_(cond):
-                    for_each_chunk(b, groups, _ring_chunk(lw, prev, nr, seg, scatter))
+                    for_each_chunk_of(b, groups, seg, nr, _ring_chunk(lw, prev, scatter))
             with b.if_(b.bin("lt", b.add(t, 1), nsteps)):
                 b.do("pld.system.notify", sig, nxt, [b.add(t, 1), me], 1)
         b.do("pld.system.notify", sig, prev, [0, me], 1)
@@ -228,19 +232,18 @@ def _ring(lw: _Lowering) -> None:
         b.do("pld.system.notify", sig, me, [0, nxt], -1)
 
 
-def _ring_chunk(lw: _Lowering, prev: Expr, nr: Expr, seg: Expr,
+def _ring_chunk(lw: _Lowering, prev: Expr,
                 scatter: bool) -> Callable[[tuple[Expr, ...], tuple[int, ...], Expr], None]:
     b, src = lw.b, lw.args["src"]
 
     def chunk(off: tuple[Expr, ...], shape: tuple[int, ...], j: Expr) -> None:
-        with b.if_(b.bin("eq", b.bin("floormod", j, nr), seg)):
-            if scatter:
-                mine = b.var("mine", b.call("tile.load", src, list(off), list(shape)))
-                _reduce(lw, mine, b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
-                b.write(src, "tile.store", mine, list(off), src)
-            else:
-                part = b.var("part", b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
-                b.write(src, "tile.store", part, list(off), src)
+        if scatter:
+            mine = b.var("mine", b.call("tile.load", src, list(off), list(shape)))
+            _reduce(lw, mine, b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
+            b.write(src, "tile.store", mine, list(off), src)
+        else:
+            part = b.var("part", b.call("pld.tile.remote_load", src, prev, list(off), list(shape)))
+            b.write(src, "tile.store", part, list(off), src)
 
     return chunk
 
@@ -359,7 +362,8 @@ class _Lower(IRMutator):
     def __init__(self, func: Function, ctx: PassContext) -> None:
         super().__init__()
         self.func = func
-        self.budget = ctx.soc.capacity_of(MemorySpace.Vec) // CHUNK_FRACTION
+        share = LONE_CHUNK_FRACTION if _only_collectives(func) else CHUNK_FRACTION
+        self.budget = ctx.soc.capacity_of(MemorySpace.Vec) // share
         self.in_kernel_scope = 0
         self.count = 0
 
@@ -406,6 +410,23 @@ class _Lower(IRMutator):
             if target is not None and result is not target:
                 b.assign(result, target)
         return b.result()
+
+
+def _only_collectives(func: Function) -> bool:
+    """True for a kernel whose body is nothing but collective statements and its return: no tile of
+    its own competes with the chunks for Vec (the builtin program of a host-level collective)."""
+    if func.func_type is FunctionType.Orchestration:
+        return False
+    body = func.body.stmts if isinstance(func.body, SeqStmts) else (func.body,)
+    seen = False
+    for s in body:
+        if isinstance(s, ReturnStmt):
+            continue
+        expr = s.expr if isinstance(s, EvalStmt) else s.value if isinstance(s, AssignStmt) else None
+        if expr is None or not is_collective(expr):
+            return False
+        seen = True
+    return seen
 
 
 class _Collectives(IRVisitor):

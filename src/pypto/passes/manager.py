@@ -15,7 +15,7 @@ from pathlib import Path
 from ..ir.function import Program
 from ..ir.printer import python_print
 from .base import Pass, PassContext
-from .verifier import verify_basic, verify_roundtrip
+from .verifier import VerifiedFunctions, verify_basic, verify_roundtrip
 
 __all__ = ["PassManager", "VerificationLevel"]
 
@@ -40,7 +40,8 @@ class VerificationLevel(enum.Enum):
 
 
 class PassManager:
-    """Runs `passes` in order. `timings` holds (pass name, milliseconds) of the last run.
+    """Runs `passes` in order. `timings` holds (pass name, milliseconds) of the last run and
+    `verify_ms` the milliseconds its verification took (not part of `timings`).
 
     `observers` maps a pass name to callbacks that receive the program right after that pass (an
     analysis that needs a particular stage, e.g. the compile-time warnings after ConvertToSSA).
@@ -64,6 +65,7 @@ class PassManager:
         self.dump_dir = Path(dump_dir) if dump_dir is not None else None
         self.observers = dict(observers or {})
         self.timings: list[tuple[str, float]] = []
+        self.verify_ms = 0.0
 
     def _dump(self, name: str, program: Program) -> None:
         if self.dump_dir is not None:
@@ -73,15 +75,19 @@ class PassManager:
     def run(self, program: Program, ctx: PassContext | None = None) -> Program:
         ctx = ctx or PassContext()
         self.timings = []
+        self.verify_ms = 0.0
+        verified = VerifiedFunctions()  # BASIC re-walks only the functions a pass changed
         self._dump("00_frontend.py", program)
         for i, p in enumerate(self.passes, start=1):
             t0 = time.perf_counter()
             program = p.run(program, ctx)
-            self.timings.append((p.name, (time.perf_counter() - t0) * 1e3))
+            t1 = time.perf_counter()
+            self.timings.append((p.name, (t1 - t0) * 1e3))
             if self.verification is not VerificationLevel.NONE:
-                verify_basic(program, p.name)
+                verify_basic(program, p.name, memo=verified)
             if self.verification is VerificationLevel.ROUNDTRIP:
                 verify_roundtrip(program, p.name, self.reparse)  # type: ignore[arg-type]
+            self.verify_ms += (time.perf_counter() - t1) * 1e3
             self._dump(f"{i:02d}_after_{p.name}.py", program)
             if p.name in self.observers:
                 self.observers[p.name](program)

@@ -462,6 +462,7 @@ class TileTensorBlocks(Pass):
             for f in program.functions))
         for func in program.functions:
             if func.optimizations:   # pl.split / pl.cross_core_slot: a cross-core layout chosen by hand
+                _note_unblocked(func, ctx)
                 funcs.append(func)
                 continue
             func = _slices_pushed(func, ctx)
@@ -474,6 +475,7 @@ class TileTensorBlocks(Pass):
                 continue
             found = _plan(func, program, ctx)
             if found is None:
+                _note_unblocked(func, ctx)
                 funcs.append(func)
                 continue
             chain, plan, hoist = found
@@ -485,6 +487,14 @@ class TileTensorBlocks(Pass):
             mut = _Hoist(hoisted)
             funcs = [f if f.name in hoisted else mut.visit_function(f) for f in funcs]
         return replace(program, functions=tuple(funcs))
+
+
+def _note_unblocked(func: Function, ctx: PassContext) -> None:
+    """Record why `func` is left as written, for AllocateMemoryAddr's error if it does not fit."""
+    from .blocking_reason import unblocked_reason
+    reason = unblocked_reason(func)
+    if reason is not None:
+        ctx.records.setdefault("unblocked", {})[func.name] = reason
 
 
 def _slices_pushed(func: Function, ctx: PassContext) -> Function:

@@ -10,7 +10,7 @@ ROUNDTRIP additionally prints the program, parses the text and requires structur
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..core.errors import VerificationError
 from ..ir.expr import Call, GlobalVar, Var
@@ -18,23 +18,46 @@ from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, WhileStmt
 from ..ir.visitor import IRVisitor
 
-__all__ = ["verify_basic", "verify_roundtrip"]
+__all__ = ["verify_basic", "verify_roundtrip", "VerifiedFunctions"]
 
 
 class _Scoped(IRVisitor):
+    """One walk of a function body. The Vars in scope are one set, `defs`; `frame` lists those the
+    innermost open scope added (removed again when it closes), `frames` the enclosing scopes'."""
+
     def __init__(self, program: Program, func: Function, pass_name: str) -> None:
         self.program, self.func, self.pass_name = program, func, pass_name
-        self.scopes: list[set[Var]] = [set(func.params) | _dims_of(func)]
+        self.defs: set[Var] = set(func.params) | _dims_of(func)
+        self.frame: list[Var] = []
+        self.frames: list[list[Var]] = []
 
     def defined(self, v: Var) -> bool:
-        return any(v in s for s in self.scopes)
+        return v in self.defs
+
+    def define(self, vs: Iterable[Var]) -> None:
+        for v in vs:
+            if v not in self.defs:
+                self.defs.add(v)
+                self.frame.append(v)
+
+    def open_scope(self, vs: Iterable[Var] = ()) -> None:
+        self.frames.append(self.frame)
+        self.frame = []
+        self.define(vs)
+
+    def close_scope(self) -> list[Var]:
+        """Ends the innermost scope; returns the Vars it had added."""
+        added = self.frame
+        self.defs.difference_update(added)
+        self.frame = self.frames.pop()
+        return added
 
     def fail(self, msg: str, span=None) -> None:  # type: ignore[no-untyped-def]
         raise VerificationError(f"after pass {self.pass_name}, function '{self.func.name}': {msg}",
                                 span or self.func.span)
 
     def visit_Var(self, e: Var) -> None:
-        if not self.defined(e):
+        if e not in self.defs:
             self.fail(f"variable '{e.name}' is used but not defined", e.span)
 
     visit_IterArg = visit_Var
@@ -77,7 +100,9 @@ class _Scoped(IRVisitor):
 
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         self.visit_expr(s.value)
-        self.scopes[-1].add(s.var)
+        if s.var not in self.defs:
+            self.defs.add(s.var)
+            self.frame.append(s.var)
 
     def visit_SeqStmts(self, s: SeqStmts) -> None:
         for x in s.stmts:
@@ -89,44 +114,44 @@ class _Scoped(IRVisitor):
         for ia in s.iter_args:
             if ia.init is not None:
                 self.visit_expr(ia.init)
-        self.scopes.append({s.loop_var, *s.iter_args})
+        self.open_scope((s.loop_var, *s.iter_args))
         self.visit_stmt(s.body)
-        self.scopes.pop()
-        self.scopes[-1].update(s.return_vars)
+        self.close_scope()
+        self.define(s.return_vars)
 
     def visit_WhileStmt(self, s: WhileStmt) -> None:
         for ia in s.iter_args:
             if ia.init is not None:
                 self.visit_expr(ia.init)
-        self.scopes.append(set(s.iter_args))
+        self.open_scope(s.iter_args)
         self.visit_expr(s.cond)
         self.visit_stmt(s.body)
-        self.scopes.pop()
-        self.scopes[-1].update(s.return_vars)
+        self.close_scope()
+        self.define(s.return_vars)
 
     def visit_IfStmt(self, s: IfStmt) -> None:
         self.visit_expr(s.cond)
-        self.scopes.append(set())
+        self.open_scope()
         self.visit_stmt(s.then_body)
-        then_defs = self.scopes.pop()
-        else_defs: set[Var] = set()
+        then_defs = set(self.close_scope())
+        else_defs: list[Var] = []
         if s.else_body is not None:
-            self.scopes.append(set())
+            self.open_scope()
             self.visit_stmt(s.else_body)
-            else_defs = self.scopes.pop()
-        self.scopes[-1].update(s.return_vars)
+            else_defs = self.close_scope()
+        self.define(s.return_vars)
         # Before ConvertToSSA (Python semantics) a variable assigned in both branches exists after
         # the if; ConvertToSSA turns it into a return var.
-        self.scopes[-1].update(then_defs & else_defs)
+        self.define(v for v in else_defs if v in then_defs)
 
     def visit_ScopeStmt(self, s: ScopeStmt) -> None:
         for d in (*s.deps, *s.no_dep_args):
             self.visit_expr(d)
         if s.block_var is not None:
-            self.scopes[-1].add(s.block_var)
+            self.define((s.block_var,))
         self.visit_stmt(s.body)
         if s.task_id is not None:  # `with pl.at(...) as tid`: bound once the region is submitted
-            self.scopes[-1].add(s.task_id)
+            self.define((s.task_id,))
 
 
 def _dims_of(func: Function) -> set[Var]:
@@ -149,10 +174,43 @@ def _dims_of(func: Function) -> set[Var]:
     return dims
 
 
-def verify_basic(program: Program, pass_name: str) -> None:
-    """Raise VerificationError if a Var is used undefined or a function call is malformed."""
+class VerifiedFunctions:
+    """What `verify_basic` already accepted, so that a function a pass left unchanged is not walked
+    again (IR is immutable: the same Function object checked against the same callees gives the same
+    answer). Per function object it keeps the program's call table at that check, `(name, params)`
+    per function; a function is skipped only while its callees' names and parameter tuples are the
+    very same objects. Holds references to the functions it remembers (one PassManager run)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Function, tuple[tuple[str, tuple[Var, ...]], ...]]] = {}
+
+    @staticmethod
+    def call_table(program: Program) -> tuple[tuple[str, tuple[Var, ...]], ...]:
+        return tuple((f.name, f.params) for f in program.functions)
+
+    def known(self, func: Function, table: tuple[tuple[str, tuple[Var, ...]], ...]) -> bool:
+        seen = self._seen.get(id(func))
+        if seen is None or seen[0] is not func or len(seen[1]) != len(table):
+            return False
+        return all(a[0] == b[0] and a[1] is b[1] for a, b in zip(seen[1], table))
+
+    def add(self, func: Function, table: tuple[tuple[str, tuple[Var, ...]], ...]) -> None:
+        self._seen[id(func)] = (func, table)
+
+
+def verify_basic(program: Program, pass_name: str, memo: VerifiedFunctions | None = None) -> None:
+    """Raise VerificationError if a Var is used undefined or a function call is malformed.
+
+    With `memo`, functions it already accepted (same object, same callee table) are not walked
+    again, and those checked now are added to it.
+    """
+    table = VerifiedFunctions.call_table(program) if memo is not None else ()
     for f in program.functions:
+        if memo is not None and memo.known(f, table):
+            continue
         _Scoped(program, f, pass_name).visit_stmt(f.body)
+        if memo is not None:
+            memo.add(f, table)
 
 
 def verify_roundtrip(program: Program, pass_name: str, reparse: Callable[..., Program]) -> None:

@@ -207,17 +207,20 @@ class CompiledProgram:
             require_npu_runtime(platform)
         device = device if device is not None else self.device
         device.pipe_timeline = bool(config is not None and config.enable_chip_swimlane >= 2)
+        failed = True
         try:
             result = device.run(self.program, self.entry_function, dev_args,
                                 sanitize=bool(config is not None and config.sanitize),
                                 auto_deps=config.auto_deps if config is not None else True,
                                 rings=config.rings() if config is not None else None,
-                                dump_args=config.enable_dump_args if config is not None else 0)
+                                dump_args=config.enable_dump_args if config is not None else 0,
+                                replay=config.sim_replay if config is not None else True)
+            failed = False
         finally:
             self.tasks = list(device.tasks)
             self.last_run = device.last_run
             if self.last_run is not None:
-                update_dfx(self.last_run, config, self.output_dir)
+                _update_dfx(self.last_run, config, self.output_dir, failed)
         self._update_run_hints(config)
         params = self.entry_function.params
         for i in self.output_indices:
@@ -426,3 +429,16 @@ def _user_stacklevel() -> int:
     while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE_DIR):
         f, level = f.f_back, level + 1
     return level
+
+
+def _update_dfx(record: RunRecord, config: Any, output_dir: str, failed: bool) -> None:
+    """`update_dfx` after a run; after a failed run (its error is being raised) a DFX writer that
+    fails too is reported as a warning, so that the run's own error reaches the user."""
+    if not failed:
+        update_dfx(record, config, output_dir)
+        return
+    try:
+        update_dfx(record, config, output_dir)
+    except Exception as e:   # noqa: BLE001 - never mask the run's error
+        warnings.warn(f"the DFX outputs of the failed run were not written ({type(e).__name__}: {e})",
+                      RuntimeWarning, stacklevel=_user_stacklevel())

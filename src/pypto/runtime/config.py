@@ -176,6 +176,11 @@ class RunConfig:
             (`report/perf_hints_run.log`). Unknown values raise ValueError.
         distributed_config: the ranks of a distributed program (`DistributedConfig`, SPEC §8);
             None runs it on one rank.
+        sim_replay: let the simulator replay the recorded schedule of an earlier run of the same
+            program with arguments of the same shapes, dtypes, strides and scalar values
+            (`runtime/sim/replay.py`; results and run records are bit-identical to a full
+            simulation). False (or the environment variable PYPTO_SIM_REPLAY=0) always simulates
+            in full, for debugging the simulator.
 
     Raises:
         ValueError: unknown platform, platform/backend mismatch, negative device_id or tolerance, a
@@ -206,6 +211,7 @@ class RunConfig:
     diagnostic_phase: str | None = None     # diagnostics (core.diagnostics): None keeps the build's
     disabled_diagnostics: Any = None
     distributed_config: DistributedConfig | None = None   # multi-rank runs (SPEC §8, runtime.dist)
+    sim_replay: bool = True   # replayed runs (runtime/sim/replay.py)
 
     def __post_init__(self) -> None:
         from ..core.diagnostics import diagnostic_options

@@ -15,15 +15,19 @@ on (`diagnostic_phase="run"` or `"all"`, the default); `CompiledProgram.run_hint
 | PH007 | a cross-core pipe ring of fewer slots than the default one-way depth (`SLOTS_ONE_WAY`, 8:
 |       | `pl.cross_core_slot(slot_num=N)` or 4 each with both directions live) that filled up while
 |       | the producing kernel waited on its pipes |
+| PH010 | the orchestrator's task submissions (`orch_submit` per task, `RunRecord.orchestrator_cycles`)
+|       | take `ORCH_BOUND_SHARE` (50 %) or more of the makespan, with 2 or more tasks per core used
+|       | on average: the cores wait for tasks to be submitted |
 
 Each hint is located at the user's line: the kernel call in the orchestration (PH004, PH005,
-PH007) or the load / store (PH006).
+PH007; PH010: the call of the kernel submitted most often) or the load / store (PH006).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,11 +43,12 @@ from .sim.record import RunRecord
 from .sim.task import Task
 
 __all__ = ["run_hints", "render_run_hints", "update_run_hints", "RUN_HINT_CODES", "RUN_HINTS_FILE",
-           "PIPE_BUSY_BELOW"]
+           "PIPE_BUSY_BELOW", "ORCH_BOUND_SHARE"]
 
-RUN_HINT_CODES = ("PH004", "PH005", "PH006", "PH007")
+RUN_HINT_CODES = ("PH004", "PH005", "PH006", "PH007", "PH010")
 RUN_HINTS_FILE = "perf_hints_run.log"
 PIPE_BUSY_BELOW = 0.25   # PH005: compute pipe busy below this share of the kernel's work cycles
+ORCH_BOUND_SHARE = 0.5   # PH010: submissions take at least this share of the makespan
 _COMPUTE_PIPE = {"AIC": "cube", "AIV": "vector"}
 _PRODUCER = {"AIC->AIV": "AIC", "AIV->AIC": "AIV"}
 
@@ -85,16 +90,30 @@ def _small_tasks(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
                      _where(ts))
 
 
+def _distinct_costs(ts: list[Task]) -> list[tuple[Any, int]]:
+    """(TaskCost, how many of `ts` have it) per distinct cost object: a kernel without control flow
+    gives every task the same one, so the sums below take one step per kernel, not per task."""
+    seen: dict[int, list] = {}
+    for t in ts:
+        e = seen.get(id(t.cost))
+        if e is None:
+            seen[id(t.cost)] = [t.cost, 1]
+        else:
+            e[1] += 1
+    return [(c, n) for c, n in seen.values()]
+
+
 def _idle_pipe(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
     pipe = _COMPUTE_PIPE.get(ts[0].core_type)
     launch = int(const("task_launch"))
-    work = sum(t.cost.cycles - launch for t in ts)  # type: ignore[union-attr]
+    costs = _distinct_costs(ts)
+    work = sum((cost.cycles - launch) * n for cost, n in costs)
     if pipe is None or work <= 0:
         return
     pipes: dict[str, int] = {}
-    for t in ts:
-        for p, c in t.cost.pipe_cycles.items():  # type: ignore[union-attr]
-            pipes[p] = pipes.get(p, 0) + c
+    for cost, n in costs:
+        for p, c in cost.pipe_cycles.items():
+            pipes[p] = pipes.get(p, 0) + c * n
     busy = pipes.get(pipe, 0)
     if busy >= PIPE_BUSY_BELOW * work:
         return
@@ -113,10 +132,9 @@ def _narrow_transfers(kernel: str, ts: list[Task], granule: int) -> Iterator[Dia
     ex = ts[0].executor
     sites, spans = getattr(ex, "sites", ()), getattr(ex, "site_spans", ())
     runs = [0] * len(sites)
-    for t in ts:
-        counts = t.cost.counts  # type: ignore[union-attr]
+    for counts, n in Counter(t.cost.counts for t in ts).items():  # type: ignore[union-attr]
         for i in range(len(sites)):
-            runs[i] += counts[i] if counts is not None and i < len(counts) else 1
+            runs[i] += n * (counts[i] if counts is not None and i < len(counts) else 1)
     for i, (c, span) in enumerate(zip(sites, spans)):
         if not c.rows or not runs[i] or c.path is None or MemorySpace.DDR not in c.path:
             continue
@@ -171,14 +189,40 @@ def _shallow_rings(tasks: list[Task], program: Any) -> Iterator[Diagnostic]:
                          _where([t for _, ts in found for t in ts]))
 
 
+def _orchestration_bound(record: RunRecord) -> Iterator[Diagnostic]:
+    """PH010: submitting the tasks, one after another on the orchestrator, takes most of the run."""
+    orch, span = record.orchestrator_cycles, record.makespan_cycles
+    done = [t for t in record.tasks if t.cost is not None and t.start_cycle is not None]
+    cores = len({t.core for t in done})
+    if len(done) < 2 * cores or not span or orch < ORCH_BOUND_SHARE * span:
+        return   # also: a core that runs one task waits for no second submission
+    submit = int(const("orch_submit"))
+    work = sum(t.cycles for t in done)
+    busiest: dict[str, int] = {}
+    for t in done:
+        busiest[t.core] = busiest.get(t.core, 0) + t.cycles   # type: ignore[index]
+    kernel = max(_by_kernel(done).items(), key=lambda kv: len(kv[1]))
+    fewer = max(1, work // max(1, cores * submit))
+    yield Diagnostic("PH010", kernel[0],
+                     f"the orchestrator spent {orch} of the run's {span} cycles ({_pct(orch, span)}) submitting "
+                     f"{orch // submit} tasks, one after another at {submit} cycles each (cost model "
+                     f"'orch_submit'), while the tasks averaged {work // len(done)} cycles each over {cores} "
+                     f"core(s) (the busiest core worked {max(busiest.values())} cycles, "
+                     f"{_pct(max(busiest.values()), span)} of the run): the cores wait for submissions. Use fewer, "
+                     f"larger tasks (more rows per task, or a loop over several blocks inside each task): with "
+                     f"{work} cycles of task work on {cores} core(s), submission stays below the cores' work "
+                     f"with fewer than about {fewer} tasks", _where(kernel[1]))
+
+
 def run_hints(record: RunRecord, program: Any = None) -> list[Diagnostic]:
-    """PH004-PH007 of the run `record` (kernels in order of their first task); `program` (the
-    lowered `ir.Program`) names why a ring is shallow."""
+    """PH004-PH007 and PH010 of the run `record` (kernels in order of their first task); `program`
+    (the lowered `ir.Program`) names why a ring is shallow."""
     granule = get_soc(BackendType[record.backend]).ddr_access_granularity
     out: list[Diagnostic] = []
     for kernel, ts in _by_kernel(record.tasks).items():
         out += [*_small_tasks(kernel, ts), *_idle_pipe(kernel, ts), *_narrow_transfers(kernel, ts, granule)]
     out += _shallow_rings(record.tasks, program)
+    out += _orchestration_bound(record)
     return out
 
 

@@ -4,8 +4,10 @@
 
 For people who cannot open Perfetto (https://ui.perfetto.dev) offline: the page has no external
 resources (inline SVG, CSS and a few lines of JavaScript). Each track of the trace is a row — the
-AICPU's orchestrator (and scheduler, from swimlane level 3) first, then one row per AI core in
-track order, idle cores included, each busy core followed (from level 2) by a row per pipe it used; each slice ("X" event) is a box over its time span, coloured by
+AICPU's orchestrator (and scheduler, from swimlane level 3) first, then one row per AI core that
+ran a task, in track order (idle cores are left out, so the pipe rows of a busy core are not
+pushed below 72 empty rows; `--idle` draws them too), each busy core followed (from level 2) by a
+row per pipe it used; each slice ("X" event) is a box over its time span, coloured by
 kernel (orchestrator stalls red, waits grey); hovering a box shows its name, start, duration and
 arguments (task id, cycles, pipe cycles, dependencies, scope, ...). Instants (dispatch / finish)
 are thin ticks, async scheduler phases boxes on the scheduler row, counters ("tasks in flight",
@@ -30,6 +32,7 @@ from typing import Any
 __all__ = ["find_trace", "render_html", "main"]
 
 _ROW, _GAP, _LABEL, _WIDTH = 18, 4, 130, 1400
+_CORES_PID = 1   # the process of the AI-core tracks (`runtime.dfx.swimlane.CHIP_PID`)
 
 
 def find_trace(path: str | Path) -> Path:
@@ -67,8 +70,9 @@ def _tip(e: dict[str, Any], end: float | None = None) -> str:
     return html.escape("\n".join(lines))
 
 
-def render_html(doc: dict[str, Any], title: str = "swimlane") -> str:
-    """The HTML page of trace-event document `doc` (a dict with "traceEvents")."""
+def render_html(doc: dict[str, Any], title: str = "swimlane", idle: bool = False) -> str:
+    """The HTML page of trace-event document `doc` (a dict with "traceEvents"); AI-core tracks
+    without any event (idle cores) get a row only with `idle=True`."""
     events = doc.get("traceEvents", doc if isinstance(doc, list) else [])
     names: dict[tuple[int, int], str] = {}
     procs: dict[int, str] = {}
@@ -85,6 +89,10 @@ def render_html(doc: dict[str, Any], title: str = "swimlane") -> str:
         if e["ph"] != "C":
             names.setdefault((e["pid"], e.get("tid", 0)), f"{procs.get(e['pid'], e['pid'])} {e.get('tid', 0)}")
     counters = sorted({e["name"] for e in timed if e["ph"] == "C"})
+    used = {(e["pid"], e.get("tid", 0)) for e in timed if e["ph"] != "C"}
+    drop = set() if idle else {k for k in names if k[0] == _CORES_PID and k not in used}
+    names = {k: v for k, v in names.items() if k not in drop}
+    hidden = len(drop)
     end = max([float(e.get("ts", 0)) + float(e.get("dur", 0)) for e in timed] or [1.0]) or 1.0
     keys = sorted(names, key=lambda k: (k[0], order.get(k, k[1]), k[1]))
     rows = {k: i for i, k in enumerate(keys)}
@@ -144,6 +152,8 @@ def render_html(doc: dict[str, Any], title: str = "swimlane") -> str:
         axis.append(f'<text class="axis" x="{x(ts)}" data-x="{x(ts)}" y="12">{ts:.2f} us</text>')
     meta = doc.get("otherData", {}) if isinstance(doc, dict) else {}
     info = html.escape(", ".join(f"{k}: {v}" for k, v in meta.items()))
+    if hidden:
+        info += f" ({hidden} idle core tracks not drawn: <code>--idle</code> draws them)"
     label_svg = (f'<svg id="labels" xmlns="http://www.w3.org/2000/svg" width="{_LABEL}" height="{height}">'
                  f'{"".join(labels)}</svg>')
     svg = (f'<svg id="lanes" xmlns="http://www.w3.org/2000/svg" width="{_WIDTH + 20}" height="{height}">'
@@ -183,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pypto.tools.swimlane", description=__doc__.splitlines()[0])
     ap.add_argument("trace", help="swimlane.json, a dfx_outputs folder or a build folder")
     ap.add_argument("-o", "--output", help="HTML file to write (default: swimlane.html next to the trace)")
+    ap.add_argument("--idle", action="store_true", help="also draw a row for each core that ran no task")
     ns = ap.parse_args(argv)
     try:
         trace = find_trace(ns.trace)
@@ -193,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(ns.output) if ns.output else trace.with_suffix(".html")
     meta = doc.get("otherData", {}) if isinstance(doc, dict) else {}
     title = f"{meta.get('program', trace.stem)} swimlane" if meta else trace.stem
-    out.write_text(render_html(doc, title), encoding="utf-8")
+    out.write_text(render_html(doc, title, idle=ns.idle), encoding="utf-8")
     print(out)
     return 0
 

@@ -176,3 +176,80 @@ def test_distributed_config_checks_its_fields() -> None:
             DistributedConfig(**bad)
     with pytest.raises(ValueError, match="RunConfig.distributed_config must be a DistributedConfig"):
         RunConfig(distributed_config=[0, 1])
+
+
+def read_both_ways(comm, data, sig):
+    """Each rank fills its copy with rank+1; a barrier; then it reads its successor's copy with
+    `remote_read` and with `remote_read_into` (into a tensor of its own): same data, same cost."""
+    data.fill_(float(comm.rank + 1))
+    for p in range(comm.nranks):
+        comm.notify(sig[comm.rank], p, 1, "add")
+    for p in range(comm.nranks):
+        comm.wait(sig[p], 1, "ge")
+    peer = (comm.rank + 1) % comm.nranks
+    got = comm.remote_read(data, peer)
+    out = torch.full(tuple(data.shape), -1.0)
+    same = comm.remote_read_into(data, peer, out)
+    first, second = [e for e in comm.events if e.kind == "remote_read"]
+    return (same is out, got.tolist(), out.tolist(), first.arrival - first.time, second.arrival - second.time,
+            second.nbytes)
+
+
+def test_remote_read_into_reads_like_remote_read(world3: World) -> None:
+    data, sig = _win(world3, (2, 8)), _win(world3, (3,), torch.int32)
+    for r, (same, got, into, cost1, cost2, nbytes) in enumerate(call_on_ranks(world3, read_both_ways,
+                                                                                 [[data, sig]] * 3)):
+        assert same and got == into == [[float((r + 1) % 3 + 1)] * 8] * 2
+        assert cost1 == cost2 == LAT + -(-nbytes // int(const("link_bytes_per_cycle"))) and nbytes == 2 * 8 * 4
+
+
+def test_comm_events_pickle_to_equal_events() -> None:
+    import pickle
+
+    from pypto.runtime.dist.comm import CommEvent
+
+    e = CommEvent("wait", 1, 1, 30, 2730, (1 << 40) | 7, 0, 64, value=2, cause=(2 << 40) | 3, kernel="k",
+                  task=4, core="AIV0")
+    assert pickle.loads(pickle.dumps(e)) == e
+
+
+def test_waits_spin_only_when_every_rank_has_a_core(monkeypatch) -> None:
+    from pypto.runtime.dist import comm as comm_mod
+
+    monkeypatch.setattr(comm_mod.os, "cpu_count", lambda: 4)
+    make = lambda n: comm_mod.RankComm(0, n, None, [], {}, comm_mod.RankClock())  # noqa: E731
+    assert make(2).spins == comm_mod.SPINS and make(3).spins == comm_mod.SPINS
+    assert make(4).spins == 0 and make(8).spins == 0
+
+
+def test_a_notify_wakes_a_blocked_peer_only_for_the_cell_it_waits_on() -> None:
+    from pypto.runtime.dist.comm import RankClock, RankComm, WindowMap
+    from pypto.runtime.dist.control import BLOCKED, Control
+    from pypto.runtime.dist.shm import Segment, new_world_id
+
+    class Bell:
+        def __init__(self) -> None:
+            self.rings = 0
+
+        def release(self) -> None:
+            self.rings += 1
+
+    wid = new_world_id()
+    ctl, seg = Control.create(f"{wid}_ctl", 2), Segment.create(f"{wid}_w0", 2 * 64)
+    try:
+        win = WindowMap(0, 64, 64, seg)
+        bells = [Bell(), Bell()]
+        comm = RankComm(0, 2, ctl, [torch.multiprocessing.Lock(), torch.multiprocessing.Lock()], {0: win},
+                        RankClock(), bells)
+        cells = win.view(0, 0, (2,), (1,), torch.int32)
+        ctl.set_state(1, BLOCKED)
+        ctl.set_waiting(1, Control.key(0, 4))            # rank 1 is blocked on cell [1]
+        comm.notify(cells[0:1], 1, 1, "add")
+        assert bells[1].rings == 0                       # another cell: rank 1 sleeps on
+        comm.notify(cells[1:2], 1, 1, "add")
+        assert bells[1].rings == 1
+        assert win.view(1, 0, (2,), (1,), torch.int32).tolist() == [1, 1]
+    finally:
+        for s in (ctl.seg, seg):
+            s.unlink()
+            s.close()

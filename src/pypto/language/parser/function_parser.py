@@ -154,6 +154,36 @@ def declares_returns(what: str, n: int) -> str:
     return f"{what} declares {n} return value{'' if n == 1 else 's'}"
 
 
+def _own_calls(node: ast.AST) -> list[ast.Call]:
+    """The calls in statement `node`'s own expressions (not in the statements nested in its body,
+    which are parsed, and checked, one by one)."""
+    out, todo = [], [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt)]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call):
+            out.append(n)
+        todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, ast.stmt))
+    return out
+
+
+def reject_unpacking(node: ast.stmt, span: Any) -> None:
+    """Raise a located ParserSyntaxError for `*args` / `**kwargs` in a call of statement `node`:
+    the parser reads every call's arguments as written (an op's, a loop's `pl.pipeline(...)`, a
+    kernel call's), so an unpacked tuple or dict would otherwise be dropped without a word.
+    `span` maps an AST node to its Span."""
+    for call in _own_calls(node):
+        bad = [a for a in call.args if isinstance(a, ast.Starred)]
+        bad += [k for k in call.keywords if k.arg is None]
+        if bad:
+            b = min(bad, key=lambda n: (n.lineno, n.col_offset))
+            text = ast.unparse(b.value)
+            stars = "**" if isinstance(b, ast.keyword) else "*"
+            raise ParserSyntaxError(
+                f"argument unpacking '{stars}{text}' is not supported in a call inside a PyPTO function "
+                f"('{ast.unparse(call.func)}(...)'): the parser reads the arguments as written, so "
+                f"write each one out (e.g. stage=2 instead of **{{'stage': 2}})", span(b))
+
+
 def _is_placeholder(body: list[ast.stmt]) -> bool:
     """A body of only `...`, `pass` and docstrings: a signature written down without code (the
     language guide's parameter-direction and dynamic-shape examples), which need no return."""
@@ -250,6 +280,7 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
         return self.parse_value(node)
 
     def parse_stmt(self, node: ast.stmt) -> None:
+        reject_unpacking(node, self.span)
         try:
             StmtParser.parse_stmt(self, node)
         except ParserError:

@@ -22,6 +22,7 @@ above are touched.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -30,12 +31,25 @@ from pathlib import Path
 from typing import Any
 
 from ..sim.record import RunRecord
-from .argdump import ARGS_DUMP_DIR, write_args_dump
-from .depgraph import task_graph_dot, task_graph_json
-from .deps import deps_json
-from .pmu import pmu_csv, pmu_rows, pmu_task_csv
-from .scope_stats import scope_stats, scope_stats_jsonl
-from .swimlane import swimlane_events
+
+# The writers load when a run first asks for their output (or on `dfx.<name>`), so a run with
+# every switch off never imports them (docs/performance.md "Import time").
+_LAZY = {"swimlane_events": "swimlane", "task_graph_json": "depgraph", "task_graph_dot": "depgraph",
+         "deps_json": "deps", "scope_stats": "scope_stats", "scope_stats_jsonl": "scope_stats",
+         "pmu_rows": "pmu", "pmu_csv": "pmu", "pmu_task_csv": "pmu", "write_args_dump": "argdump"}
+ARGS_DUMP_DIR = "args_dump"  # the folder `argdump.write_args_dump` fills (it imports this name)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _writer(name: str) -> Callable[..., Any]:
+    """The DFX function `name` (one of `_LAZY`), imported on first use."""
+    return __getattr__(name)  # type: ignore[no-any-return]
+
 
 __all__ = ["update_dfx", "wants_dfx", "dfx_files", "DFX_DIR", "DFX_FILES", "swimlane_events",
            "task_graph_json", "task_graph_dot", "deps_json", "scope_stats", "scope_stats_jsonl", "pmu_rows",
@@ -46,14 +60,14 @@ DFX_DIR = "dfx_outputs"
 #  file                written when (config)                  text (record, config)
 _OUTPUTS: tuple[tuple[str, Callable[[Any], bool], Callable[[RunRecord, Any], str]], ...] = (
     ("swimlane.json", lambda c: c.enable_chip_swimlane >= 1,
-     lambda r, c: json.dumps(swimlane_events(r, int(c.enable_chip_swimlane)))),
-    ("task_graph.dot", lambda c: bool(c.enable_dep_gen), lambda r, c: task_graph_dot(r)),
-    ("task_graph.json", lambda c: bool(c.enable_dep_gen), lambda r, c: json.dumps(task_graph_json(r), indent=1)),
-    ("deps.json", lambda c: bool(c.enable_dep_gen), lambda r, c: json.dumps(deps_json(r), indent=1)),
-    ("scope_stats.json", lambda c: bool(c.enable_scope_stats), lambda r, c: json.dumps(scope_stats(r), indent=1)),
-    ("scope_stats.jsonl", lambda c: bool(c.enable_scope_stats), lambda r, c: scope_stats_jsonl(r)),
-    ("pmu.csv", lambda c: c.enable_pmu >= 1, lambda r, c: pmu_csv(r)),
-    ("pmu_tasks.csv", lambda c: c.enable_pmu >= 2, lambda r, c: pmu_task_csv(r)),
+     lambda r, c: json.dumps(_writer("swimlane_events")(r, int(c.enable_chip_swimlane)))),
+    ("task_graph.dot", lambda c: bool(c.enable_dep_gen), lambda r, c: _writer("task_graph_dot")(r)),
+    ("task_graph.json", lambda c: bool(c.enable_dep_gen), lambda r, c: json.dumps(_writer("task_graph_json")(r), indent=1)),
+    ("deps.json", lambda c: bool(c.enable_dep_gen), lambda r, c: json.dumps(_writer("deps_json")(r), indent=1)),
+    ("scope_stats.json", lambda c: bool(c.enable_scope_stats), lambda r, c: json.dumps(_writer("scope_stats")(r), indent=1)),
+    ("scope_stats.jsonl", lambda c: bool(c.enable_scope_stats), lambda r, c: _writer("scope_stats_jsonl")(r)),
+    ("pmu.csv", lambda c: c.enable_pmu >= 1, lambda r, c: _writer("pmu_csv")(r)),
+    ("pmu_tasks.csv", lambda c: c.enable_pmu >= 2, lambda r, c: _writer("pmu_task_csv")(r)),
 )
 DFX_FILES: tuple[str, ...] = (*(name for name, _, _ in _OUTPUTS), ARGS_DUMP_DIR)
 
@@ -101,7 +115,7 @@ def update_dfx(record: RunRecord, config: Any, output_dir: str | os.PathLike) ->
                 _write(out / name, text(record, config))
                 written.append(out / name)
         if ARGS_DUMP_DIR in names:
-            written.append(write_args_dump(record, config.enable_dump_args, out).parent)
+            written.append(_writer("write_args_dump")(record, config.enable_dump_args, out).parent)
     for name in DFX_FILES:
         if name not in names:
             if name == ARGS_DUMP_DIR:

@@ -25,10 +25,9 @@ from typing import Any
 import torch
 
 from ..sim.record import RunRecord
+from . import ARGS_DUMP_DIR  # the folder name lives in the package, which loads this module lazily
 
 __all__ = ["ARGS_DUMP_DIR", "write_args_dump"]
-
-ARGS_DUMP_DIR = "args_dump"
 
 
 def _bytes(t: torch.Tensor) -> bytes:

@@ -50,7 +50,7 @@ def scope_stats(record: RunRecord) -> list[dict[str, Any]]:
             row[0] += 1
             row[1] += k == len(t.scope) - 1
             row[2] += t.cycles
-            if t.start_cycle is not None:
+            if t.start_cycle is not None and t.end_cycle is not None:   # not a failed task
                 row[3] = t.start_cycle if row[3] is None else min(row[3], t.start_cycle)
                 row[4] = t.end_cycle if row[4] is None else max(row[4], t.end_cycle)
     ends: dict[int, list[dict[str, Any]]] = {}

@@ -110,15 +110,14 @@ def _tasks(record: RunRecord, level: int) -> list[dict[str, Any]]:
     scopes = record.scopes
     out = []
     for t in record.tasks:
-        if t.start_cycle is None or t.core_index is None:
-            continue
+        if t.start_cycle is None or t.end_cycle is None or t.core_index is None:
+            continue   # not run, or failed (a failed run draws the tasks that finished)
         tid = core_tid(record, t.core_type, t.core_index)
         args: dict[str, Any] = {"task_id": t.task_id, "cycles": t.cycles, "core": t.core,
                                 "deps": sorted(t.deps), "ring": t.ring}
         if t.cost is not None:
             args["pipe_cycles"] = {p: c for p, c in t.cost.pipe_cycles.items() if c}
-        if t.ddr_wait_cycles:   # cycles the chip's shared DDR bandwidth added (bandwidth.DdrChannel)
-            args["ddr_wait_cycles"] = t.ddr_wait_cycles
+        args["ddr_wait_cycles"] = t.ddr_wait_cycles   # cycles the chip's shared DDR bandwidth added (0: none)
         if t.scope:
             args["scope"] = scopes[t.scope[-1]].path(scopes)
         if t.group is not None:   # a kernel of a Group call (mixed kernel) on its cluster
@@ -142,7 +141,7 @@ def _pipe_tracks(record: RunRecord) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     named: set[int] = set()
     for t in record.tasks:
-        if not t.pipe_ops or t.start_cycle is None or t.core_index is None:
+        if not t.pipe_ops or t.start_cycle is None or t.end_cycle is None or t.core_index is None:
             continue
         core = core_tid(record, t.core_type, t.core_index)
         names = getattr(t.executor, "site_names", ())
@@ -169,7 +168,7 @@ def _scheduler(record: RunRecord) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     changes: dict[str, list[tuple[int, int]]] = {"ready tasks": [], "tasks in flight": []}
     for t in record.tasks:
-        if t.start_cycle is None:
+        if t.start_cycle is None or t.end_cycle is None:
             continue
         ready = t.ready_cycle if t.ready_cycle is not None else t.start_cycle
         for name, a, b in (("resolve deps", t.submit_cycle, ready), ("ready queue", ready, t.start_cycle)):

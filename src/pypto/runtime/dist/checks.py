@@ -297,6 +297,12 @@ def end_of_call(world: Any) -> None:
         visibility.check_records(records)
     if not world.dist.end_of_call_checks:
         return
-    events = [e for rec in records for e in rec.events]
-    check_collectives([e for e in events if isinstance(e, CollectiveCall)], world.nranks)
-    check_credits(world, marks + [e for e in events if isinstance(e, CreditSignal)])
+    calls: list[CollectiveCall] = []
+    for rec in records:   # one pass; most events are CommEvents (one per remote access)
+        for e in rec.events:
+            if isinstance(e, CollectiveCall):
+                calls.append(e)
+            elif isinstance(e, CreditSignal):
+                marks.append(e)
+    check_collectives(calls, world.nranks)
+    check_credits(world, marks)

@@ -26,9 +26,11 @@ task gets longer by the difference (its `stall_cycles`).
 Every notify, wait, remote write and remote read is recorded as an event (`CommEvent`) for the
 merged timeline.
 
-Deadlocks: a wait that is not satisfied marks the rank BLOCKED in the control block and sleeps on
-its rank's bell (a semaphore every notify to the rank releases) with a growing timeout, re-reading
-the cell and the abort flag each time it wakes; when the host declares a deadlock the wait raises `WaitAborted`
+Deadlocks: a wait that is not satisfied marks the rank BLOCKED in the control block, re-reads the
+cell `SPINS` times when every rank has a core of its own (none when the ranks outnumber the cores:
+a spinning rank would take the core the rank it waits for needs), then sleeps on
+its rank's bell (a semaphore that a notify of the cell it is blocked on releases) with a growing
+timeout, re-reading the cell and the abort flag each time it wakes; when the host declares a deadlock the wait raises `WaitAborted`
 carrying a `BlockedWait` (kernel, source line, signal name and cell, expected vs current value, the
 ranks that did notify the cell in this call).
 """
@@ -36,8 +38,10 @@ ranks that did notify the cell in this call).
 from __future__ import annotations
 
 import math
+import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -47,7 +51,9 @@ from ...core.span import Span
 from ..sim.cost_model import const
 from .control import ABORT_DEADLOCK, BLOCKED, OP_ADD, OP_SET, RUNNING, Control
 
-__all__ = ["RankComm", "RankClock", "WindowMap", "CommEvent", "BlockedWait", "WaitAborted"]
+__all__ = ["RankComm", "RankClock", "WindowMap", "CommEvent", "BlockedWait", "WaitAborted", "SPINS"]
+
+SPINS = 20   # re-reads of an unsatisfied cell before a wait sleeps (when the ranks have a core each)
 
 
 @dataclass
@@ -60,6 +66,13 @@ class WindowMap:
     stride: int
     segment: Any
     _typed: dict[torch.dtype, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+    _ptr: int = field(default=-1, repr=False, compare=False)
+
+    def base(self, rank: int) -> int:
+        """The address of rank `rank`'s copy in this process's mapping."""
+        if self._ptr < 0:
+            self._ptr = self.segment.bytes.data_ptr()
+        return self._ptr + rank * self.stride
 
     def copy(self, rank: int) -> torch.Tensor:
         """Rank `rank`'s copy as uint8."""
@@ -74,7 +87,7 @@ class WindowMap:
         return torch.as_strided(typed, shape, stride, (rank * self.stride + offset) // dtype.itemsize)
 
 
-@dataclass
+@dataclass(slots=True)
 class CommEvent:
     """One cross-rank event in simulated time (cycles since the world started).
 
@@ -100,6 +113,14 @@ class CommEvent:
     kernel: str = ""
     task: int = -1
     core: str = ""
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # pickled as the class and its field values (rank replies carry one event per remote access:
+        # about 3x cheaper to send and receive than the default slot state)
+        return CommEvent, _EVENT_FIELDS(self)
+
+
+_EVENT_FIELDS = attrgetter(*(f.name for f in fields(CommEvent)))
 
 
 @dataclass
@@ -157,9 +178,11 @@ class RankClock:
     def begin_task(self, task: Any) -> None:
         self.task, self.stall, self.high = task, 0, 0
 
-    def mark(self) -> None:
-        """A link op just finished: the running task lasts at least until now."""
-        self.high = max(self.high, self.now())
+    def mark(self, at: int | None = None) -> None:
+        """A link op just finished (at cycle `at`, default now): the running task lasts at least until then."""
+        at = self.now() if at is None else at
+        if at > self.high:
+            self.high = at
 
     def end_task(self, start: int, own_cycles: int) -> int:
         """The stall cycles to add to the task that ran from `start` (scheduler cycles) for
@@ -212,7 +235,7 @@ class RankComm:
     Args:
         rank / nranks: this rank and the world size.
         control: the world's `Control`. locks: one lock per rank. bells: one semaphore per rank,
-            released by every notify to it: a blocked wait sleeps on its own until woken.
+            released by a notify of the cell its rank is blocked on: a blocked wait sleeps until woken.
         windows: window id -> `WindowMap` (kept up to date by the rank process).
         clock: this rank's `RankClock`.
     """
@@ -226,6 +249,9 @@ class RankComm:
         self._seq = 0
         self._pending: dict[int, int] = {}   # peer -> latest arrival of our writes to it
         self.weak: Any = None   # weak-visibility mode: a visibility.WeakMemory (set by the rank process)
+        # a blocked wait re-reads its cell this many times before it sleeps on its bell: worth it only
+        # when every rank has a core of its own (else the spinning takes the CPU its peers need)
+        self.spins = SPINS if nranks < (os.cpu_count() or 1) else 0
 
     # ---- addressing ------------------------------------------------------------------------------
     def _span(self, span: Span | None) -> Span | None:
@@ -235,6 +261,12 @@ class RankComm:
         return self.clock.op_span()
 
     def _check_peer(self, peer: int, what: str, span: Span | None) -> int:
+        """`peer` as an int rank of this world; `span` (None: the running op's) locates the error.
+
+        Raises RuntimeSimError: not an int, or outside [0, nranks)."""
+        if type(peer) is int and 0 <= peer < self.nranks:   # the common case: no span needed
+            return peer
+        span = self._span(span)
         if isinstance(peer, bool) or not isinstance(peer, int) and not hasattr(peer, "__index__"):
             raise RuntimeSimError(f"{what}: peer must be an int rank, got {type(peer).__name__}", span)
         peer = int(peer)
@@ -245,23 +277,24 @@ class RankComm:
     def locate(self, local: torch.Tensor, what: str, span: Span | None = None) -> tuple[WindowMap, int]:
         """(window, byte offset) of view `local` of this rank's copy of a window.
 
-        Raises RuntimeSimError when `local` is not (wholly) inside one of this rank's windows."""
+        Raises RuntimeSimError when `local` is not (wholly) inside one of this rank's windows; `span`
+        (None: the running op's) locates the error."""
         if not isinstance(local, torch.Tensor):
-            raise RuntimeSimError(f"{what}: expected a window-bound tensor, got {type(local).__name__}", span)
-        item = local.element_size()
+            raise RuntimeSimError(f"{what}: expected a window-bound tensor, got {type(local).__name__}",
+                                  self._span(span))
         ptr = local.data_ptr()
-        extent = item + sum((n - 1) * abs(s) for n, s in zip(local.shape, local.stride())) * item \
-            if local.numel() else 0
         for win in self.windows.values():
-            base = win.segment.bytes.data_ptr() + self.rank * win.stride
-            if base <= ptr < base + win.nbytes:
-                off = ptr - base
+            off = ptr - win.base(self.rank)
+            if 0 <= off < win.nbytes:
+                item = local.element_size()
+                extent = item + sum((n - 1) * abs(s) for n, s in zip(local.shape, local.stride())) * item \
+                    if local.numel() else 0
                 if off + extent > win.nbytes:
                     raise RuntimeSimError(f"{what}: the region [{off}, {off + extent}) runs past the end of "
-                                          f"window buffer {win.wid} ({win.nbytes} bytes)", span)
+                                          f"window buffer {win.wid} ({win.nbytes} bytes)", self._span(span))
                 return win, off
         raise RuntimeSimError(f"{what}: the tensor is not in a window (remote accesses and signals need a "
-                              f"window-bound tensor: a pld.DistributedTensor made by pld.window)", span)
+                              f"window-bound tensor: a pld.DistributedTensor made by pld.window)", self._span(span))
 
     def _peer_of(self, win: WindowMap, off: int, local: torch.Tensor, peer: int) -> torch.Tensor:
         return win.view(peer, off, tuple(local.shape), tuple(local.stride()), local.dtype)
@@ -308,8 +341,9 @@ class RankComm:
                 target.add_(int(value))
             else:
                 target.fill_(int(value))
-        if self.bells is not None and self.ctl.state(peer) == BLOCKED:
-            self.bells[peer].release()     # wake the peer sleeping in a wait (only then: the count stays small)
+        if self.bells is not None and self.ctl.state(peer) == BLOCKED and \
+                self.ctl.waiting(peer) in (0, Control.key(win.wid, off)):
+            self.bells[peer].release()     # wake the peer sleeping in a wait on this cell (only then: the count stays small)
         self.ctl.bump(self.rank)
         self.clock.mark()
         self._event("notify", peer, t, arrival, eid, win, off, value=int(value))
@@ -330,6 +364,7 @@ class RankComm:
         cell = cell.as_subclass(torch.Tensor)   # a signal read is no data access (weak visibility)
         v = int(cell.item())
         if not ok(v):
+            self.ctl.set_waiting(self.rank, Control.key(win.wid, off))
             self.ctl.set_state(self.rank, BLOCKED)
             delay, spins = 0.0, 0
             bell = self.bells[self.rank] if self.bells is not None else None
@@ -342,7 +377,7 @@ class RankComm:
                     if why:
                         raise self._aborted(why, cell, win, off, expected, cmp, v, span)
                     spins += 1
-                    if spins <= 20:
+                    if spins <= self.spins:
                         continue
                     # sleep until a notify rings this rank's bell; the timeout covers cells changed
                     # otherwise (a remote store) and the abort flag
@@ -353,6 +388,7 @@ class RankComm:
                         time.sleep(delay)
             finally:
                 self.ctl.set_state(self.rank, RUNNING)
+                self.ctl.set_waiting(self.rank, 0)
         slot = Control.slot(win.wid, off)
         with self.locks[self.rank]:
             arrival, cause = self.ctl.consume(self.rank, slot, Control.key(win.wid, off), ok, v)
@@ -421,18 +457,24 @@ class RankComm:
         self._event("remote_write", peer, t, arrival, self._next_eid(), win, off, nbytes=nbytes)
 
     def remote_read(self, local: torch.Tensor, peer: int, span: Span | None = None) -> torch.Tensor:
-        span = self._span(span)
+        return self.remote_read_into(local, peer, None, span)
+
+    def remote_read_into(self, local: torch.Tensor, peer: int, out: torch.Tensor | None,
+                         span: Span | None = None) -> torch.Tensor:
+        """`remote_read` into `out` (a tensor of `local`'s shape; None: a new one); returns it."""
         peer = self._check_peer(peer, "remote_read", span)
         win, off = self.locate(local, "remote_read", span)
-        out = self._peer_of(win, off, local, peer).clone()
+        src = self._peer_of(win, off, local, peer)
+        out = src.clone() if out is None else out.copy_(src)
         if self.weak is not None:
             self.weak.record(local, peer, win.wid, off, "read",
-                             "remote read" if peer != self.rank else "read of its own copy", span)
+                             "remote read" if peer != self.rank else "read of its own copy", self._span(span))
         nbytes = local.numel() * local.element_size()
         t, end = self.clock.issue()
         done = t + _cycles(nbytes)
-        self.clock.stall += max(0, done - end)
-        self.clock.mark()
+        extra = max(0, done - end)
+        self.clock.stall += extra
+        self.clock.mark(end + extra)   # now(): the stall just added moved it by `extra`
         self._event("remote_read", peer, t, done, self._next_eid(), win, off, nbytes=nbytes)
         return out
 

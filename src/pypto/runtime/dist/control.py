@@ -5,9 +5,9 @@ Layout (int64 words):
 - word 0: the abort flag (`ABORT_NONE`, `ABORT_ERROR` a rank failed, `ABORT_DEADLOCK` the host found
   a deadlock, `ABORT_CANCEL` the host gave up, e.g. Ctrl-C); a rank blocked in a wait sees it and
   stops.
-- per rank r, at `_HEAD + r * _RANK_WORDS`: its state (`IDLE`, `RUNNING`, `BLOCKED`) and a progress
+- per rank r, at `_HEAD + r * _RANK_WORDS`: its state (`IDLE`, `RUNNING`, `BLOCKED`), a progress
   counter it bumps on every notify, remote write, released wait and finished dispatch (the host's
-  deadlock check watches the counters).
+  deadlock check watches the counters), and the key of the cell it is blocked on (0: none).
 - per rank r, a table of `SLOTS` signal logs (simulated time, SPEC §8; deterministic): a signal cell
   hashes to a slot; its head holds the bit mask of the ranks that notified it since the call began,
   the cell's *base* (its simulated value after the notifies consumed so far, the latest arrival
@@ -48,11 +48,11 @@ class Control:
 
     def __init__(self, seg: Segment, nranks: int) -> None:
         self.seg, self.nranks = seg, nranks
-        words = seg.bytes.view(torch.int64)
+        words = seg.bytes.view(torch.int64).numpy()   # numpy: cheaper scalar access than torch
         self.words = words
-        self.ranks = words[_HEAD:_HEAD + nranks * _RANK_WORDS].view(nranks, _RANK_WORDS)
+        self.ranks = words[_HEAD:_HEAD + nranks * _RANK_WORDS].reshape(nranks, _RANK_WORDS)
         start = _HEAD + nranks * _RANK_WORDS
-        flat = words[start:].numpy()      # numpy: cheaper scalar access than torch
+        flat = words[start:]
         nh = nranks * SLOTS * _HEAD_WORDS
         self.head = flat[:nh].reshape(nranks, SLOTS, _HEAD_WORDS)
         self.log = flat[nh:nh + nranks * SLOTS * LOG * _ENTRY].reshape(nranks, SLOTS, LOG, _ENTRY)
@@ -87,6 +87,13 @@ class Control:
 
     def set_state(self, rank: int, state: int) -> None:
         self.ranks[rank, 0] = state
+
+    def set_waiting(self, rank: int, key: int) -> None:
+        """The cell (`key`; 0: none) `rank` is blocked on: notifies of other cells need not wake it."""
+        self.ranks[rank, 2] = key
+
+    def waiting(self, rank: int) -> int:
+        return int(self.ranks[rank, 2])
 
     def bump(self, rank: int) -> None:
         self.ranks[rank, 1] += 1

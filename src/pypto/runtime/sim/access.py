@@ -15,7 +15,8 @@ arguments:
   parameters (their value in this task), the dynamic dimensions of tensor parameters (the
   argument's size), scalar variables assigned once from such expressions, the block index and count of an SPMD
   task (`pl.get_block_idx()`, `pl.get_block_num()`), and for-loop variables
-  (from start to stop, when the step is a nonzero constant or a scalar whose sign is known),
+  (from start to the last value the loop reaches — `start + k * step`, when start and step are
+  known — or else to stop; when the step is a nonzero constant or a scalar whose sign is known),
   combined by `+ - * min max`, `//` and `%` by a positive constant, negation and integer casts.
   Every intermediate result must fit its dtype — the simulator wraps integers around like the
   hardware, and a wrapped value is not in the interval — or the argument counts as touched whole;
@@ -291,11 +292,24 @@ class _Intervals:
         def run(args: Sequence[Any], memo: Memo) -> Interval:
             b, e, st = start(args, memo), stop(args, memo), step(args, memo)
             if st[0] > 0:    # start, start + step, ... < stop
-                return b[0], max(b[0], e[1] - 1)
+                return b[0], max(b[0], _last(b, e[1] - 1, st))
             if st[1] < 0:    # start, start + step, ... > stop
-                return min(b[1], e[0] + 1), b[1]
+                return min(b[1], _last(b, e[0] + 1, st)), b[1]
             raise _GiveUp    # the step's sign depends on the task (or it is zero: the loop fails)
         return run
+
+
+def _last(start: Interval, bound: int, step: Interval) -> int:
+    """The last value a loop variable can take before passing `bound` (its stop - 1, or + 1 for a
+    negative step): with a known start and step, the last multiple of the step from the start
+    (`range(0, 512, 8)` ends at 504, so tasks at offsets 0, 512, ... touch disjoint boxes);
+    otherwise the bound itself (safe: an upper bound of every value)."""
+    if start[0] != start[1] or step[0] != step[1]:
+        return bound
+    b, s = start[0], step[0]
+    if (bound - b) * s < 0:
+        return b     # no iteration past the start (the caller keeps the start)
+    return b + (bound - b) // s * s
 
 
 def _memoized(fn: IntervalFn) -> IntervalFn:

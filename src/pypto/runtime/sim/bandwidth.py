@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
+from itertools import accumulate, compress, count, islice, repeat
 
 from .cost_model import const
 
@@ -69,8 +71,11 @@ class DdrChannel:
         if nbytes <= 0:
             return 0
         rate = nbytes / max(cycles, 1)
-        left = float(nbytes)
         i = self._split(start)
+        fast = self._reserve_at_rate(i, rate, float(nbytes))
+        if fast is not None:
+            return max(0, fast - (start + cycles))
+        left = float(nbytes)
         times, used = self.times, self.used
         while True:
             give = min(rate, self.capacity - used[i])
@@ -87,6 +92,30 @@ class DdrChannel:
                 used[i] += give
                 left -= give * (b - a)
             i += 1
+
+    def _reserve_at_rate(self, i: int, rate: float, left: float) -> int | None:
+        """The common case of `reserve`, in C-level list operations: when every segment from `i` to
+        the task's end has `rate` free, grant it there and return the end cycle; else change nothing
+        and return None. The arithmetic (and so every cycle) is the segment-by-segment loop's."""
+        times, used, cap = self.times, self.used, self.capacity
+        if rate <= 1e-9:
+            return None
+        lengths = list(map(operator.sub, islice(times, i + 1, None), islice(times, i, None)))
+        # bytes still to grant at the start of each segment, as the loop subtracts them one by one
+        lefts = list(accumulate(map(operator.mul, repeat(rate), lengths), operator.sub, initial=left))
+        # the segment the grant ends in: the first whose length holds ceil(left / rate - 1e-9) cycles
+        # (ceil(x) <= L exactly when x <= L, for an integer L), else the open-ended last one
+        k = next(compress(count(), map(operator.le, map(operator.sub, map(operator.truediv, lefts,
+                                                                            repeat(rate)), repeat(1e-9)),
+                                       lengths)), len(lengths))
+        j = i + k
+        if cap - max(islice(used, i, j + 1)) < rate:   # == min(cap - used[x]): some segment is short
+            return None
+        end = times[j] + math.ceil(lefts[k] / rate - 1e-9)
+        if j + 1 >= len(times) or end < times[j + 1]:
+            self._split(end)            # the new segment after `end` keeps the old rate
+        used[i:j + 1] = map(operator.add, islice(used, i, j + 1), repeat(rate))
+        return end
 
     def forget_before(self, t: int) -> None:
         """Drop the segments that end at or before cycle `t` (no task starts before it again)."""

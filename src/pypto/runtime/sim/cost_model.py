@@ -54,6 +54,7 @@ fallback for ops without an entry or with a dynamically shaped amount (see `op_c
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -182,10 +183,29 @@ class TaskCost(NamedTuple):
 
 
 def task_cost(costs: list[OpCost] | tuple[OpCost, ...], counts: list[int] | None = None) -> TaskCost:
-    """Sum op costs (each executed `counts[i]` times, once when `counts` is None) plus the launch."""
+    """Sum op costs (each executed `counts[i]` times, once when `counts` is None) plus the launch.
+
+    Remembered per (sites, counts) for a tuple of sites (a kernel's, whose tasks often run the same
+    counts); the TaskCost returned is shared, like a static kernel's, and must not be modified."""
+    launch = int(const("task_launch"))
+    if counts is None or not isinstance(costs, tuple):
+        return _task_cost(costs, counts, launch)
+    key = (id(costs), tuple(counts), launch)
+    hit = _TASK_COSTS.get(key)
+    if hit is None or hit[0] is not costs:
+        if len(_TASK_COSTS) >= 1024:
+            _TASK_COSTS.clear()
+        hit = _TASK_COSTS[key] = (costs, _task_cost(costs, key[1], launch))
+    return hit[1]
+
+
+_TASK_COSTS: dict[tuple, tuple[tuple[OpCost, ...], TaskCost]] = {}
+
+
+def _task_cost(costs: list[OpCost] | tuple[OpCost, ...], counts: Sequence[int] | None, launch: int) -> TaskCost:
     pipes: dict[str, int] = {}
     paths: dict[tuple[MemorySpace, MemorySpace], int] = {}
-    total = int(const("task_launch"))
+    total = launch
     for i, c in enumerate(costs):
         n = 1 if counts is None else counts[i]
         if not n or (not c.cycles and not c.nbytes):

@@ -15,26 +15,35 @@ from the first access to that buffer, a power of two between 4 KiB and 4 MiB), s
 looks at accesses of the kind it can conflict with whose byte ranges share a bucket. An access fully covered by a later write is dropped: anything
 that later conflicts with it also conflicts with the covering write, which already depends on it,
 so the order is kept transitively and the index stays small when a buffer is rewritten in a loop.
+
+Boxes (`regions.Region.box`) of a buffer whose first access is a box are kept instead in a grid
+of cells (per dimension a power of two at least the first box's extent; boxes with other strides
+or over more than `_MAX_CELLS` cells stay in the byte buckets), so a tile of a matrix only meets
+the tiles that share a cell with it, not every tile of the same rows. Candidates that overlap are taken in the order the byte
+buckets alone would give (first shared bucket, then age), so the dependencies are found in the
+same order either way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .regions import Region
 
 __all__ = ["DepTracker", "Access"]
 
 _MIN_BUCKET, _MAX_BUCKET = 1 << 12, 1 << 22
+_MAX_CELLS = 64
 
 Access = tuple[Region, bool, bool]   # (region, reads, writes)
 
 
 class _Entry:
-    __slots__ = ("region", "task", "write", "alive")
+    __slots__ = ("region", "task", "write", "alive", "seq")
 
-    def __init__(self, region: Region, task: int, write: bool) -> None:
-        self.region, self.task, self.write, self.alive = region, task, write, True
+    def __init__(self, region: Region, task: int, write: bool, seq: int = 0) -> None:
+        self.region, self.task, self.write, self.alive, self.seq = region, task, write, True, seq
 
 
 class _Index:
@@ -63,7 +72,7 @@ class _Index:
                     seen[id(e)] = e
         return seen.values()
 
-    def _alive(self, cell: int, bucket: list[_Entry]) -> list[_Entry]:
+    def _alive(self, cell: Any, bucket: list[_Entry]) -> list[_Entry]:
         live = [e for e in bucket if e.alive]
         if len(live) != len(bucket):
             if live:
@@ -75,6 +84,87 @@ class _Index:
     def insert(self, e: _Entry) -> None:
         for c in self.cells(e.region):
             self.buckets.setdefault(c, []).append(e)
+
+
+class _Grid(_Index):
+    """Boxes of one kind of access to one buffer (all with the strides `strides`) by grid cell;
+    `cells` is None for a box spanning more than `_MAX_CELLS` cells (kept in the byte buckets)."""
+
+    __slots__ = ("strides", "extent")
+
+    def __init__(self, strides: tuple[int, ...], extent: tuple[int, ...]) -> None:
+        super().__init__(0)
+        self.strides, self.extent = strides, extent
+
+    def grid_cells(self, r: Region) -> list[tuple[int, ...]] | None:
+        box = r.box
+        if box is None or r.strides != self.strides:
+            return None
+        first = [a // n for (a, _), n in zip(box, self.extent)]
+        last = [(b - 1) // n for (_, b), n in zip(box, self.extent)]
+        if first == last:
+            return [tuple(first)]
+        cells: list[tuple[int, ...]] = [()]
+        for f, t in zip(first, last):
+            cells = [c + (x,) for c in cells for x in range(f, t + 1)]
+            if len(cells) > _MAX_CELLS:
+                return None
+        return cells
+
+    def live(self) -> Iterable[_Entry]:
+        """Every live entry on the grid (each once)."""
+        seen: dict[int, _Entry] = {}
+        for c in list(self.buckets):
+            for e in self._alive(c, self.buckets[c]):
+                seen[id(e)] = e
+        return seen.values()
+
+    def grid_candidates(self, cells: list[tuple[int, ...]]) -> Iterable[_Entry]:
+        if len(cells) == 1:
+            bucket = self.buckets.get(cells[0])
+            return self._alive(cells[0], bucket) if bucket else ()
+        seen: dict[int, _Entry] = {}
+        for c in cells:
+            bucket = self.buckets.get(c)
+            if bucket:
+                for e in self._alive(c, bucket):
+                    seen[id(e)] = e
+        return seen.values()
+
+    def grid_insert(self, e: _Entry, cells: list[tuple[int, ...]]) -> None:
+        for c in cells:
+            self.buckets.setdefault(c, []).append(e)
+
+
+class _Kind:
+    """The accesses of one kind to one buffer: boxes on the grid (when the buffer has one) by grid
+    cell, the others in byte buckets (`other`)."""
+
+    __slots__ = ("other", "grid")
+
+    def __init__(self, size: int, grid: _Grid | None) -> None:
+        self.other, self.grid = _Index(size), grid
+
+    def candidates(self, r: Region, cells: list[tuple[int, ...]] | None) -> list[_Entry]:
+        """Live entries that overlap `r`, in byte-bucket order (see the module docstring)."""
+        other = self.other
+        found = [e for e in other.candidates(r) if e.region.overlaps(r)] if other.buckets else []
+        grid = self.grid
+        if grid is None or not grid.buckets:
+            return found
+        found += [e for e in (grid.grid_candidates(cells) if cells is not None else grid.live())
+                  if e.region.overlaps(r)]
+        if len(found) > 1:
+            size = self.other.size
+            c0 = r.lo // size
+            found.sort(key=lambda e: (max(c0, e.region.lo // size), e.seq))
+        return found
+
+    def insert(self, e: _Entry, cells: list[tuple[int, ...]] | None) -> None:
+        if cells is None:
+            self.other.insert(e)
+        else:
+            self.grid.grid_insert(e, cells)  # type: ignore[union-attr]
 
 
 def _bucket_size(span: int) -> int:
@@ -91,8 +181,10 @@ class DepTracker:
     a tensor read by many tasks (weights) costs its readers nothing.
     """
 
-    def __init__(self) -> None:
-        self._buffers: dict[int, tuple[_Index, _Index]] = {}
+    def __init__(self, grid: bool = True) -> None:
+        self._buffers: dict[int, tuple[_Kind, _Kind, _Grid | None]] = {}
+        self._seq = 0
+        self._grid = grid   # False: byte buckets only (the same dependencies, in the same order)
 
     def reset(self) -> None:
         """Forget every access (start of a run)."""
@@ -101,10 +193,11 @@ class DepTracker:
     def live_entries(self) -> int:
         """How many recorded accesses are still indexed (dropped ones excluded)."""
         seen: set[int] = set()
-        for idx in self._buffers.values():
-            for index in idx:
-                for bucket in index.buckets.values():
-                    seen.update(id(e) for e in bucket if e.alive)
+        for readers, writers, _ in self._buffers.values():
+            for kind in (readers, writers):
+                for index in (kind.other, kind.grid):
+                    for bucket in (index.buckets.values() if index is not None else ()):
+                        seen.update(id(e) for e in bucket if e.alive)
         return len(seen)
 
     def add(self, task_id: int, accesses: Iterable[Access], since: int | None = None,
@@ -120,17 +213,21 @@ class DepTracker:
         """
         if not derive:
             for region, reads, writes in accesses:
-                idx = self._index(region)
+                readers, writers, grid = self._index(region)
                 if writes or reads:
-                    idx[1 if writes else 0].insert(_Entry(region, task_id, writes))
+                    self._seq += 1
+                    (writers if writes else readers).insert(
+                        _Entry(region, task_id, writes, self._seq),
+                        grid.grid_cells(region) if grid is not None else None)
             return {}
         lo = task_id if since is None else since
         deps: dict[int, str] = {}
-        new: list[tuple[_Index, _Entry]] = []
+        new: list[tuple[_Kind, _Entry, Any]] = []
         for region, reads, writes in accesses:
-            readers, writers = self._index(region)
-            for e in writers.candidates(region):
-                if e.task >= lo or not e.region.overlaps(region):
+            readers, writers, grid = self._index(region)
+            cells = grid.grid_cells(region) if grid is not None else None
+            for e in writers.candidates(region, cells):
+                if e.task >= lo:
                     continue
                 kind = "RAW" if reads else "WAW"
                 old = deps.get(e.task)
@@ -139,27 +236,38 @@ class DepTracker:
                 if writes and region.covers(e.region):
                     e.alive = False
             if writes:
-                for e in readers.candidates(region):
-                    if e.task >= lo or not e.region.overlaps(region):
+                for e in readers.candidates(region, cells):
+                    if e.task >= lo:
                         continue
                     deps.setdefault(e.task, "WAR")
                     if region.covers(e.region):
                         e.alive = False
-            if writes:
-                new.append((writers, _Entry(region, task_id, True)))
-            elif reads:
-                new.append((readers, _Entry(region, task_id, False)))
-        for index, e in new:
-            index.insert(e)
+            if writes or reads:
+                self._seq += 1
+                new.append((writers if writes else readers, _Entry(region, task_id, writes, self._seq), cells))
+        for index, e, cells in new:
+            index.insert(e, cells)
         return deps
 
-    def _index(self, region: Region) -> tuple[_Index, _Index]:
-        """(readers, writers) of `region`'s buffer (created on first use)."""
+    def _index(self, region: Region) -> tuple[_Kind, _Kind, _Grid | None]:
+        """(readers, writers, grid config) of `region`'s buffer (created on first use)."""
         idx = self._buffers.get(region.key)
         if idx is None:
             size = _bucket_size(region.hi - region.lo)
-            idx = self._buffers[region.key] = (_Index(size), _Index(size))
+            if self._grid and region.box is not None and region.strides is not None:
+                extent = tuple(_pow2(b - a) for a, b in region.box)
+                gr, gw = _Grid(region.strides, extent), _Grid(region.strides, extent)
+            else:
+                gr = gw = None
+            idx = self._buffers[region.key] = (_Kind(size, gr), _Kind(size, gw), gr)
         return idx
+
+
+def _pow2(n: int) -> int:
+    size = 1
+    while size < n:
+        size <<= 1
+    return size
 
 
 _RANK = {"RAW": 0, "WAW": 1, "WAR": 2}

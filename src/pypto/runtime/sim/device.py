@@ -22,6 +22,10 @@ on the hardware.
    it there (`execute`);
 3. the result is the entry's return value; `last_run` holds the `RunRecord`.
 
+A run like an earlier one (same program and settings, arguments of the same layout and scalar
+values) replays the earlier run's schedule instead of simulating it again (`replay.py`): the same
+kernels run in the same order on the same cores, and `last_run` is a copy of the recorded record.
+
 Runtime rings (`rings.py`, SPEC §12): each submission takes a task-window slot and dependency
 entries of its scope depth's ring, each created tensor heap bytes. Before taking them the device
 advances the schedule to the orchestrator's clock (`EventScheduler.advance_to`); while the ring is
@@ -39,8 +43,7 @@ run therefore executes with one intra-op thread and restores the caller's settin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -51,7 +54,7 @@ from ...core.enums import FunctionType, ParamDirection, ScopeMode
 from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ...ir.function import Function, Program
-from ...ops.block import block_context
+from ...ops.block import BlockContext, block_context, current_block
 from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
 from .arena import CoreArena
@@ -63,6 +66,7 @@ from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import Orchestrator
 from .record import OrchEvent, RunRecord, ScopeInfo
 from .regions import region_of
+from .replay import RunPlans, replay_enabled
 from .rings import RING_FIELDS, RingSizes, RingTracker, ring_of, ring_sizes
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
 from .scheduler import EventScheduler, named_error
@@ -72,6 +76,8 @@ __all__ = ["SimDevice"]
 
 _READS = (ParamDirection.In, ParamDirection.InOut)
 _WRITES = (ParamDirection.Out, ParamDirection.InOut)
+_NO_OPTIONS = TaskOptions()
+_ONE_BLOCK = BlockContext()
 
 
 class SimDevice:
@@ -84,6 +90,8 @@ class SimDevice:
         last_run: `RunRecord` of the last run (None before the first).
         pipe_timeline: keep each task's ops placed on its pipes (`Task.pipe_ops`, for the swimlane's
             pipe tracks); off by default.
+        run_plans: the recorded schedules replayed by later runs (`replay.RunPlans`; its `replays`
+            counts the replayed runs).
     """
 
     def __init__(self, backend: BackendType) -> None:
@@ -99,7 +107,8 @@ class SimDevice:
         self._collect: list[tuple[Function, tuple, Span | None]] | None = None
         self._orchestrators: dict[Function, Orchestrator] = {}
         self._tracker = DepTracker()
-        self._region_cache: dict[int, Any] = {}
+        self._region_cache: dict[tuple, Any] = {}     # regions of views seen (regions.region_of)
+        self._flags: dict[Function, tuple[tuple[bool, bool], ...]] = {}
         self._auto_deps = True
         self._sanitize = False
         self._sanitizer: list[Sanitizer | None] = [None]
@@ -111,6 +120,9 @@ class SimDevice:
         self._rings = RingTracker(ring_sizes())
         self._scope_heap: dict[int, int] = {}
         self._dumper: ArgDumper | None = None
+        self._orch_submit = int(const("orch_submit"))
+        self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
+        self.run_plans = RunPlans()
 
     def __repr__(self) -> str:
         return f"SimDevice({self.backend.name})"
@@ -186,55 +198,69 @@ class SimDevice:
         if self._collect is not None:
             self._collect.append((func, tuple(args), span))
             return None  # type: ignore[return-value]
-        opts = options or TaskOptions()
-        if self._spmd and opts.blocks == 1:
-            opts = replace(opts, blocks=self._spmd[-1][0], sync_start=self._spmd[-1][1])
-        ex = self.kernel(func)
+        opts = options or _NO_OPTIONS
+        blocks, sync_start = opts.blocks, opts.sync_start
+        if self._spmd and blocks == 1:
+            blocks, sync_start = self._spmd[-1]
+        ex = self._kernels.get((func, self._sanitize, None))
+        if ex is None:
+            ex = self.kernel(func)
         first = len(self.tasks)
-        deps = tuple(deps)
-        for d in deps:
-            if not isinstance(d, int) or not 0 <= d < first:
-                raise ValueError(f"task {first} ('{func.name}'): dependency {d!r} is not an earlier task "
-                                 f"of this run")
-        if opts.sync_start and opts.blocks > self.num_cores(ex.core_type):
-            raise RuntimeSimError(f"SPMD launch of '{func.name}' with sync_start=True needs {opts.blocks} "
+        if deps:
+            deps = tuple(deps)
+            for d in deps:
+                if not isinstance(d, int) or not 0 <= d < first:
+                    raise ValueError(f"task {first} ('{func.name}'): dependency {d!r} is not an earlier task "
+                                     f"of this run")
+        if sync_start and blocks > self.num_cores(ex.core_type):
+            raise RuntimeSimError(f"SPMD launch of '{func.name}' with sync_start=True needs {blocks} "
                                   f"{ex.core_type} cores at once; {self.backend.name} has "
                                   f"{self.num_cores(ex.core_type)}", span)
         manual = bool(self._modes) and self._modes[-1] is ScopeMode.MANUAL
         # an external kernel declared with core_num=N launches N blocks, like pl.spmd(core_num=N)
         ext_blocks = getattr(ex, "core_num", 1)
-        if ext_blocks > 1 and opts.blocks == 1:
-            opts = replace(opts, blocks=ext_blocks)
+        if ext_blocks > 1 and blocks == 1:
+            blocks = ext_blocks
+        derive = self._auto_deps and not manual
+        no_dep = opts.no_dep
         parts = []
-        for b in range(opts.blocks):
-            bargs = tuple(b if a is BLOCK_INDEX else a for a in args)
-            bex = ex.instance(b) if ext_blocks > 1 else ex  # type: ignore[attr-defined]
-            with block_context(b, opts.blocks):
-                accesses = self._accesses(bex, func, bargs)
-            tracked = [(r, rd, wr) for i, r, rd, wr in accesses if i not in opts.no_dep]
-            found = self._tracker.add(first + b, tracked, since=first, derive=self._auto_deps and not manual)
-            _add_explicit(found, deps)
+        n_deps = 0
+        for b in range(blocks):
+            if blocks == 1 and current_block() == _ONE_BLOCK:   # the context block_context(0, 1) sets
+                bargs = tuple([0 if a is BLOCK_INDEX else a for a in args])
+                accesses = self._accesses(ex, func, bargs)
+                bex = ex
+            else:
+                bargs = tuple(b if a is BLOCK_INDEX else a for a in args)
+                bex = ex.instance(b) if ext_blocks > 1 else ex  # type: ignore[attr-defined]
+                with block_context(b, blocks):
+                    accesses = self._accesses(bex, func, bargs)
+            tracked = [(r, rd, wr) for i, r, rd, wr in accesses if i not in no_dep] if no_dep else \
+                [(r, rd, wr) for _, r, rd, wr in accesses]
+            found = self._tracker.add(first + b, tracked, since=first, derive=derive)
+            if deps:
+                _add_explicit(found, deps)
+            n_deps += len(found)
             parts.append((bargs, bex, accesses, found))
         ring = self._ring()
-        what = f"task {first} ('{func.name}')" if opts.blocks == 1 else \
-            f"tasks {first}-{first + opts.blocks - 1} ('{func.name}', {opts.blocks} blocks)"
-        self._acquire(ring, {"task_window": opts.blocks, "dep_pool": sum(len(p[3]) for p in parts)}, what,
-                      first, span)
-        self._clock += int(const("orch_submit"))
+        self._acquire(ring, blocks, n_deps, lambda: f"task {first} ('{func.name}')" if blocks == 1 else
+                      f"tasks {first}-{first + blocks - 1} ('{func.name}', {blocks} blocks)", first, span)
+        self._clock += self._orch_submit
         launch: list[Task] = []
+        scope = tuple(self._scope_stack)
+        directions, name, core_type, clock = func.param_directions, func.name, ex.core_type, self._clock
+        launch_id = first if blocks > 1 else None
         for b, (bargs, bex, accesses, found) in enumerate(parts):
-            task = Task(len(self.tasks), func.name, ex.core_type, bargs, func.param_directions, executor=bex,
-                        span=span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
-                        submit_cycle=self._clock, ring=ring, manual=manual, name_hint=opts.name_hint,
-                        allow_early_resolve=opts.allow_early_resolve, block_idx=b, block_num=opts.blocks,
-                        launch=first if opts.blocks > 1 else None, sync_start=opts.sync_start,
-                        untracked=opts.no_dep)
+            task = Task(first + b, name, core_type, bargs, directions, None, bex, span, scope, found, accesses,
+                        clock, ring=ring, manual=manual, name_hint=opts.name_hint,
+                        allow_early_resolve=opts.allow_early_resolve, block_idx=b, block_num=blocks,
+                        launch=launch_id, sync_start=sync_start, untracked=no_dep)
             self.tasks.append(task)
             self._rings.alloc_task(task, ring, len(found))
             if self._dumper is not None:
                 self._dumper.submitted(task)
             launch.append(task)
-        if opts.sync_start and opts.blocks > 1:
+        if sync_start and blocks > 1:
             self.scheduler.submit_gang(launch)
         else:
             for task in launch:
@@ -260,34 +286,41 @@ class SimDevice:
     def _ring(self) -> int:
         return ring_of(len(self._scope_stack) - 1)
 
-    def _acquire(self, ring: int, needs: dict[str, int], what: str, task_id: int | None,
-                 span: Span | None) -> None:
-        """Wait (in simulated time) until `ring` can take `needs` ({ring kind: amount}); the wait is
-        an orchestrator stall recorded in the run's `orch_events`.
+    def _acquire(self, ring: int, tasks: int, dep_entries: int, what: Callable[[], str],
+                 task_id: int | None, span: Span | None, heap: int = 0) -> None:
+        """Wait (in simulated time) until `ring` can take `tasks` task-window slots, `dep_entries`
+        dependency entries and `heap` bytes; the wait is an orchestrator stall recorded in the run's
+        `orch_events`. `what()` names the requester in messages.
 
         Raises:
             RuntimeSimError: a need larger than the ring, or heap that only open scopes hold.
         """
         tr = self._rings
-        for kind, need in needs.items():
-            cap = tr.sizes.capacity(kind, ring)
-            if need > cap:
+        used, sizes = tr.used, tr.sizes
+        needs = (("task_window", tasks, used["task_window"], sizes.task_window),
+                 ("dep_pool", dep_entries, used["dep_pool"], sizes.dep_pool),
+                 ("heap", heap, used["heap"], sizes.heap))
+        for kind, need, _, cap in needs:
+            if need > cap[ring]:
                 field, _, _, _, _, holds = RING_FIELDS[kind]
-                raise RuntimeSimError(f"{what} needs {need} {holds} on the ring of scope depth {ring}, but "
-                                      f"RunConfig.{field} gives it {cap}; raise {field}", span)
+                raise RuntimeSimError(f"{what()} needs {need} {holds} on the ring of scope depth {ring}, but "
+                                      f"RunConfig.{field} gives it {cap[ring]}; raise {field}", span)
 
         def fits() -> bool:
-            return all(tr.fits(k, ring, n) for k, n in needs.items())
+            for _, need, u, cap in needs:
+                if need and u[ring] + need > cap[ring]:
+                    return False
+            return True
 
         self.scheduler.advance_to(self._clock)   # occupancy as of now, not as of the last sync
         if fits():
             return
         start = self._clock
-        full = [k for k, n in needs.items() if not tr.fits(k, ring, n)]
+        full = [k for k, n, u, cap in needs if n and u[ring] + n > cap[ring]]
         if not self.scheduler.advance(fits):
-            kind = next(k for k, n in needs.items() if not tr.fits(k, ring, n))
+            kind, need = next((k, n) for k, n, u, cap in needs if n and u[ring] + n > cap[ring])
             field, _, _, _, _, holds = RING_FIELDS[kind]
-            raise RuntimeSimError(f"{what} needs {needs[kind]} {holds} on the ring of scope depth {ring}, "
+            raise RuntimeSimError(f"{what()} needs {need} {holds} on the ring of scope depth {ring}, "
                                   f"but {tr.used[kind][ring]} of its {tr.sizes.capacity(kind, ring)} are held "
                                   f"by scopes still open (RunConfig.{field}); raise {field} or create the "
                                   f"tensors inside a pl.scope() that ends earlier", span)
@@ -295,7 +328,7 @@ class SimDevice:
         if self._clock > start:
             self.last_run.orch_events.append(  # type: ignore[union-attr]
                 OrchEvent("stall", f"stall: {' + '.join(k.replace('_', ' ') for k in full)} full", start,
-                          self._clock, {"ring": ring, "full": full, "task_id": task_id, "waiting_for": what}))
+                          self._clock, {"ring": ring, "full": full, "task_id": task_id, "waiting_for": what()}))
 
     def created(self, tensor: torch.Tensor, span: Span | None = None) -> None:
         """Orchestration created DDR tensor `tensor` (`tensor.create`): it takes heap on the ring of
@@ -303,8 +336,10 @@ class SimDevice:
         nbytes = tensor.numel() * tensor.element_size()
         ring = self._ring()
         where = f" at line {span.begin_line}" if span is not None and span.is_known() else ""
-        self._acquire(ring, {"heap": nbytes}, f"tensor {list(tensor.shape)} created{where}", None, span)
+        self._acquire(ring, 0, 0, lambda: f"tensor {list(tensor.shape)} created{where}", None, span, heap=nbytes)
         self._rings.alloc_heap(ring, nbytes)
+        if self._observer is not None:
+            self._observer.created_tensor(tensor)
         sid = self._scope_stack[-1] if self._scope_stack else -1
         self._scope_heap[sid] = self._scope_heap.get(sid, 0) + nbytes
         self.last_run.created.append((region_of(tensor).key, nbytes, span))  # type: ignore[union-attr]
@@ -332,10 +367,12 @@ class SimDevice:
     def _accesses(self, ex: KernelExecutor, func: Function, args: Sequence[Any]) -> tuple:
         """(argument index, Region, reads, writes) per tensor argument of a call of `func`: the
         region is the part of the argument the kernel loads or stores (`ex.access`), or all of it."""
+        flags = self._flags.get(func)
+        if flags is None:
+            flags = self._flags[func] = tuple((d in _READS, d in _WRITES) for d in func.param_directions)
         cache, narrow = self._region_cache, ex.access.region_arg
-        return tuple((i, region_of(narrow(i, args), cache), d in _READS, d in _WRITES)
-                     for i, (a, d) in enumerate(zip(args, func.param_directions))
-                     if isinstance(a, torch.Tensor))
+        return tuple([(i, region_of(narrow(i, args), cache), *flags[i])
+                      for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i < len(flags)])
 
     def submit_group(self, program: Program, group: Function, args: Sequence[Any],
                      span: Span | None = None, deps: Iterable[int] = ()) -> tuple | None:
@@ -392,9 +429,9 @@ class SimDevice:
                 _add_explicit(found, deps)
                 parts.append((func, args, cspan, core, sub, ex, accesses, found))
         ring = self._ring()
-        self._acquire(ring, {"task_window": len(parts), "dep_pool": sum(len(p[7]) for p in parts)},
-                      f"group '{group.name}' (tasks {gid}-{gid + len(parts) - 1})", gid, span)
-        self._clock += int(const("orch_submit"))
+        self._acquire(ring, len(parts), sum(len(p[7]) for p in parts),
+                      lambda: f"group '{group.name}' (tasks {gid}-{gid + len(parts) - 1})", gid, span)
+        self._clock += self._orch_submit
         tasks: list[Task] = []
         for func, args, cspan, core, sub, ex, accesses, found in parts:
             task = Task(len(self.tasks), func.name, core, args, func.param_directions, executor=ex,
@@ -417,6 +454,8 @@ class SimDevice:
             RuntimeSimError: a kernel failed (named with its task), the kernels deadlocked, or a
                 tile pushed into a pipe was never popped.
         """
+        if self._observer is not None:
+            self._observer.executed(tasks)
         stats: PipeStats = tasks[0].pipes
         members: list[ClusterMember] = []
         runner = ClusterRun(stats.group, members)
@@ -510,6 +549,8 @@ class SimDevice:
 
     def execute(self, task: Task) -> None:
         """Run `task` on its assigned core now (called by the scheduler); sets `task.cost`."""
+        if self._observer is not None:
+            self._observer.executed((task,))
         arena = self.arena(task.core_type, task.core_index)  # type: ignore[arg-type]
         san = self._sanitizer[0]
         if san is not None:
@@ -542,8 +583,8 @@ class SimDevice:
         self._scope_heap = {}
         self.scheduler.reset(self._rings.finished)
         self._tracker.reset()
-        self._region_cache = {}
         self._auto_deps, self._sanitize = auto_deps, sanitize
+        self._orch_submit = int(const("orch_submit"))
         self._sanitizer[0] = Sanitizer() if sanitize else None
         self._scope_stack, self._scopes, self._clock = [], [], 0
         self._modes, self._spmd = [], []
@@ -579,11 +620,13 @@ class SimDevice:
         return rec
 
     def run(self, program: Program, entry: Function, args: Sequence[Any], *, sanitize: bool = False,
-            auto_deps: bool = True, rings: RingSizes | None = None, dump_args: int = 0) -> tuple | None:
+            auto_deps: bool = True, rings: RingSizes | None = None, dump_args: int = 0,
+            replay: bool = True) -> tuple | None:
         """Run `entry` with device-side `args`; returns its ReturnStmt values (tuple) or None.
 
         A kernel entry runs as one task and returns its Out/InOut arguments (like a kernel call in
-        an orchestration function). `rings` / `dump_args`: see `begin_run`.
+        an orchestration function). `rings` / `dump_args`: see `begin_run`. `replay`: a run like
+        an earlier one may replay its schedule (`replay.py`; bit-identical results and records).
 
         Raises:
             RuntimeSimError: the simulator found an error; SanitizerError (a subclass) when
@@ -593,6 +636,8 @@ class SimDevice:
         torch.set_num_threads(1)
         try:
             with chip_context(self.soc.num_aiv, self.soc.num_aic):  # pl.system.available_*_count
+                if not sanitize and not dump_args and replay_enabled(replay):
+                    return self.run_plans.run(self, program, entry, args, auto_deps, rings)
                 return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
         finally:
             torch.set_num_threads(threads)

@@ -24,7 +24,7 @@ from ...ir.types import ScalarType, TensorType
 from ...ops.registry import OpSpec, get_op
 from . import scalar
 
-__all__ = ["ExprCompiler", "Extent", "Env", "ExprFn"]
+__all__ = ["ExprCompiler", "Extent", "Env", "ExprFn", "call_closure"]
 
 Env = list
 ExprFn = Callable[[Env], Any]
@@ -128,14 +128,27 @@ class ExprCompiler:
         if isinstance(e, ex.Call):
             return self.compile_call(e)
         if isinstance(e, ex.MakeTuple):
-            fns = [self.compile_expr(x) for x in e.elements]
-            return lambda env: tuple([f(env) for f in fns])
+            return self._tuple(e)
         if isinstance(e, ex.TupleGetItem):
             t, i = self.compile_expr(e.tuple_value), e.index
             return lambda env: t(env)[i]
         if isinstance(e, ex.GlobalVar):
             raise RuntimeSimError(f"function reference '{e.name}' used as a value", e.span)
         raise RuntimeSimError(f"the simulator cannot evaluate a {type(e).__name__}", e.span)
+
+    def _tuple(self, e: ex.MakeTuple) -> ExprFn:
+        """A tuple of element values; the usual 2-D offsets `[0, k * BK]` without a loop (a
+        constant element is inlined)."""
+        if len(e.elements) == 2:
+            (ok0, c0), (ok1, c1) = (self.const_value(x) for x in e.elements)
+            f0, f1 = (self.compile_expr(x) for x in e.elements)
+            if ok0:
+                return lambda env: (c0, f1(env))
+            if ok1:
+                return lambda env: (f0(env), c1)
+            return lambda env: (f0(env), f1(env))
+        fns = [self.compile_expr(x) for x in e.elements]
+        return lambda env: tuple([f(env) for f in fns])
 
     def const_value(self, e: ex.Expr) -> tuple[bool, Any]:
         """(True, value) if `e` is a constant or a tuple of constants, else (False, None)."""
@@ -176,6 +189,14 @@ class ExprCompiler:
         int_closed = (e.op in scalar.INT_CLOSED_OPS and e.dtype is INDEX
                       and lt is not None and rt is not None and lt.is_int() and rt.is_int())
         norm = None if int_closed else self._normalizer(e.dtype, span)
+        ok, c = self.const_value(e.rhs)
+        if norm is None and ok:   # `k * BK`: an integer op with a constant, without normalising
+            def run_const(env: Env) -> Any:
+                try:
+                    return fn(lhs(env), c)
+                except (ArithmeticError, TypeError, ValueError) as err:
+                    raise RuntimeSimError(f"scalar '{e.op}' failed: {err}", span) from err
+            return run_const
 
         def run(env: Env) -> Any:
             try:
@@ -254,7 +275,7 @@ class ExprCompiler:
             return run
         if valid_fns is not None:   # every valid shape is a constant: pass it like an attribute
             attrs["valid"] = tuple(valid_fns)
-        return _call_closure(partial(compute, **attrs) if attrs else compute, arg_fns, where, span)
+        return call_closure(partial(compute, **attrs) if attrs else compute, arg_fns, where, span)
 
     def _valid_fns(self, call: ex.Call, spec: OpSpec) -> list[Any] | None:
         """Per `spec.valid_args` index: the argument's valid shape (a tuple when constant, else a
@@ -285,7 +306,7 @@ def _locate(err: RuntimeSimError, span: Span) -> None:
         err.span = span
 
 
-def _call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, span: Span) -> ExprFn:
+def call_closure(fn: Callable[..., Any], arg_fns: list[ExprFn], where: str, span: Span) -> ExprFn:
     """`env -> fn(*[f(env) for f in arg_fns])`, specialised by arity (the interpreter's hot path);
     exceptions other than RuntimeSimError become a RuntimeSimError located at `span`."""
     if len(arg_fns) == 1:

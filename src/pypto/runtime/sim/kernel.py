@@ -32,6 +32,7 @@ to the current `Sanitizer` (see `sanitizer.py`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import torch
@@ -48,10 +49,11 @@ from ...ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, W
 from ...ir.types import MemRef, ScalarType, TensorType, TileType, static_shape
 from ...ops.effects import call_buffers
 from ...ops.registry import OpSpec
+from ...ops.site import NOT_CONST, KernelSite, static_dims
 from .access import AccessSummary
 from .arena import CoreArena, tile_nbytes
 from .cost_model import OpCost, TaskCost, const, copy_cost, op_cost, task_cost
-from .exprs import Env, ExprFn, Extent
+from .exprs import Env, ExprFn, Extent, call_closure
 from .interp import FunctionCompiler, StmtFn
 from .pipes import PipeOp, PipeSchedule
 
@@ -61,6 +63,7 @@ CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, M
                          MemorySpace.Bias})
 KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
 _BRANCHY = (ForStmt, WhileStmt, IfStmt)
+_COST_CACHE_SIZE = 256   # distinct executed paths of one dynamic kernel whose cost is remembered
 
 
 class _Buffer(NamedTuple):
@@ -91,8 +94,10 @@ class _KernelCompiler(FunctionCompiler):
     kind = "kernel"
 
     def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False,
-                 clock: bool = False) -> None:
+                 clock: bool = False, specialize: bool = True) -> None:
         self.buffers: dict[int, _Buffer] = {}
+        self.specialize = specialize
+        self.specialized_ops: list[str] = []
         self.extents: dict[Var, Extent] = {}
         self.soc = soc
         self.san_ref = sanitizer
@@ -280,17 +285,17 @@ class _KernelCompiler(FunctionCompiler):
         k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, var), name=spec.name)
         dtype = var.type.dtype  # type: ignore[union-attr]
         pack = dtype.is_packed()   # the view holds bytes: encode the result (pypto.core.packed)
-        into = spec.compute_into is not None and not pack
-        compute = self.op_closure(call, spec, into_slot=slot if into else None)
+        compute = None if pack else self.specialized(call, spec, var, slot)
+        if compute is None:
+            into = spec.compute_into is not None and not pack
+            compute = self.op_closure(call, spec, into_slot=slot if into else None)
         static = static_shape(var.type)
         raw_shape = dtype.host_shape(static) if pack else None
         name, span = spec.name, call.span
         may_alias = self._may_alias(var, call)
 
-        def run(env: Env) -> None:
-            res = compute(env)
-            if res is None:
-                return
+        def finish(env: Env, res: Any) -> None:
+            """Write a computed value `res` into the result tile."""
             dst = env[slot]
             if pack and not (isinstance(res, torch.Tensor) and res.dtype is torch.uint8
                              and tuple(res.shape) == raw_shape):   # else bytes (a pipe's pop)
@@ -308,11 +313,71 @@ class _KernelCompiler(FunctionCompiler):
             if may_alias and res.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
                 res = res.clone()  # a view of the same arena (e.g. transpose_view in place): copy first
             dst.copy_(res)
-        run = self.counted(run, [k])
+
+        # the counting of `counted` is done inline here: one call less per op of a dynamic kernel
+        counts, trace = self.counts, (self.trace if self.overlap else None)
+        run: Callable[[Env], None]
+        if self.counting and trace is not None:
+            append = trace.append
+
+            def run(env: Env) -> None:
+                counts[k] += 1
+                append(k)
+                res = compute(env)
+                if res is not None:
+                    finish(env, res)
+        elif self.counting:
+            def run(env: Env) -> None:
+                counts[k] += 1
+                res = compute(env)
+                if res is not None:
+                    finish(env, res)
+        else:
+            def run(env: Env) -> None:
+                res = compute(env)
+                if res is not None:
+                    finish(env, res)
         if self.san_ref is None:
             return run
         reads, writes, aliases = self.op_effects(spec, call, var)
         return self.sanitized(run, name, span, reads, writes, aliases, spec.has_trait("memory"))
+
+    def specialized(self, call: Call, spec: OpSpec, dst: Var | None, slot: int | None) -> ExprFn | None:
+        """The closure of `call` through `spec.specialize` (`ops.site`), or None when the op has
+        none, a valid shape it needs is only known at run time, or it declines the site."""
+        if not self.specialize or spec.specialize is None or isinstance(call.result_type, ScalarType):
+            return None
+        attrs = dict(call.kwargs)
+        valid = self._valid_fns(call, spec)
+        if valid is not None:
+            if any(v is not None and not isinstance(v, tuple) for v in valid):
+                return None
+            attrs["valid"] = tuple(valid)
+        mine = self.extents[dst] if dst is not None else None
+        dst_type = dst.type if dst is not None else None
+        consts, same, apart = [], [], []
+        for a in call.args:
+            ok, v = self.const_value(a)
+            consts.append(v if ok else NOT_CONST)
+            t = a.type
+            if mine is None or not isinstance(t, TileType):
+                same.append(False)
+                apart.append(True)
+                continue
+            ext = self.extents.get(a) if isinstance(a, Var) else None
+            same.append(ext is not None and ext.same_place(mine) and ext.nbytes == mine.nbytes
+                        and t.dtype is dst_type.dtype and static_dims(t) == static_dims(dst_type))  # type: ignore[union-attr]
+            apart.append(ext is not None and not ext.overlaps(mine))
+        site = KernelSite(tuple(consts), tuple(a.type for a in call.args), attrs,
+                          dst_type if isinstance(dst_type, TileType) else None, tuple(same), tuple(apart))
+        fn = spec.specialize(site)
+        if fn is None:
+            return None
+        self.specialized_ops.append(spec.name)
+        arg_fns = [self.compile_operand(a, spec) for a in call.args]
+        if dst is not None:
+            arg_fns.insert(0, itemgetter(slot))
+        return call_closure(fn, arg_fns, f"{spec.name} failed in {self.kind} '{self.func.name}'", call.span)
 
     def _may_alias(self, dst: Var, call: Call) -> bool:
         """Whether the op's result may be a view of memory `dst` occupies: only when one of its
@@ -334,7 +399,7 @@ class _KernelCompiler(FunctionCompiler):
                                   f"with a MemRef", call.span)
         spec = self.lookup_op(call)
         k = self.site(op_cost(spec, call, self.soc), call.span, *self.buffers_of(spec, call, None), name=spec.name)
-        run = self.counted(self.op_closure(call, spec), [k])
+        run = self.counted(self.specialized(call, spec, None, None) or self.op_closure(call, spec), [k])
         if self.san_ref is None:
             return run
         reads, writes, aliases = self.op_effects(spec, call, None)
@@ -352,6 +417,8 @@ class KernelExecutor:
             while the kernel runs (the kernels of a Group call, whose pipes need their clocks).
         clock: count executed ops (so `cycles_so_far()` is exact) but keep the overlapping-pipe
             cost: a rank of a distributed run reads the clock when a kernel talks to a peer.
+        specialize: let ops specialise their semantics per call site (`OpSpec.specialize`); False
+            runs every op through its general `compute` (same numbers, slower: for tests).
 
     Attributes:
         func: the kernel's `ir.Function`. name: its name.
@@ -360,6 +427,7 @@ class KernelExecutor:
         buffers: number of distinct tile Vars (each one arena view per core).
         sites: static cost of every op / copy site; site_spans: the source location of each (None
             for carried-value copies). dynamic: True when the kernel has control flow.
+        specialized_ops: the op names of the call sites that run a specialised form, in program order.
         access: the `AccessSummary` of its tensor parameters (which boxes it loads and stores).
 
     Raises:
@@ -368,8 +436,9 @@ class KernelExecutor:
     """
 
     def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None, count: bool = False,
-                 clock: bool = False) -> None:
-        c = _KernelCompiler(func, soc, sanitizer, count, clock)
+                 clock: bool = False, specialize: bool = True) -> None:
+        c = _KernelCompiler(func, soc, sanitizer, count, clock, specialize)
+        self.specialized_ops = tuple(c.specialized_ops)
         self.func, self.name = func, func.name
         self._c = c
         self._body = c.body
@@ -384,6 +453,7 @@ class KernelExecutor:
         self._pipes = PipeSchedule(self.sites, c.effects) if c.overlap else None
         self._static_cost: TaskCost | None = None if self.dynamic else self._cost(None, range(len(self.sites)))
         self._templates: dict[CoreArena, list] = {}
+        self._cost_cache: dict[tuple[int, ...], TaskCost] = {}
         self.access = AccessSummary(func)
         self._params = []
         for p, slot in zip(func.params, c.param_slots):
@@ -435,10 +505,12 @@ class KernelExecutor:
             self._templates[arena] = tmpl
         return tmpl
 
-    def run(self, args: tuple | list, arena: CoreArena) -> TaskCost:
+    def run(self, args: tuple | list, arena: CoreArena, cost: bool = True) -> TaskCost | None:
         """Execute the kernel once on `arena` with `args` (tensors → torch tensors, scalars → numbers).
 
-        Returns the task's cost (cycles including launch, per pipe, bytes per memory path).
+        Returns the task's cost (cycles including launch, per pipe, bytes per memory path); with
+        `cost=False` a kernel with control flow skips forming it and may return None (a replayed
+        run, `replay.py`, knows its costs).
 
         Raises:
             RuntimeSimError: for a wrong argument count, shape or dtype, or any failure inside.
@@ -470,7 +542,17 @@ class KernelExecutor:
         self._counts[:] = self._zeros
         self._trace.clear()
         self._body(env)
-        return self._cost(self._counts, self._trace)
+        # the cost is a function of the executed sites alone: of the trace when it is recorded (it
+        # determines the counts), else of the counts; most kernels repeat one path, so it is cached
+        if not cost:
+            return None
+        key = tuple(self._trace) if self._pipes is not None else tuple(self._counts)
+        tc = self._cost_cache.get(key)
+        if tc is None:
+            if len(self._cost_cache) >= _COST_CACHE_SIZE:
+                self._cost_cache.clear()
+            tc = self._cost_cache[key] = self._cost(self._counts, self._trace)
+        return tc
 
     def pipe_timeline(self) -> list[PipeOp] | None:
         """The ops of the last run placed on the core's pipes (`PipeSchedule.timeline`: site, pipe,

@@ -51,6 +51,7 @@ from ...ir.expr import Call, GlobalVar
 from ...ir.function import Function, Program
 from ...ir.stmt import ScopeStmt
 from ...ir.types import ScalarType, TensorType
+from ...ops.registry import OpSpec
 from .interp import Env, ExprFn, FunctionCompiler, StmtFn
 from .kernel import KERNEL_TYPES
 from .regions import region_of
@@ -59,7 +60,7 @@ from .task import BLOCK_INDEX, TaskOptions
 if TYPE_CHECKING:
     from .device import SimDevice
 
-__all__ = ["Orchestrator", "HOST_TRAITS", "writers"]
+__all__ = ["Orchestrator", "HOST_TRAITS", "writers", "touches_data"]
 
 HOST_TRAITS = frozenset({"orchestration", "view", "creation"})
 _OUT = (ParamDirection.Out, ParamDirection.InOut)
@@ -85,6 +86,13 @@ def writers(device: SimDevice, value: Any, span: Any = None) -> list[int]:
         raise RuntimeSimError(f"deps= names a {type(value).__name__}, not a DDR tensor", span)
     r = region_of(value)
     return [t.task_id for t in device.tasks if any(w and a.overlaps(r) for _, a, _, w in t.accesses)]
+
+
+def touches_data(spec: OpSpec, call: Call) -> bool:
+    """Whether host op `call` reads or writes tensor *data* (not only a view or an allocation): the
+    orchestrator waits for every submitted task before running it (module docstring)."""
+    return not spec.traits & {"view", "creation"} and any(
+        i < len(call.args) and isinstance(call.args[i].type, TensorType) for i in (*spec.reads, *spec.writes))
 
 
 class _OrchCompiler(FunctionCompiler):
@@ -122,10 +130,7 @@ class _OrchCompiler(FunctionCompiler):
                 device.dump_tag(arg(env), span)
                 return tag(env)
             return run
-        touches_data = not spec.traits & {"view", "creation"} and any(
-            i < len(call.args) and isinstance(call.args[i].type, TensorType)
-            for i in (*spec.reads, *spec.writes))
-        if not touches_data:
+        if not touches_data(spec, call):
             return run
         sync = self.device.sync
 

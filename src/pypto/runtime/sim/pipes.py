@@ -67,10 +67,19 @@ class PipeSchedule:
             self._plan.append((pipes.setdefault(cost.pipe, len(pipes)), cost.cycles, r, w, wait_w, wait_rw))
         self._npipes, self._nbufs = len(pipes), len(keys)
         self._pipe_names = tuple(pipes)
+        self._paths: dict[tuple[int, ...], int] = {}
 
     def critical_path(self, order: Iterable[int]) -> int:
-        """End of the last op when the sites run in `order` (site indices, program order)."""
-        return self._replay(order, None)
+        """End of the last op when the sites run in `order` (site indices, program order).
+
+        Remembered per order: a kernel with loops usually runs the same op sequence in every task."""
+        key = tuple(order)
+        cp = self._paths.get(key)
+        if cp is None:
+            if len(self._paths) >= 256:
+                self._paths.clear()
+            cp = self._paths[key] = self._replay(key, None)
+        return cp
 
     def timeline(self, order: Iterable[int]) -> list[PipeOp]:
         """Every op with cycles when the sites run in `order`: its site, pipe, start and end (cycles

@@ -13,6 +13,7 @@ the byte range: conservative, so it can only add dependencies, never lose one.
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import torch
@@ -64,20 +65,34 @@ def _base_info(base: torch.Tensor) -> _Base:
     return _Base(base.untyped_storage().data_ptr(), base.storage_offset(), strides, tuple(base.shape))
 
 
-def region_of(t: torch.Tensor, cache: dict[int, _Base] | None = None) -> Region:
+def region_of(t: torch.Tensor, cache: dict | None = None) -> Region:
     """The DDR region a tensor argument can touch (see the module docstring).
 
-    `cache` (id of the underlying buffer tensor -> its facts) may be passed to avoid asking torch
-    again for buffers seen before; it must not outlive the tensors it describes.
+    `cache` may be passed to remember the regions of views seen before: {(id of the underlying
+    buffer tensor, the view's data pointer, shape, strides, dtype): (weak reference to the buffer
+    tensor, region)}. An entry only counts while its buffer tensor is alive and the same object,
+    so the cache may outlive runs (it is cleared when it grows past `_CACHE_LIMIT` entries).
     """
     base = t._base
     if base is None:
         base = t
-    info = cache.get(id(base)) if cache is not None else None
-    if info is None:
-        info = _base_info(base)
-        if cache is not None:
-            cache[id(base)] = info
+    if cache is None:
+        return _region(t, _base_info(base))
+    key = (id(base), t.data_ptr(), t.shape, t.stride(), t.dtype)
+    hit = cache.get(key)
+    if hit is not None and hit[0]() is base:
+        return hit[1]
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    r = _region(t, _base_info(base))
+    cache[key] = (weakref.ref(base), r)
+    return r
+
+
+_CACHE_LIMIT = 1 << 16
+
+
+def _region(t: torch.Tensor, info: _Base) -> Region:
     isz = t.element_size()
     lo = t.storage_offset()
     strides = t.stride()

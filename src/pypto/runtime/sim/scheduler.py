@@ -206,7 +206,7 @@ class EventScheduler:
                 self._done.add(x.task_id)
                 self.makespan = max(self.makespan, now)
                 if x.group is None:
-                    self._of(x.core_type).free(x.core_index, now)
+                    (self._cores.get(x.core_type) or self._of(x.core_type)).free(x.core_index, now)
                 for unit in self._dependents.pop(x.task_id, ()):
                     uid = unit[0].task_id
                     self._waiting[uid] -= 1
@@ -226,9 +226,13 @@ class EventScheduler:
                     heapq.heappush(self._gangs, (now, x[0].task_id, x))
                 else:
                     heapq.heappush(self._groups, (now, x[0].task_id, x))
-        self._start_groups(self._groups, now, events)
-        self._start_gangs(self._gangs, now, events)
+        if self._groups:
+            self._start_groups(self._groups, now, events)
+        if self._gangs:
+            self._start_gangs(self._gangs, now, events)
         for core_type, queue in self._singles.items():
+            if not queue:
+                continue
             cores = self._of(core_type)
             while queue:
                 i = cores.take_longest_idle()
