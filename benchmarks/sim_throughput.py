@@ -30,7 +30,8 @@ Three kinds of simulator run are timed separately, since they differ by several 
 - "cold": the first call of the handle after `register` — a full simulation that also prepares
   every kernel and orchestration (one sample);
 - "full": later calls with replay off (`RunConfig(sim_replay=False)`, on a second worker): a full
-  simulation of prepared kernels — orchestration, dependencies, scheduling and kernels;
+  simulation of prepared kernels — orchestration, dependencies, scheduling and kernels; these
+  calls alternate with the replayed ones, so both see the same load;
 - "replay": later calls with replay on (the default): the schedule recorded by the first call is
   replayed and only the kernels' numbers are computed again (`runtime/sim/replay.py`). The
   benchmark checks that these calls were replays.
@@ -187,35 +188,39 @@ def profile(fn: Callable[[], object], top: int = 15) -> str:
     return out.getvalue()
 
 
-def timed_runs(compiled: object, host: list[torch.Tensor], expected: torch.Tensor, tol: float, repeat: int,
-               replay: bool, profile_name: str | None) -> tuple[tuple[float, float], tuple[float, float], object]:
-    """On a fresh worker (replay on or off): ((wall, CPU) of the first call after `register`,
-    median (wall, CPU) of `repeat` later calls, the last run's record). Checks the result, and with
-    replay on that the later calls were replays."""
-    with ChipWorker(config=RunConfig(platform="a2a3sim", sim_replay=replay)) as w:
-        dev = [w.alloc_tensor(t.shape, t.dtype, init=t) for t in host]
-        handle = w.register(compiled)
-        cold = median_time(lambda: handle(*dev), 1)    # full simulation + preparing kernels and arenas
-        torch.testing.assert_close(dev[-1].to_host(), expected, rtol=tol, atol=tol)
-        warm = median_time(lambda: handle(*dev), repeat)
-        torch.testing.assert_close(dev[-1].to_host(), expected, rtol=tol, atol=tol)
-        if w.device.run_plans.replays != (repeat if replay else 0):
-            raise AssertionError(f"{w.device.run_plans.replays} of {repeat} calls were replayed")
-        if profile_name is not None:
-            print(f"--- profile of one {'replayed' if replay else 'fully simulated'} run of ({profile_name}) ---")
-            print(profile(lambda: handle(*dev)))
-        return cold, warm, compiled.last_run
-
-
 def run_case(name: str, program: object, host: list[torch.Tensor], expected: Callable[[], torch.Tensor],
              ops_per_task: int, repeat: int, do_profile: bool, tol: float) -> dict[str, float]:
+    """Time the three kinds of run (module docstring). The full and replayed calls alternate, on
+    two workers (replay off / on), so both see the same load on a shared machine; each worker's
+    first call is its cold run. Checks the results, and that the replayed calls were replays."""
     compiled = ir.compile(program, dump_passes=False)
     want = expected()
-    pname = name if do_profile else None
-    (cold, cold_cpu), (sim, sim_cpu), rec = timed_runs(compiled, host, want, tol, repeat, True, pname)
-    _, (full, full_cpu), rec_full = timed_runs(compiled, host, want, tol, repeat, False, pname)
-    if rec.makespan_cycles != rec_full.makespan_cycles:
-        raise AssertionError("a replayed run's schedule differs from the full simulation's")
+    with ChipWorker(config=RunConfig(platform="a2a3sim")) as wr, \
+            ChipWorker(config=RunConfig(platform="a2a3sim", sim_replay=False)) as wf:
+        runs = []
+        for w in (wr, wf):
+            dev = [w.alloc_tensor(t.shape, t.dtype, init=t) for t in host]
+            handle = w.register(compiled)
+            runs.append((lambda h=handle, d=dev: h(*d), dev))
+        cold, cold_cpu = median_time(runs[0][0], 1)   # full simulation + preparing kernels and arenas
+        runs[1][0]()
+        times: list[list[tuple[float, float]]] = [[], []]
+        for _ in range(repeat):
+            for k, (call, _) in enumerate(runs):
+                times[k].append(median_time(call, 1))
+        for _, dev in runs:
+            torch.testing.assert_close(dev[-1].to_host(), want, rtol=tol, atol=tol)
+        if wr.device.run_plans.replays != repeat or len(wf.device.run_plans):
+            raise AssertionError(f"{wr.device.run_plans.replays} of {repeat} calls were replayed")
+        rec, rec_full = wr.device.last_run, wf.device.last_run
+        if rec.makespan_cycles != rec_full.makespan_cycles:
+            raise AssertionError("a replayed run's schedule differs from the full simulation's")
+        if do_profile:
+            for (call, _), kind in zip(runs, ("replayed", "fully simulated")):
+                print(f"--- profile of one {kind} run of ({name}) ---")
+                print(profile(call))
+    sim, sim_cpu = (statistics.median(t[i] for t in times[0]) for i in (0, 1))
+    full, full_cpu = (statistics.median(t[i] for t in times[1]) for i in (0, 1))
     eager, eager_cpu = median_time(expected, max(repeat, 5))
     tasks = len(rec.tasks)
     return {"tasks": tasks, "sim_s": sim, "eager_s": eager, "tasks_per_s": tasks / sim,
