@@ -12,6 +12,8 @@ timed calls measure the collective, not process start-up). Printed per row:
 - `gloo ms`: `torch.distributed.all_reduce` of the same number of FP32 elements over P gloo
   processes on loopback (benchmarks/_gloo.py), mean after a warm-up;
 - `ours/gloo` against the target (<= 3x);
+- `rank cpu ms`: CPU time the P rank processes spent per call, summed (`DispatchRecord.cpu_seconds`):
+  the simulation's cost, which the machine's load does not inflate as it does the wall time;
 - the simulated time of the collective (`DistributedWorker.last_cycles`, in AI-core cycles and µs)
   and the bus bandwidth it implies, 2(P-1)/P x bytes / simulated time (the NCCL convention).
 
@@ -79,8 +81,9 @@ def programs(rows: int, mode: str):
     return timed, checked
 
 
-def measure(p: int, rows: int, mode: str, iters: int) -> tuple[float, int]:
-    """(mean wall seconds of one allreduce host call, its simulated cycles) on P ranks.
+def measure(p: int, rows: int, mode: str, iters: int) -> tuple[float, float, int]:
+    """(mean wall seconds of one allreduce host call, mean CPU seconds of its rank processes, its
+    simulated cycles) on P ranks.
 
     Raises:
         RuntimeError: the checked run's result differs from torch.
@@ -94,11 +97,12 @@ def measure(p: int, rows: int, mode: str, iters: int) -> tuple[float, int]:
     small = torch.zeros(p, 1, COLS).share_memory_()
     with timed.compile().prepare(config=cfg, persistent=True) as rt:
         rt(small)                                        # warm-up: windows mapped, programs loaded
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), 0.0
         for _ in range(iters):
             rt(small)
+            cpu += sum(r.cpu_seconds for r in rt.last_records)
         seconds = (time.perf_counter() - start) / iters
-        return seconds, rt.last_cycles
+        return seconds, cpu / iters, rt.last_cycles
 
 
 def main() -> None:
@@ -112,16 +116,16 @@ def main() -> None:
     nbytes = rows * COLS * 4
     print(f"allreduce (Sum) of {nbytes / 2 ** 20:g} MiB FP32 ([{rows}, {COLS}]), mean of {a.iters} calls; "
           f"target ours/gloo <= {TARGET:g}x")
-    print(f"{'P':>3} {'mode':5} {'ours ms':>9} {'gloo ms':>8} {'ours/gloo':>10} {'sim cycles':>11} {'sim us':>8} "
-          f"{'bus GB/s':>9}")
+    print(f"{'P':>3} {'mode':5} {'ours ms':>9} {'gloo ms':>8} {'ours/gloo':>10} {'rank cpu ms':>12} {'sim cycles':>11} "
+          f"{'sim us':>8} {'bus GB/s':>9}")
     for p in a.ranks:
         gloo = gloo_allreduce_seconds(p, rows * COLS, iters=max(a.iters, 5))
         for mode in a.modes:
-            ours, cycles = measure(p, rows, mode, a.iters)
+            ours, cpu, cycles = measure(p, rows, mode, a.iters)
             us = cycles_to_us(cycles)
             bus = 2 * (p - 1) / p * nbytes / (us * 1e-6) / 1e9 if us else float("nan")
             verdict = "ok" if ours <= TARGET * gloo else "MISS"
-            print(f"{p:>3} {mode:5} {ours * 1e3:>9.1f} {gloo * 1e3:>8.2f} {ours / gloo:>9.1f}x {cycles:>11} "
+            print(f"{p:>3} {mode:5} {ours * 1e3:>9.1f} {gloo * 1e3:>8.2f} {ours / gloo:>9.1f}x {cpu * 1e3:>12.1f} {cycles:>11} "
                   f"{us:>8.1f} {bus:>9.1f}  {verdict}", flush=True)
 
 

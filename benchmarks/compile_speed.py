@@ -96,21 +96,27 @@ class _Compiler:
         return out
 
 
-def measure(program: ir.Program, reps: int, compile_one: _Compiler) -> dict[str, float]:
-    """Medians over `reps` compiles (after 3 warm-up compiles): CPU and wall ms, and the stages of
-    `report/compile_time.json` in ms."""
-    for _ in range(3):
-        compile_one(program)
-    cpu, wall, reports = [], [], []
+def measure(progs: dict[str, ir.Program], reps: int, compile_one: _Compiler) -> dict[str, dict[str, float]]:
+    """Per program, medians over `reps` compiles (after 3 warm-up compiles; the programs take turns,
+    so both see the same load): CPU and wall ms, and the stages of `report/compile_time.json` in ms."""
+    for program in progs.values():
+        for _ in range(3):
+            compile_one(program)
+    cpu: dict[str, list[float]] = {n: [] for n in progs}
+    wall: dict[str, list[float]] = {n: [] for n in progs}
+    reports: dict[str, list[dict]] = {n: [] for n in progs}
     for _ in range(reps):
-        c0, w0 = time.process_time(), time.perf_counter()
-        out = compile_one(program)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-        reports.append(json.loads((out / "report" / "compile_time.json").read_text()))
-    res = {"cpu": statistics.median(cpu) * 1e3, "wall": statistics.median(wall) * 1e3}
-    for key in ("passes_ms", "verify_ms", "codegen_ms", "reports_ms", "total_ms"):
-        res[key] = statistics.median(r.get(key, 0.0) for r in reports)
+        for name, program in progs.items():
+            c0, w0 = time.process_time(), time.perf_counter()
+            out = compile_one(program)
+            cpu[name].append(time.process_time() - c0)
+            wall[name].append(time.perf_counter() - w0)
+            reports[name].append(json.loads((out / "report" / "compile_time.json").read_text()))
+    res = {}
+    for name in progs:
+        res[name] = {"cpu": statistics.median(cpu[name]) * 1e3, "wall": statistics.median(wall[name]) * 1e3}
+        for key in ("passes_ms", "verify_ms", "codegen_ms", "reports_ms", "total_ms"):
+            res[name][key] = statistics.median(r.get(key, 0.0) for r in reports[name])
     return res
 
 
@@ -137,12 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     hints = logging.getLogger("pypto.diagnostics")
     hints.addHandler(logging.NullHandler())
     hints.propagate = False
-    rows = []
     with tempfile.TemporaryDirectory() as d:
         compile_one = _Compiler(Path(d))
         progs = programs()
-        for name, program in progs.items():
-            rows.append((name, measure(program, ns.reps, compile_one)))
+        rows = list(measure(progs, ns.reps, compile_one).items())
         print(f"ir.compile, median of {ns.reps} compiles (dump_passes=False, skip_ptoas=True; "
               f"BASIC verification, all diagnostics)\n")
         head = f"{'program':<22} {'CPU ms':>7} {'wall ms':>8} {'target':>7}  {'':<6}  " \

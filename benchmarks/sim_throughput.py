@@ -30,7 +30,8 @@ Three kinds of simulator run are timed separately, since they differ by several 
 - "cold": the first call of the handle after `register` — a full simulation that also prepares
   every kernel and orchestration (one sample);
 - "full": later calls with replay off (`RunConfig(sim_replay=False)`, on a second worker): a full
-  simulation of prepared kernels — orchestration, dependencies, scheduling and kernels;
+  simulation of prepared kernels — orchestration, dependencies, scheduling and kernels; these
+  calls alternate with the replayed ones, so both see the same load;
 - "replay": later calls with replay on (the default): the schedule recorded by the first call is
   replayed and only the kernels' numbers are computed again (`runtime/sim/replay.py`). The
   benchmark checks that these calls were replays.
@@ -41,11 +42,11 @@ Tile-ops/s is printed for (a) and (b), whose tasks all run one kernel with a kno
 two-threaded eager figures suffer more than the one-threaded simulator, so the "x eager" ratios
 swing (the FFN can even come out below 1x); compare runs on an idle machine.
 
-Targets on the 2-core CI machines: (a) at most 150 us per task; (b) at most 2x torch eager; each is
-printed for replayed runs and for full simulations.
-Target (b) is not met (about 10x): on two cores torch eager runs the whole product as one
-two-threaded GEMM, while the tile-level floor alone (one thread, 512 small GEMMs plus 3072 tile
-copies) is already near or above 2x eager; see the "floor" figures each run prints.
+Targets on the 2-core CI machines (issue 14 item 5): (a) at most 75 us per task; (b) within 3x of
+torch eager; each is printed for replayed runs and for full simulations, in wall time (what the
+issue measures) and in CPU time (what to trust on a machine shared with other jobs). Torch eager
+runs the whole product as one two-threaded GEMM, while the simulator works in 128-tiles on one
+intra-op thread; the tile-level floor each run prints shows what working in tiles costs by itself.
 """
 
 from __future__ import annotations
@@ -187,35 +188,39 @@ def profile(fn: Callable[[], object], top: int = 15) -> str:
     return out.getvalue()
 
 
-def timed_runs(compiled: object, host: list[torch.Tensor], expected: torch.Tensor, tol: float, repeat: int,
-               replay: bool, profile_name: str | None) -> tuple[tuple[float, float], tuple[float, float], object]:
-    """On a fresh worker (replay on or off): ((wall, CPU) of the first call after `register`,
-    median (wall, CPU) of `repeat` later calls, the last run's record). Checks the result, and with
-    replay on that the later calls were replays."""
-    with ChipWorker(config=RunConfig(platform="a2a3sim", sim_replay=replay)) as w:
-        dev = [w.alloc_tensor(t.shape, t.dtype, init=t) for t in host]
-        handle = w.register(compiled)
-        cold = median_time(lambda: handle(*dev), 1)    # full simulation + preparing kernels and arenas
-        torch.testing.assert_close(dev[-1].to_host(), expected, rtol=tol, atol=tol)
-        warm = median_time(lambda: handle(*dev), repeat)
-        torch.testing.assert_close(dev[-1].to_host(), expected, rtol=tol, atol=tol)
-        if w.device.run_plans.replays != (repeat if replay else 0):
-            raise AssertionError(f"{w.device.run_plans.replays} of {repeat} calls were replayed")
-        if profile_name is not None:
-            print(f"--- profile of one {'replayed' if replay else 'fully simulated'} run of ({profile_name}) ---")
-            print(profile(lambda: handle(*dev)))
-        return cold, warm, compiled.last_run
-
-
 def run_case(name: str, program: object, host: list[torch.Tensor], expected: Callable[[], torch.Tensor],
              ops_per_task: int, repeat: int, do_profile: bool, tol: float) -> dict[str, float]:
+    """Time the three kinds of run (module docstring). The full and replayed calls alternate, on
+    two workers (replay off / on), so both see the same load on a shared machine; each worker's
+    first call is its cold run. Checks the results, and that the replayed calls were replays."""
     compiled = ir.compile(program, dump_passes=False)
     want = expected()
-    pname = name if do_profile else None
-    (cold, cold_cpu), (sim, sim_cpu), rec = timed_runs(compiled, host, want, tol, repeat, True, pname)
-    _, (full, full_cpu), rec_full = timed_runs(compiled, host, want, tol, repeat, False, pname)
-    if rec.makespan_cycles != rec_full.makespan_cycles:
-        raise AssertionError("a replayed run's schedule differs from the full simulation's")
+    with ChipWorker(config=RunConfig(platform="a2a3sim")) as wr, \
+            ChipWorker(config=RunConfig(platform="a2a3sim", sim_replay=False)) as wf:
+        runs = []
+        for w in (wr, wf):
+            dev = [w.alloc_tensor(t.shape, t.dtype, init=t) for t in host]
+            handle = w.register(compiled)
+            runs.append((lambda h=handle, d=dev: h(*d), dev))
+        cold, cold_cpu = median_time(runs[0][0], 1)   # full simulation + preparing kernels and arenas
+        runs[1][0]()
+        times: list[list[tuple[float, float]]] = [[], []]
+        for _ in range(repeat):
+            for k, (call, _) in enumerate(runs):
+                times[k].append(median_time(call, 1))
+        for _, dev in runs:
+            torch.testing.assert_close(dev[-1].to_host(), want, rtol=tol, atol=tol)
+        if wr.device.run_plans.replays != repeat or len(wf.device.run_plans):
+            raise AssertionError(f"{wr.device.run_plans.replays} of {repeat} calls were replayed")
+        rec, rec_full = wr.device.last_run, wf.device.last_run
+        if rec.makespan_cycles != rec_full.makespan_cycles:
+            raise AssertionError("a replayed run's schedule differs from the full simulation's")
+        if do_profile:
+            for (call, _), kind in zip(runs, ("replayed", "fully simulated")):
+                print(f"--- profile of one {kind} run of ({name}) ---")
+                print(profile(call))
+    sim, sim_cpu = (statistics.median(t[i] for t in times[0]) for i in (0, 1))
+    full, full_cpu = (statistics.median(t[i] for t in times[1]) for i in (0, 1))
     eager, eager_cpu = median_time(expected, max(repeat, 5))
     tasks = len(rec.tasks)
     return {"tasks": tasks, "sim_s": sim, "eager_s": eager, "tasks_per_s": tasks / sim,
@@ -280,12 +285,14 @@ def main() -> int:
               f"({r['sim_cpu_s'] / n * 1e6:7.1f} us/task)  eager {r['eager_cpu_s'] * 1e3:8.2f} ms  "
               f"replay {r['sim_cpu_s'] / r['eager_cpu_s']:5.2f}x eager, {r['full_cpu_s'] / r['sim_cpu_s']:5.2f}x "
               f"faster than full")
-    for kind, us, ratio in (("replayed runs", "us_per_task", "ratio"), ("full simulations", "full_us_per_task", None)):
-        a_us = add[us]
-        b_x = mm["sim_s"] / mm["eager_s"] if ratio else mm["full_s"] / mm["eager_s"]
-        print(f"target (a) <= 150 us per task, {kind + ':':<18} {'met' if a_us <= 150.0 else 'MISSED'} "
-              f"({a_us:.1f} us)")
-        print(f"target (b) <= 2x torch eager,  {kind + ':':<18} {'met' if b_x <= 2.0 else 'MISSED'} ({b_x:.2f}x)")
+    for kind, replay in (("replayed runs", True), ("full simulations", False)):
+        for clock, sfx in (("wall", ""), ("CPU", "_cpu")):
+            n = add["tasks"]
+            a_us = (add[f"sim{sfx}_s"] if replay else add[f"full{sfx}_s"]) / n * 1e6
+            b_x = (mm[f"sim{sfx}_s"] if replay else mm[f"full{sfx}_s"]) / mm[f"eager{sfx}_s"]
+            what = f"{kind}, {clock}:"
+            print(f"target (a) <= 75 us per task, {what:<28} {'met' if a_us <= 75.0 else 'MISSED'} ({a_us:.1f} us)")
+            print(f"target (b) <= 3x torch eager, {what:<28} {'met' if b_x <= 3.0 else 'MISSED'} ({b_x:.2f}x)")
     return 0
 
 

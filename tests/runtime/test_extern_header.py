@@ -5,6 +5,7 @@ compiler (skipped where there is none) and run through `ExternalExecutor` direct
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 import pytest
@@ -291,8 +292,8 @@ def test_default_and_declared_cost(tmp_path):
     issue = int(const("mte_issue"))
     default = ExternalExecutor(_declare(src, params)).run([x, y, 3])
     nbytes = 64 * 64 * 4
-    assert default.cycles == launch + 2 * issue + nbytes // int(const("mte2_bytes_per_cycle")) + \
-        nbytes // int(const("mte3_bytes_per_cycle"))
+    assert default.cycles == launch + 2 * issue + math.ceil(nbytes / const("mte2_bytes_per_cycle")) + \
+        math.ceil(nbytes / const("mte3_bytes_per_cycle"))
     assert set(default.pipe_cycles) == {"mte2", "mte3"}
     assert ExternalExecutor(_declare(src, params, cost=500)).run([x, y, 3]).cycles == launch + 500
     formula = ExternalExecutor(_declare(src, params, cost="x.shape[0] * n + block_num"))

@@ -30,7 +30,8 @@ def test_every_constant_has_a_unit_and_a_source() -> None:
             "task_launch", "orch_submit"} <= set(CONSTANTS)
     for name, c in CONSTANTS.items():
         assert c.value > 0 and c.unit, name
-        assert c.source.startswith("estimate") or "Hot Chips" in c.source or "SPEC" in c.source, name
+        assert (c.source.startswith("estimate") or "Hot Chips" in c.source or "SPEC" in c.source
+                or "CANN platform configuration" in c.source), name
     with pytest.raises(KeyError, match="no constant 'nope'"):
         const("nope")
     assert cycles_to_us(const("clock_ghz") * 1e3) == pytest.approx(1.0)
@@ -75,8 +76,8 @@ def test_memory_ops_charge_their_path_and_whole_ddr_granules() -> None:
     narrow = tile("n", (64, 2), FP32, Vec, 0)
     n910 = _cost("tile.load", [src, tup(0, 0), tup(64, 2)], narrow.type, target_memory=Vec)
     n950 = _cost("tile.load", [src, tup(0, 0), tup(64, 2)], narrow.type, SOC5, target_memory=Vec)
-    assert n910.cycles == const("mte_issue") + 64 * 512 // const("mte2_bytes_per_cycle")
-    assert n950.cycles == const("mte_issue") + 64 * 128 // const("mte2_bytes_per_cycle")
+    assert n910.cycles == const("mte_issue") + math.ceil(64 * 512 / const("mte2_bytes_per_cycle"))
+    assert n950.cycles == const("mte_issue") + math.ceil(64 * 128 / const("mte2_bytes_per_cycle"))
     assert n910.nbytes == n950.nbytes == 512
     out = Var("o", tensor_t((128, 128)))
     st = _cost("tile.store", [t, tup(0, 0), out], out.type)
@@ -86,6 +87,11 @@ def test_memory_ops_charge_their_path_and_whole_ddr_granules() -> None:
     m = tile("m", (128, 128), FP16, Mat, 0)
     mv = _cost("tile.move", [m], tile("l", (128, 128), FP16, Left, 0).type, target_memory=Left)
     assert mv.pipe == "mte1" and mv.path == (MemorySpace.Mat, MemorySpace.Left) and mv.nbytes == 32768
+    # an extract moves its result (a part of the source tile), not the whole source
+    ex = _cost("tile.extract", [m, tup(0, 32), tup(128, 32)], tile("e", (128, 32), FP16, Left, 0).type,
+               target_memory=Left)
+    assert ex.path == (MemorySpace.Mat, MemorySpace.Left) and ex.nbytes == 128 * 32 * 2
+    assert ex.cycles == const("mte_issue") + math.ceil(128 * 32 * 2 / const("mte1_bytes_per_cycle"))
 
 
 def test_creation_is_free_and_task_cost_sums_executions() -> None:

@@ -90,10 +90,11 @@ def test_small_tasks_idle_vector_pipe_and_narrow_rows(tmp_path):
     vec = sum(t.cost.pipe_cycles["vector"] for t in tasks)
     assert ph5.span.begin_line == line_of("MARK-CALL")
     assert ph5.message.startswith(f"the vector pipe of 'k' (AIV) is busy {vec} of its {4 * work} cycles of work "
-                                  f"({round(100 * vec / (4 * work))}%, below 25%) over 4 task(s); the rest goes to mte2")
+                                  f"({round(100 * vec / (4 * work))}%, below 25%) over 4 task(s); the rest goes to mte3")
     load, store = [h for h in cp.run_hints if h.code == "PH006"]
     assert (load.span.begin_line, store.span.begin_line) == (line_of("MARK-LOAD"), line_of("MARK-STORE"))
-    lost = 4 * (math.ceil(16 * 512 / 64) - math.ceil(16 * 256 / 64))   # whole 512 B granules vs the data
+    bw = const("mte2_bytes_per_cycle")
+    lost = 4 * (math.ceil(16 * 512 / bw) - math.ceil(16 * 256 / bw))   # whole 512 B granules vs the data
     assert load.message == (
         "this load from DDR into Vec ran 4 time(s) in 4 task(s), 4096 B per transfer in 16 rows of 256 B; DDR "
         "is accessed in 512 B granules, so each row costs a whole granule: 32768 B charged for 16384 B of data "

@@ -42,6 +42,12 @@ class SoCModel:
         allowed_moves: (src, dst) memory pairs a load, store or move may use.
         alignment: on-chip buffer address alignment.
         recommended_inner_bytes: innermost tile dimension below this many bytes wastes DDR bandwidth.
+        ddr_access_granularity: bytes of one line of the chip's L2 cache, the unit DDR (HBM) is
+            read in (Ascend C programming guide: transfers aligned to the 512-byte cache line
+            perform better).
+        l2_bytes: capacity of the L2 cache shared by all cores in front of DDR (Ascend910B: 192
+            MiB, `l2_size` of the CANN platform configuration of the 910B parts; Ascend950:
+            estimate, assumed the same).
         l0_fractal_rows: rows of one fractal box of an L0 (Left/Right/Acc) or Mat tile.
         fractal_bytes: bytes of one fractal box per memory space (512 in Mat/Left/Right, 1024 in Acc).
         native_casts: (src, dst) dtype pairs one conversion instruction handles (`backend.casts`).
@@ -59,6 +65,7 @@ class SoCModel:
     alignment: int = 32
     recommended_inner_bytes: int = 512
     ddr_access_granularity: int = 512
+    l2_bytes: int = 192 * 1024 * KIB
     num_dies: int = 1
     l0_fractal_rows: int = 16
     fractal_bytes: dict[M, int] = field(default_factory=lambda: {M.Mat: 512, M.Left: 512, M.Right: 512,

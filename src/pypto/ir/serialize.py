@@ -63,8 +63,13 @@ def _kind_of(x: Any) -> int:
     elif dataclasses.is_dataclass(x) and not isinstance(x, type):
         kind = _DC
         names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(x))
-        get = operator.attrgetter(*names)
-        _FIELD_VALUES[cls] = get if len(names) > 1 else (lambda node: (get(node),))
+        if len(names) > 1:
+            _FIELD_VALUES[cls] = operator.attrgetter(*names)
+        elif names:
+            one = operator.attrgetter(names[0])
+            _FIELD_VALUES[cls] = lambda node: (one(node),)
+        else:
+            _FIELD_VALUES[cls] = lambda node: ()
     else:
         raise TypeError(f"cannot serialize a value of type {cls.__name__}: {x!r}")
     _KINDS[cls] = kind

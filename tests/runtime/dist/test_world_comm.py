@@ -253,3 +253,14 @@ def test_a_notify_wakes_a_blocked_peer_only_for_the_cell_it_waits_on() -> None:
         for s in (ctl.seg, seg):
             s.unlink()
             s.close()
+
+
+def spin_cpu(comm, n):
+    """Burn some CPU in the rank process (a Python loop), return the loop's result."""
+    return sum(i * i for i in range(n))
+
+
+def test_a_dispatch_record_carries_the_rank_processes_cpu_time(world3: World) -> None:
+    n = 200_000
+    assert call_on_ranks(world3, spin_cpu, [[n]] * 3) == [sum(i * i for i in range(n))] * 3
+    assert len(world3.records) == 3 and all(0 < rec.cpu_seconds < 60 for rec in world3.records)

@@ -13,7 +13,8 @@ control block, makes its own `RankDevice` (a `SimDevice`: its own cores, memorie
   installed (the test entry point for the Comm itself);
 - `("stop",)`: leave.
 
-Each finished message is answered on the shared outbox with `("done", rank, seq, result, info)`,
+Each finished message is answered on the shared outbox with `("done", rank, seq, result, info)`
+(info: the rank's clock at the end, its `CommEvent`s, the CPU seconds the message took),
 `("error", rank, seq, exc, traceback)` or `("aborted", rank, seq, blocked)` (a wait stopped by the
 host's abort flag; `blocked` says where it was blocked). SIGINT is ignored in rank processes: the
 host handles Ctrl-C and tears the world down; a rank whose host process is gone (killed) unlinks the
@@ -27,6 +28,7 @@ import pickle
 import queue
 import shutil
 import signal
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,6 +240,7 @@ class _Rank:
             self.comm.events = []
             self.clock.base = max(self.clock.base, not_before)
             self.ctl.set_state(self.rank, RUNNING)
+            cpu = time.process_time()
             try:
                 self.map_windows(windows)
                 with comm_context(self.comm):
@@ -246,7 +249,7 @@ class _Rank:
                     else:
                         result = what(self.comm, *[_tensor(self.arg(a)) for a in args])
                         result = result.clone() if isinstance(result, torch.Tensor) else result
-                reply = ("done", self.rank, seq, result, (self.clock.base, self.comm.events))
+                reply = ("done", self.rank, seq, result, (self.clock.base, self.comm.events, time.process_time() - cpu))
             except BaseException as e:   # noqa: BLE001 - every failure goes back to the host
                 ab = _aborted_wait(e)
                 tb = traceback.format_exc()

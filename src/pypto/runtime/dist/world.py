@@ -77,10 +77,14 @@ class RankProcessError(RuntimeSimError):
 
 class DispatchRecord:
     """One finished dispatch: `rank`, `program`, its tasks on the world clock (`TaskSpan`), its
-    cross-rank `events` (`CommEvent`) and the rank's clock at its end (`end`, cycles)."""
+    cross-rank `events` (`CommEvent`), the rank's clock at its end (`end`, cycles) and the CPU time
+    the rank process spent simulating it (`cpu_seconds`, `time.process_time`: wall-clock cost of
+    the simulation, not simulated time)."""
 
-    def __init__(self, rank: int, program: str, tasks: list[TaskSpan], events: list[CommEvent], end: int) -> None:
+    def __init__(self, rank: int, program: str, tasks: list[TaskSpan], events: list[CommEvent], end: int,
+                 cpu_seconds: float = 0.0) -> None:
         self.rank, self.program, self.tasks, self.events, self.end = rank, program, tasks, events, end
+        self.cpu_seconds = cpu_seconds
 
     def __repr__(self) -> str:
         return f"DispatchRecord(rank={self.rank}, program={self.program!r}, tasks={len(self.tasks)}, end={self.end})"
@@ -260,10 +264,10 @@ class World:
                 status, rank, seq, payload, extra = msg
                 _, what = self._pending.pop(seq, (rank, "?"))
                 if status == "done":
-                    end, events = extra
+                    end, events, cpu = extra
                     self._ends[rank] = max(self._ends[rank], end)
                     tasks = payload if isinstance(payload, list) and all(isinstance(t, TaskSpan) for t in payload) else []
-                    self.records.append(DispatchRecord(rank, what, tasks, events, end))
+                    self.records.append(DispatchRecord(rank, what, tasks, events, end, cpu))
                     results[seq] = payload
                 elif status == "aborted":
                     if payload is not None:

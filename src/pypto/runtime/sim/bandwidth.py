@@ -5,9 +5,9 @@ Each core moves data between DDR and its own memories at most at `mte2_bytes_per
 as a whole moves at most `ddr_bytes_per_cycle` bytes per cycle. `DdrChannel` enforces that limit
 over a run with a reservation timeline:
 
-- a task that starts at cycle `s`, lasts `T` cycles on its own and moves `D` bytes to or from DDR
-  asks for `D / T` bytes per cycle (its traffic spread evenly over its duration: the pipes of one
-  core are serial in the cost model, so loads and stores interleave with compute);
+- a task that starts at cycle `s`, lasts `T` cycles on its own and moves `D` bytes to or from HBM
+  (its reads the L2 cache missed and its stores, `l2cache.L2Cache`) asks for `D / T` bytes per
+  cycle (its traffic spread evenly over its duration);
 - the channel grants, from `s` on, what it still has free of the chip's bandwidth, up to that
   rate, segment by segment of its timeline, until the `D` bytes are granted; the task ends when
   both its own work is done (`s + T`) and its last byte is granted. The extra cycles are the
@@ -17,8 +17,8 @@ over a run with a reservation timeline:
   the same cycles.
 
 At every cycle the granted rates sum to at most `ddr_bytes_per_cycle`, so no schedule moves more
-bytes per cycle than the chip can. Not modelled: L2 cache hits (every DDR byte counts), per-bank /
-per-die locality, and read/write turnaround.
+bytes per cycle than the chip can. Not modelled: per-bank / per-die locality, and read/write
+turnaround.
 """
 
 from __future__ import annotations

@@ -34,9 +34,11 @@ How a cost is formed (all results are whole cycles of the AI-core clock):
   shared DDR bandwidth cannot feed it (below).
 - The **orchestrator** spends `orch_submit` per task it submits.
 
-DDR bandwidth is shared: each core moves at most `mte2_bytes_per_cycle` / `mte3_bytes_per_cycle`, and
-all tasks in flight together at most `ddr_bytes_per_cycle` (`bandwidth.DdrChannel`, applied by the
-scheduler: a task the chip cannot feed in time runs longer by its `ddr_wait_cycles`).
+DDR bandwidth is shared: each core moves at most `mte2_bytes_per_cycle` / `mte3_bytes_per_cycle`
+(its path through the chip's L2 cache), and all tasks in flight together at most
+`ddr_bytes_per_cycle` of HBM traffic: the lines of their reads the L2 cache misses, and their stores
+(`l2cache.L2Cache`, `bandwidth.DdrChannel`, applied by the scheduler: a task the chip cannot feed
+in time runs longer by its `ddr_wait_cycles`).
 
 Peaks of the chip (`peak_flops_per_cycle`, `peak_ddr_bytes_per_cycle`) follow from the same
 constants; the roofline benchmark (benchmarks/roofline.py) compares simulated runs against them.
@@ -65,7 +67,7 @@ from ...ops.system import pipe_role
 
 __all__ = ["Constant", "CONSTANTS", "const", "OpCost", "TaskCost", "PIPES", "op_cost", "copy_cost",
            "cycles_to_us", "task_cost", "peak_flops_per_cycle", "peak_ddr_bytes_per_cycle",
-           "ddr_bytes_of"]
+           "ddr_bytes_of", "ddr_read_write_bytes"]
 
 M = MemorySpace
 
@@ -82,6 +84,9 @@ class Constant:
 _HC31 = ("Huawei, 'DaVinci: A Scalable Architecture for Neural Network Computing', Hot Chips 31 "
          "(2019)")
 
+_CANN_INI = ("CANN platform configuration of the Ascend 910B parts (platform_config/Ascend910B*.ini, "
+             "[AICoreMemoryRates]), as published in public material")
+
 #  name                  value   unit                         source
 CONSTANTS: dict[str, Constant] = {
     "clock_ghz": Constant(1.8, "GHz", "estimate: AI-core clock of the Ascend 910 class parts"),
@@ -91,18 +96,21 @@ CONSTANTS: dict[str, Constant] = {
     "vector_bytes_per_cycle": Constant(256, "bytes / cycle", f"{_HC31}: 2048-bit vector unit"),
     "vector_issue": Constant(16, "cycles", "estimate: vector pipeline start-up per instruction"),
     "mte_issue": Constant(64, "cycles", "estimate: descriptor set-up per MTE / FIXPIPE transfer"),
-    "mte2_bytes_per_cycle": Constant(64, "bytes / cycle",
-                                     "estimate: ~1.6 TB/s HBM over 24 cube + 48 vector cores at "
-                                     "1.8 GHz is ~12 B/cycle each when all stream; one core alone "
-                                     "reaches several times that"),
-    "mte3_bytes_per_cycle": Constant(64, "bytes / cycle", "estimate: as mte2 (same DDR path)"),
+    "mte2_bytes_per_cycle": Constant(110, "bytes / cycle",
+                                     f"{_CANN_INI}: l2_read_rate = 110 B/cycle per core (MTE2 reads "
+                                     "DDR through the L2 cache; L2 misses also take the chip's "
+                                     "shared HBM bandwidth, `ddr_bytes_per_cycle`)"),
+    "mte3_bytes_per_cycle": Constant(64, "bytes / cycle", f"{_CANN_INI}: ub_to_l2_rate = 64 B/cycle"),
     "ddr_bytes_per_cycle": Constant(888, "bytes / cycle",
                                     "estimate: the whole chip's HBM bandwidth, shared by all cores "
                                     "(`bandwidth.DdrChannel`): ~1.6 TB/s (public figure of the "
-                                    "Ascend 910B class, 4 HBM2e stacks) / 1.8 GHz"),
+                                    "Ascend 910B class, 4 HBM2e stacks) / 1.8 GHz; the platform "
+                                    "configuration's ddr_rate, 32 B/cycle per core, times 24 cores "
+                                    "is of the same order"),
     "mte1_bytes_per_cycle": Constant(256, "bytes / cycle",
                                      "estimate: L1 -> L0 feeds the cube one 512-byte fractal per "
-                                     "2 cycles"),
+                                     "2 cycles (the platform configuration gives 512 to L0A, 256 "
+                                     "to L0B: the slower for both)"),
     "fixpipe_bytes_per_cycle": Constant(128, "bytes / cycle", "estimate: L0C drain, half of MTE1"),
     "onchip_bytes_per_cycle": Constant(128, "bytes / cycle",
                                        "estimate: Vec <-> Mat / Acc -> Vec copies (Ascend950)"),
@@ -214,6 +222,23 @@ def ddr_bytes_of(cost: TaskCost) -> int:
     return sum(n for (src, dst), n in cost.path_bytes.items() if src is M.DDR or dst is M.DDR)
 
 
+def ddr_read_write_bytes(task: Any) -> tuple[int, int]:
+    """(bytes its DDR loads were charged in whole access granules, bytes it stored to DDR) of a run
+    task (`Task`: its executor's cost sites and the executions of each, `TaskCost.counts`); from
+    its memory paths when the executor has no cost sites."""
+    cost = task.cost
+    sites = getattr(task.executor, "sites", None)
+    writes = sum(n for (src, dst), n in cost.path_bytes.items() if dst is M.DDR and src is not M.DDR)
+    if sites is None:
+        return sum(n for (src, _), n in cost.path_bytes.items() if src is M.DDR), writes
+    counts = cost.counts
+    reads = 0
+    for i, c in enumerate(sites):
+        if c.path is not None and c.path[0] is M.DDR:
+            reads += (c.ddr_bytes or c.nbytes) * (1 if counts is None else counts[i])
+    return reads, writes
+
+
 # ---- op costs ------------------------------------------------------------------------------------
 
 def _shape(t: Any) -> tuple[int, ...] | None:
@@ -292,7 +317,8 @@ def _memory_cost(spec: OpSpec, call: Call, soc: SoCModel) -> OpCost:
     src, dst = _space(src_t), _space(dst_t)
     if src is None or dst is None:
         return FREE
-    tile_t = src_t if isinstance(src_t, TileType) else dst_t
+    # the tile moved: the result of a load / move / extract (a part of its source), the source of a store
+    tile_t = dst_t if isinstance(dst_t, TileType) else src_t
     return transfer_cost((src, dst), tile_t, soc)
 
 

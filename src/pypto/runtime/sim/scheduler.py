@@ -24,7 +24,8 @@ submits at or after the last processed instant:
   overlap. A group holds its three cores until its last task has finished; tasks that depend on
   one of its tasks may start when that task ends;
 - the chip's DDR bandwidth is shared (`bandwidth.DdrChannel`): each task, as it starts, is granted
-  its DDR traffic from what the tasks started before it left free, and runs longer by its
+  its HBM traffic (the lines of its reads the L2 cache does not hold, and its stores:
+  `l2cache.L2Cache`) from what the tasks started before it left free, and runs longer by its
   `ddr_wait_cycles` when that is not enough.
 
 Tasks *execute* (their numbers are computed, on the chosen core's arena) at the moment they start
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.errors import InternalError, RuntimeSimError
 from .bandwidth import DdrChannel
-from .cost_model import ddr_bytes_of
+from .l2cache import L2Cache
 
 if TYPE_CHECKING:
     from .device import SimDevice
@@ -123,17 +124,16 @@ class EventScheduler:
         self._done: set[int] = set()
         self._submitted = 0
         self.ddr = DdrChannel()
-        self._ddr_bytes: dict[int, tuple[Any, int]] = {}
+        soc = self.device.soc
+        self.l2 = L2Cache(soc.l2_bytes, soc.ddr_access_granularity)
 
     def _share_ddr(self, t: Task) -> None:
-        """Grant `t` (started, run) its DDR traffic; sets its `ddr_wait_cycles`."""
+        """Grant `t` (started, run) its HBM traffic (what the L2 cache does not serve,
+        `l2cache.L2Cache`); sets its `hbm_bytes` and `ddr_wait_cycles`."""
         t.ddr_wait_cycles = 0
-        cost = t.cost
-        if cost is not None:
-            hit = self._ddr_bytes.get(id(cost))     # a static kernel returns the same TaskCost each run
-            if hit is None or hit[0] is not cost:
-                hit = self._ddr_bytes[id(cost)] = (cost, ddr_bytes_of(cost))
-            t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, t.cycles, hit[1])  # type: ignore[arg-type]
+        if t.cost is not None:
+            t.hbm_bytes = self.l2.hbm_bytes(t)
+            t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, t.cycles, t.hbm_bytes)  # type: ignore[arg-type]
 
     def _of(self, core_type: str) -> _Cores:
         c = self._cores.get(core_type)

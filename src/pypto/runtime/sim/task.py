@@ -75,6 +75,8 @@ class Task:
         stall_cycles: cycles it waited on its cross-core pipes (empty on a pop, full on a push).
         ddr_wait_cycles: cycles the task ran longer than its own work because the chip's shared
             DDR bandwidth was taken by tasks that started before it (`bandwidth.DdrChannel`).
+        hbm_bytes: bytes the task moved to and from HBM: its reads the chip's L2 cache missed (whole
+            lines) and its stores (`l2cache.L2Cache`); set when it starts.
         pipes: for the tasks of a group, the group's `PipeStats` (shared by them).
         pipe_ops: its ops placed on the core's pipes (`pipes.PipeOp`, cycles after its launch),
             kept when the device's `pipe_timeline` is on (swimlane level >= 2); else None.
@@ -112,6 +114,7 @@ class Task:
     offset_cycles: int = 0
     stall_cycles: int = 0
     ddr_wait_cycles: int = 0
+    hbm_bytes: int = 0
     pipes: Any = field(default=None, repr=False)
     pipe_ops: list | None = field(default=None, repr=False)
     manual: bool = False
