@@ -258,3 +258,36 @@ def test_a_dispatch_has_no_value_on_the_host():
                            "as a statement, chip(..., device=r); its Out/InOut arguments (e.g. ys[r]) receive the "
                            "results")
     assert err.span.begin_line == _line(text, "y = self.chip")
+
+
+WINDOW_HINT = ("pld.allreduce: argument 'src' must be a window-bound pld.DistributedTensor, got Tensor (a plain "
+               "Tensor lives only in this rank's memory: bind it to a window with pld.window(...) on the host and "
+               "declare the parameter pld.DistributedTensor[[...], dtype])")
+
+
+@pytest.mark.parametrize("arg", ["xs", "ys"])
+def test_host_allreduce_of_a_plain_parameter_reports_the_window_first(arg):
+    # A fresh user's mistake: an ordinary input parameter `xs` used to get "cannot write input
+    # parameter 'xs'" first, and declaring it pl.Out only led to this error; it is the real one.
+    @pl.jit.host
+    def host(xs: W, ys: pl.Out[W]):
+        pld.allreduce(xs if arg == "xs" else ys)  # MARK-plain-allreduce
+        return ys
+
+    with pytest.raises(ParserTypeError) as ei:
+        host.specialize()
+    assert ei.value.message == WINDOW_HINT
+    assert_at(ei.value, __file__, "MARK-plain-allreduce")
+
+
+def test_kernel_allreduce_of_a_window_bound_input_is_rejected_as_a_write():
+    # The write check still applies to window-bound tensors: allreduce writes its `src`.
+    with pytest.raises(InvalidOperationError) as ei:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(data: pld.DistributedTensor[[16, 64], pl.FP32],
+              sig: pl.InOut[pld.DistributedTensor[[2, 1], pl.INT32]]) -> pld.DistributedTensor[[16, 64], pl.FP32]:
+            data = pld.allreduce(data, sig)  # MARK-window-input-allreduce
+            return data
+    assert ei.value.message == ("cannot write input parameter 'data' (pld.allreduce writes it); declare it "
+                                "pl.Out[...] or pl.InOut[...] to write it")
+    assert_at(ei.value, __file__, "MARK-window-input-allreduce")

@@ -369,13 +369,18 @@ class ExprParser:
         return [self.to_expr(o, node) for o in operands], attrs
 
     def call_op(self, op_name: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Call:
+        """Build the Call of `op_name`: placement, then the op's type rule, then the write check.
+        The type rule runs before the write check: an operand of the wrong kind (e.g. a plain Tensor
+        given to `pld.allreduce`, which needs a window-bound one) is the real error; telling the user
+        to make it writable first would only lead to the type error next."""
         operands, attrs = self.op_args(op_name, args, kwargs, node)
         self.check_op_placement(op_name, node)
         spec = _ops.get_op(op_name)
+        call = make_op_call(op_name, operands, attrs, self.span(node))
         for w in spec.writes:
             if w < len(operands) and isinstance(operands[w].type, TensorType):
                 self.check_writable(operands[w], f"{op_name} writes it", node)
-        return make_op_call(op_name, operands, attrs, self.span(node))
+        return call
 
     def check_writable(self, e: Expr, how: str, node: ast.AST) -> None:
         """Writing an In parameter (directly or through a loop-carried value) is an error."""
