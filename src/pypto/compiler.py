@@ -270,7 +270,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
             backend_type: BackendType = BackendType.Ascend910B, skip_ptoas: bool = False,
             verification_level: VerificationLevel | None = None, platform: str | None = None,
             diagnostic_phase: str | None = None, disabled_diagnostics: Any = None,
-            distributed_config: Any = None) -> Any:
+            distributed_config: Any = None, *, quiet_hints: bool = False) -> Any:
     """Compile `program` for `backend_type`; returns a CompiledProgram whose `str()` is the folder
     (a `DistributedCompiledProgram` for a program with a HOST orchestrator: SPEC §8,
     `pypto.runtime.dist.program`).
@@ -290,6 +290,9 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         disabled_diagnostics: codes or names (e.g. {"W001", "TaskTooSmall"}) to leave out.
         distributed_config: for a distributed program, the `DistributedConfig` recorded in
             `distributed_meta.json` (the ranks it was built for; a run may use others).
+        quiet_hints: leave out the one-line performance-hint summary on stderr (the hints are still
+            in `report/perf_hints.log`). Used for the builtin chip programs of host-level collectives
+            (`pypto.runtime.dist.program`): they are the library's code, a user cannot act on them.
 
     Raises:
         ValueError: unknown `strategy`, `verification_level`, `$PYPTO_VERIFY_LEVEL`,
@@ -365,7 +368,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         render_diagnostics(f"Compile-time warnings for program '{lowered.name}'", warned, diag, "compile",
                            WARNING_CODES, "no warnings"), encoding="utf-8")
     (report / "perf_hints.log").write_text(hints, encoding="utf-8")
-    if hint_list:   # one summary line on stderr (SPEC §12), the hints themselves are in the log
+    if hint_list and not quiet_hints:   # one summary line on stderr (SPEC §12), the hints themselves are in the log
         _log.warning("%d performance hint(s) for program '%s': see %s", len(hint_list), lowered.name,
                      os.fspath(report / "perf_hints.log"))
     _write_json(report / "memory_usage.json", ctx.records.get("memory", {}))

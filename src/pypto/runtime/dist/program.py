@@ -218,7 +218,9 @@ def compile_distributed(program: Program, output_dir: str | os.PathLike, *, chip
     `DistributedCompiledProgram`. `chip_compile` is `ir.compile` (`pypto.compiler.compile`, handed in
     by it: the compiler sits above the runtime), called for every chip build with `chip_options`
     (strategy, dump_passes, backend_type, skip_ptoas, verification_level, platform,
-    diagnostic_phase, disabled_diagnostics); `distributed_config` is recorded in
+    diagnostic_phase, disabled_diagnostics), and with `quiet_hints=True` for the builtin programs
+    of host-level collectives (no hint summary line for code the user did not write);
+    `distributed_config` is recorded in
     `distributed_meta.json`.
 
     Raises:
@@ -243,10 +245,11 @@ def compile_distributed(program: Program, output_dir: str | os.PathLike, *, chip
         calls.visit_function(host)
         builtins, unsignalled = _builtin_programs(calls.collectives)
         subprograms = [chip_subprogram(program, n) for n in calls.chips]
-        subprograms += list({id(p): p for p in builtins.values()}.values())
+        ours = list({id(p): p for p in builtins.values()}.values())
         chips: dict[str, Any] = {}
-        for sub in subprograms:
-            chips[sub.name] = chip_compile(sub, output_dir=out / "next_levels" / sub.name, **chip_options)
+        for sub, quiet in [*((s, False) for s in subprograms), *((s, True) for s in ours)]:
+            extra = {"quiet_hints": True} if quiet else {}  # a builtin's hints: in its log only, not the user's code
+            chips[sub.name] = chip_compile(sub, output_dir=out / "next_levels" / sub.name, **chip_options, **extra)
         driver = render_host_driver(program, host.name, {k: p.name for k, p in builtins.items()}, unsignalled)
         (out / HOST_DRIVER_FILE).parent.mkdir(parents=True, exist_ok=True)
         (out / HOST_DRIVER_FILE).write_text(driver, encoding="utf-8")
