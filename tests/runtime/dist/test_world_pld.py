@@ -208,7 +208,7 @@ def skew_host(rt, inp, out, scratch):
 
 def test_a_late_notify_stalls_the_waiting_task(programs) -> None:
     p = 2
-    inp, out, scratch = torch.randn(p, 1, N), torch.zeros(p, 1, N), torch.zeros(256, 256)
+    inp, out, scratch = torch.randn(p, 1, N), torch.zeros(p, 1, N), torch.zeros(512, 512)
     progs = dict(programs, busy=busy.compile(scratch, scratch))
     build = DistributedBuild("skew", skew_host, [*PARAMS, HostParam("scratch", "In", None)], progs)
     with DistributedWorker(build, _cfg(p), _stage_all=True) as rt:
