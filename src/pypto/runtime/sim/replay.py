@@ -329,10 +329,11 @@ class RunPlan:
         old_tasks = old_run.tasks if old_run is not None and len(old_run.tasks) == len(self.tasks) else None
         same = [old_tasks is not None and k < len(last[0]) and r is last[0][k]() and p == last[1][k]  # type: ignore[index]
                 for k, (r, p) in enumerate(zip(roots, ptrs))]
+        all_same = old_tasks is not None and all(same)
         for k, (tmpl, aspec, acc) in enumerate(zip(self.tasks, self.arg_specs, self.access_specs)):
             t = object.__new__(Task)
             t.__dict__.update(tmpl.__dict__)
-            if old_tasks is not None and all(same[r] for r in self.task_roots[k]):
+            if all_same or (old_tasks is not None and all(same[r] for r in self.task_roots[k])):
                 old = old_tasks[k]
                 t.args, t.accesses = old.args, old.accesses
             else:
