@@ -306,15 +306,15 @@ def test_a_failed_run_leaves_no_plan_and_a_failed_replay_drops_its_plan(tmp_path
     cp = ir.compile(Scaled, output_dir=tmp_path / "fail", dump_passes=False)
     dev = SimDevice(cp.backend_type)
     calls = {"n": 0}
-    real = KernelExecutor.run
+    real = KernelExecutor._exec   # runs every task's kernel body, full simulation or replay
 
-    def flaky(self, args, arena, cost=True):
+    def flaky(self, env, cost):
         calls["n"] += 1
         if calls["n"] == 3:   # the third task of the run
             raise RuntimeSimError("injected failure")
-        return real(self, args, arena, cost)
+        return real(self, env, cost)
 
-    monkeypatch.setattr(KernelExecutor, "run", flaky)
+    monkeypatch.setattr(KernelExecutor, "_exec", flaky)
     with pytest.raises(RuntimeSimError, match="task 2 \\(kernel 'k' on AIV.*injected failure"):
         cp.run_on(dev, [_randn(64, 32), 4, torch.zeros(64, 32)], None)
     assert len(dev.run_plans) == 0
@@ -328,7 +328,7 @@ def test_a_failed_run_leaves_no_plan_and_a_failed_replay_drops_its_plan(tmp_path
     with pytest.raises(RuntimeSimError, match="task 1 \\(kernel 'k'.*injected failure"):
         cp.run_on(dev, a, None)
     assert len(dev.run_plans) == 0
-    monkeypatch.setattr(KernelExecutor, "run", real)
+    monkeypatch.setattr(KernelExecutor, "_exec", real)
     b = [_randn(64, 32, seed=5), 4, torch.zeros(64, 32)]
     cp.run_on(dev, b, None)
     torch.testing.assert_close(b[2], 2 * b[0], rtol=0, atol=0)
@@ -394,3 +394,57 @@ def test_a_task_argument_of_another_dtype_than_its_buffer_is_simulated_in_full(t
         cp.run_on(dev, [m, y], None)
         assert torch.equal(y, m.to(torch.uint8))
     assert len(dev.run_plans) == 0
+
+
+@pl.program
+class AddQuarters:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_tile(self, a: pl.Tensor[[32, 32], pl.FP32], b: pl.Tensor[[32, 32], pl.FP32],
+                 c: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+        ta = pl.load(a, [0, 0], [32, 32])
+        tb = pl.load(b, [0, 0], [32, 32])
+        tc = pl.add(ta, tb)
+        c = pl.store(tc, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.FP32], b: pl.Tensor[[64, 64], pl.FP32],
+             c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        for i in pl.range(0, 64, 32):
+            for j in pl.range(0, 64, 32):
+                sa = pl.slice(a, [32, 32], [i, j])
+                sb = pl.slice(b, [32, 32], [i, j])
+                sc = pl.slice(c, [32, 32], [i, j])
+                sc = self.add_tile(sa, sb, sc)
+        return c
+
+
+def test_a_replay_with_the_same_argument_objects_reuses_its_bound_kernels_and_rebinds_new_ones() -> None:
+    """Resident DeviceTensors passed again (their contents changed in place) run each task's bound
+    kernel environment of the last replay while its record lives; other tensors of the same layout
+    bind afresh, and the first ones again after them bind afresh too. Every run matches a full
+    simulation bit for bit."""
+    cp = ir.compile(AddQuarters, dump_passes=False)
+    host = [[_randn(64, 64, seed=s), _randn(64, 64, seed=s + 1), torch.zeros(64, 64)] for s in (1, 3)]
+    with ChipWorker(config=RunConfig(platform=cp.platform)) as wr, \
+            ChipWorker(config=RunConfig(platform=cp.platform, sim_replay=False)) as wf:
+        hr, hf = wr.register(cp), wf.register(cp)
+        dr = [[wr.alloc_tensor(t.shape, t.dtype, init=t) for t in h] for h in host]
+        df = [[wf.alloc_tensor(t.shape, t.dtype, init=t) for t in h] for h in host]
+        envs, records = [], []
+        for n, k in enumerate([0, 0, 0, 1, 0]):
+            x = _randn(64, 64, seed=10 + n)
+            dr[k][0].copy_from(x)
+            df[k][0].copy_from(x)
+            hr(*dr[k])
+            hf(*df[k])
+            envs.append(wr.device.last_run.kernel_envs)
+            records.append(wr.device.last_run)
+            out = dr[k][2].to_host()
+            assert torch.equal(out, df[k][2].to_host()) and torch.equal(out, x + host[k][1]), f"run {n}"
+            assert _task_facts(wr.device.last_run) == _task_facts(wf.device.last_run), f"run {n}"
+        assert wr.device.run_plans.replays == 4
+    assert envs[0] is None and len(envs[1]) == 4
+    assert all(e is f for e, f in zip(envs[1], envs[2]))            # same objects: reused
+    assert not any(e is f for e, f in zip(envs[2], envs[3]))        # other tensors: bound afresh
+    assert not any(e is f for e, f in zip(envs[3], envs[4]))

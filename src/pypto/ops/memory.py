@@ -136,6 +136,14 @@ def _load_site(site: KernelSite) -> Any:
     if box is not None:
         proven, slices = box
         fixed = offsets[0]
+        if tuple(proven) == shapes:   # the box is the whole tensor: copy it without a view
+
+            def load_all(dst: Any, t: Any, *_: Any) -> Any:
+                if t.shape == proven:
+                    dst.copy_(t)
+                    return None
+                return _load_compute(t, fixed, shapes)
+            return load_all
 
         def load(dst: Any, t: Any, *_: Any) -> Any:
             if t.shape == proven:
@@ -191,6 +199,14 @@ def _store_site(site: KernelSite) -> Any:
     if box is not None:
         proven, slices = box
         fixed = offsets[0]
+        if whole and tuple(proven) == vs:   # the box is the whole tensor: copy into it without a view
+
+            def store_all(t: Any, _: Any, out: Any) -> Any:
+                if out.shape == proven:
+                    out.copy_(t)
+                    return out
+                return _store_compute(t, fixed, out, valid)
+            return store_all
 
         def store(t: Any, _: Any, out: Any) -> Any:
             if out.shape == proven:

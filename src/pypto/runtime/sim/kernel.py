@@ -515,6 +515,17 @@ class KernelExecutor:
         Raises:
             RuntimeSimError: for a wrong argument count, shape or dtype, or any failure inside.
         """
+        return self._exec(self.bind(args, arena), cost)
+
+    def bind(self, args: tuple | list, arena: CoreArena) -> list:
+        """The environment of a run on `arena` with `args`: the arena's template (`template`) with
+        the parameters bound. `run_bound` runs the kernel on (a copy of) it, so a caller that runs
+        the kernel again with the same argument objects on the same arena (a replayed run,
+        `replay.py`) binds once.
+
+        Raises:
+            RuntimeSimError: for a wrong argument count, shape or dtype.
+        """
         if len(args) != len(self._params):
             raise RuntimeSimError(f"kernel '{self.name}' takes {len(self._params)} arguments, "
                                   f"got {len(args)}")
@@ -536,6 +547,17 @@ class KernelExecutor:
             env[slot] = a
         if self._c.dim_binders:
             self._c.bind_dims(env, args)
+        return env
+
+    def run_bound(self, bound: list, cost: bool = True) -> TaskCost | None:
+        """`run` on an environment from `bind` (which the run leaves unchanged: it works on a copy).
+
+        Raises:
+            RuntimeSimError: for any failure inside the kernel.
+        """
+        return self._exec(bound.copy(), cost)
+
+    def _exec(self, env: list, cost: bool) -> TaskCost | None:
         if self._static_cost is not None:
             self._body(env)
             return self._static_cost

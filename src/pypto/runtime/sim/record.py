@@ -75,6 +75,8 @@ class RunRecord:
         created: (DDR buffer key, bytes, span) per tensor the orchestration created.
         inputs: (parameter name, DDR buffer key) per tensor argument of the entry.
         arg_dumps: task argument snapshots (`enable_dump_args`, `argdump.py`).
+        kernel_envs: of a replayed run, per task its (arguments, bound kernel environment), which
+            the next replay with the same argument objects runs again (`replay.py`).
     """
 
     program: str
@@ -96,3 +98,5 @@ class RunRecord:
     created: list[tuple[int, int, Span | None]] = field(default_factory=list)
     arg_dumps: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[tuple[str, int]] = field(default_factory=list)
+    # a replayed run's bound kernel environments per task (`replay.py`; None: a group or not bound)
+    kernel_envs: list[Any] | None = field(default=None, repr=False, compare=False)

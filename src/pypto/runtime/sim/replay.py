@@ -329,10 +329,11 @@ class RunPlan:
         old_tasks = old_run.tasks if old_run is not None and len(old_run.tasks) == len(self.tasks) else None
         same = [old_tasks is not None and k < len(last[0]) and r is last[0][k]() and p == last[1][k]  # type: ignore[index]
                 for k, (r, p) in enumerate(zip(roots, ptrs))]
+        all_same = old_tasks is not None and all(same)
         for k, (tmpl, aspec, acc) in enumerate(zip(self.tasks, self.arg_specs, self.access_specs)):
             t = object.__new__(Task)
             t.__dict__.update(tmpl.__dict__)
-            if old_tasks is not None and all(same[r] for r in self.task_roots[k]):
+            if all_same or (old_tasks is not None and all(same[r] for r in self.task_roots[k])):
                 old = old_tasks[k]
                 t.args, t.accesses = old.args, old.accesses
             else:
@@ -356,19 +357,29 @@ class RunPlan:
         run.ring_peaks = {k: list(v) for k, v in self.ring_peaks.items()}
         run.orch_events = list(self.orch_events)
         run.scope_events = [_copy_event(e) for e in self.scope_events]
-        arena, in_block = device.arena, self.in_block
+        # a task whose arguments are the very objects of the last replay runs its bound kernel
+        # environment again (`KernelExecutor.bind`): same arguments, same core, same arena views
+        old_envs = old_run.kernel_envs if old_tasks is not None else None
+        envs: list[Any] = [None] * len(tasks)
+        run.kernel_envs = envs
+        arena, in_block, groups = device.arena, self.in_block, self.groups
         for unit in self.units:
             k = unit[0]
             t = tasks[k]
-            if k in self.groups:
+            if k in groups:
                 device.execute_group([tasks[i] for i in unit])
                 continue
             try:
+                ex = t.executor
+                e = old_envs[k] if old_envs is not None else None
+                if e is None or e[0] is not t.args:
+                    e = (t.args, ex.bind(t.args, arena(t.core_type, t.core_index)))
+                envs[k] = e
                 if in_block[k]:
                     with block_context(t.block_idx, t.block_num):
-                        t.executor.run(t.args, arena(t.core_type, t.core_index), False)
+                        ex.run_bound(e[1], False)
                 else:
-                    t.executor.run(t.args, arena(t.core_type, t.core_index), False)
+                    ex.run_bound(e[1], False)
             except RuntimeSimError as err:
                 raise named_error(err, t) from err
         self._last = ([weakref.ref(r) for r in roots], ptrs, weakref.ref(run))
