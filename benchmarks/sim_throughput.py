@@ -67,6 +67,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_ROOT / "src"))
 sys.path.insert(0, str(_ROOT / "examples" / "models"))
 
+from _tiled_matmul import tiled_matmul  # noqa: E402  (benchmarks/, the script's folder)
 from ffn import ffn_function, torch_ffn  # noqa: E402
 
 import pypto.language as pl  # noqa: E402
@@ -101,36 +102,7 @@ class AddTiles:
         return c
 
 
-@pl.program
-class MatmulTiles:
-    @pl.function(type=pl.FunctionType.InCore)
-    def mm_tile(self, a: pl.Tensor[[T, N_MM], pl.FP16], b: pl.Tensor[[N_MM, T], pl.FP16],
-                c: pl.Out[pl.Tensor[[T, T], pl.FP32]]) -> pl.Tensor[[T, T], pl.FP32]:
-        a0 = pl.load(a, [0, 0], [T, T], target_memory=pl.Mem.Mat)
-        b0 = pl.load(b, [0, 0], [T, T], target_memory=pl.Mem.Mat)
-        l0 = pl.move(a0, target_memory=pl.Mem.Left)
-        r0 = pl.move(b0, target_memory=pl.Mem.Right)
-        acc0 = pl.matmul(l0, r0)
-        for k, (acc,) in pl.range(T, N_MM, T, init_values=(acc0,)):
-            ak = pl.load(a, [0, k], [T, T], target_memory=pl.Mem.Mat)
-            bk = pl.load(b, [k, 0], [T, T], target_memory=pl.Mem.Mat)
-            lk = pl.move(ak, target_memory=pl.Mem.Left)
-            rk = pl.move(bk, target_memory=pl.Mem.Right)
-            nacc = pl.matmul_acc(acc, lk, rk)
-            out = pl.yield_(nacc)
-        c = pl.store(out, [0, 0], c)
-        return c
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, a: pl.Tensor[[N_MM, N_MM], pl.FP16], b: pl.Tensor[[N_MM, N_MM], pl.FP16],
-             c: pl.Out[pl.Tensor[[N_MM, N_MM], pl.FP32]]) -> pl.Tensor[[N_MM, N_MM], pl.FP32]:
-        for i in pl.range(0, N_MM, T):
-            for j in pl.range(0, N_MM, T):
-                sa = pl.slice(a, [T, N_MM], [i, 0])
-                sb = pl.slice(b, [N_MM, T], [0, j])
-                sc = pl.slice(c, [T, T], [i, j])
-                sc = self.mm_tile(sa, sb, sc)
-        return c
+MatmulTiles = tiled_matmul(N_MM, T)
 
 
 def ffn_program() -> object:
