@@ -54,6 +54,24 @@ from pypto.runtime.sim.cost_model import (  # noqa: E402
 SOC = get_soc(BackendType.Ascend910B)
 
 
+def _blocked_matmul(kernel, m: int, n: int, k: int, tm: int, tn: int):
+    """The program running `kernel` (an InCore function C[tm, tn] = A[tm, k] @ B[k, tn]) once per
+    tm x tn block of C[m, n] (FP32) = A[m, k] @ B[k, n] (FP16), the blocks as parallel tasks."""
+
+    @pl.program
+    class Matmul:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[m, k], pl.FP16], b: pl.Tensor[[k, n], pl.FP16],
+                 c: pl.Out[pl.Tensor[[m, n], pl.FP32]]) -> pl.Tensor[[m, n], pl.FP32]:
+            for i in pl.parallel(m // tm):   # m, n used in the body: closure names of the annotations
+                for j in pl.parallel(n // tn):
+                    sc = pl.slice(c, [tm, tn], [i * tm, j * tn])
+                    sc = kernel(pl.slice(a, [tm, k], [i * tm, 0]), pl.slice(b, [k, tn], [0, j * tn]), sc)
+            return c
+
+    return Matmul
+
+
 def matmul_program(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn: int = 128, tk: int = 128):
     """C [bm*tm, bn*tn] FP32 = A [bm*tm, k] FP16 @ B [k, bn*tn] FP16, one task per tm x tn block
     of C, each looping over K in tk-steps. `k` is a multiple of `tk`."""
@@ -74,18 +92,7 @@ def matmul_program(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn: int 
         c = pl.store(out, [0, 0], c)
         return c
 
-    @pl.program
-    class Matmul:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, a: pl.Tensor[[m, k], pl.FP16], b: pl.Tensor[[k, n], pl.FP16],
-                 c: pl.Out[pl.Tensor[[m, n], pl.FP32]]) -> pl.Tensor[[m, n], pl.FP32]:
-            for i in pl.parallel(m // tm):   # m, n used in the body: closure names of the annotations
-                for j in pl.parallel(n // tn):
-                    sc = pl.slice(c, [tm, tn], [i * tm, j * tn])
-                    sc = mm_block(pl.slice(a, [tm, k], [i * tm, 0]), pl.slice(b, [k, tn], [0, j * tn]), sc)
-            return c
-
-    return Matmul
+    return _blocked_matmul(mm_block, m, n, k, tm, tn)
 
 
 def tuned_matmul_program(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn: int = 256, tk1: int = 256,
@@ -122,18 +129,7 @@ def tuned_matmul_program(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn
         c = pl.store(outer, [0, 0], c)
         return c
 
-    @pl.program
-    class TunedMatmul:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, a: pl.Tensor[[m, k], pl.FP16], b: pl.Tensor[[k, n], pl.FP16],
-                 c: pl.Out[pl.Tensor[[m, n], pl.FP32]]) -> pl.Tensor[[m, n], pl.FP32]:
-            for i in pl.parallel(m // tm):   # m, n used in the body: closure names of the annotations
-                for j in pl.parallel(n // tn):
-                    sc = pl.slice(c, [tm, tn], [i * tm, j * tn])
-                    sc = mm_tuned(pl.slice(a, [tm, k], [i * tm, 0]), pl.slice(b, [k, tn], [0, j * tn]), sc)
-            return c
-
-    return TunedMatmul
+    return _blocked_matmul(mm_tuned, m, n, k, tm, tn)
 
 
 def add_program(blocks: int, rows: int, cols: int, tile_cols: int):
