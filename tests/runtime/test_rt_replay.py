@@ -21,7 +21,7 @@ from pypto import ir
 from pypto.core.errors import RuntimeSimError
 from pypto.runtime import ChipWorker, RunConfig
 from pypto.runtime.dfx.deps import deps_json
-from pypto.runtime.sim import SimDevice, replay
+from pypto.runtime.sim import SimDevice, batch, replay
 from pypto.runtime.sim.kernel import KernelExecutor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "models"))
@@ -300,6 +300,7 @@ def test_sanitizer_dump_and_switches_turn_replay_off(tmp_path, monkeypatch) -> N
 
 
 def test_a_failed_run_leaves_no_plan_and_a_failed_replay_drops_its_plan(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(batch.ENV_VAR, "0")   # tasks one at a time (a failing batch: test_rt_batch.py)
     cp = ir.compile(Scaled, output_dir=tmp_path / "fail", dump_passes=False)
     dev = SimDevice(cp.backend_type)
     calls = {"n": 0}

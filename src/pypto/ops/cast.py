@@ -97,7 +97,7 @@ def _cast_site(site: KernelSite) -> Any:
 
 for _ns in ("tensor", "tile"):
     register(OpSpec(f"{_ns}.cast", ("x",), _rule(_ns), cast_compute,
-                    specialize=_cast_site if _ns == "tile" else None,
+                    specialize=_cast_site if _ns == "tile" else None, batch=_cast_site if _ns == "tile" else None,
                     attrs={"target_type": None, "mode": "round"}, reads=(0,),
                     traits=frozenset({"vector", "positionwise"}),  # not "elementwise": the operand keeps its dtype
                     tile_op="tile.cast" if _ns == "tensor" else None,

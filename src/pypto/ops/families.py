@@ -97,7 +97,8 @@ def out_site(out_form: Callable[..., Any], defaults: dict[str, Any] | None = Non
     and shape and either is the result's buffer or shares no byte with it, and a scalar operand
     cannot change the result dtype (an integer scalar, or a float result), the op writes the
     result's buffer directly: the same torch kernel, so the same numbers as computing a new tensor
-    and copying it."""
+    and copying it. Being elementwise, the same function serves as the op's `OpSpec.batch` form:
+    on tiles with a leading lane axis each element is computed exactly as on one lane alone."""
     want = dict(defaults or {})
 
     def specialize(site: KernelSite) -> Any:
@@ -148,7 +149,8 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
                         + ("; the result keeps the lhs dtype." if keep_lhs else
                            "; dtypes promote (float > int, wider > narrower).")))
     register(OpSpec(f"tile.{name}", ("lhs", "rhs"), binary_rule("tile", dclass, keep_lhs=keep_lhs),
-                    fn, pto=f"pto.{pto}", specialize=_out_site_of(out_form, attrs), **common,
+                    fn, pto=f"pto.{pto}", specialize=_out_site_of(out_form, attrs),
+                    batch=_out_site_of(out_form, attrs), **common,
                     doc=f"Elementwise {what} of two tiles of equal shape"
                         + (" (the result keeps the lhs dtype)." if keep_lhs else " and dtype.")))
     py = _py(name)
@@ -161,7 +163,8 @@ def binary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClas
                     fn, tile_op=f"tile.{sname}", **common,
                     doc=f"Elementwise {what} of a tensor and a scalar `rhs`."))
     register(OpSpec(f"tile.{sname}", ("lhs", "rhs"), scalar_rule("tile", dclass, int_scalar=int_scalar),
-                    fn, pto=f"pto.{spto}", specialize=_out_site_of(scalar_out_form, attrs), **common,
+                    fn, pto=f"pto.{spto}", specialize=_out_site_of(scalar_out_form, attrs),
+                    batch=_out_site_of(scalar_out_form, attrs), **common,
                     doc=f"Elementwise {what} of a tile and a scalar `rhs`; the result keeps the tile dtype."))
     for ns in ("tensor", "tile"):
         register_unified(py, ns, True, f"{ns}.{sname}")
@@ -183,7 +186,7 @@ def unary_family(name: str, fn: Callable[..., Any], pto: str, dclass: DTypeClass
     register(OpSpec(f"tensor.{name}", ("x",), unary_rule("tensor", dclass), fn, tile_op=f"tile.{name}",
                     **common, doc=f"Elementwise {what} of a tensor."))
     register(OpSpec(f"tile.{name}", ("x",), unary_rule("tile", dclass), fn, pto=f"pto.{pto}",
-                    specialize=_out_site_of(out_form, attrs), **common,
+                    specialize=_out_site_of(out_form, attrs), batch=_out_site_of(out_form, attrs), **common,
                     doc=f"Elementwise {what} of a tile."))
     for ns in ("tensor", "tile"):
         register_unified(_py(name), ns, None, f"{ns}.{name}")

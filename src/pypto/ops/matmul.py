@@ -275,18 +275,104 @@ def _mm_site(with_acc: bool) -> Any:
     return specialize
 
 
+def _mm_batch_site(with_acc: bool) -> Any:
+    """`OpSpec.batch` of `tile.matmul` (`with_acc` False) and `tile.matmul_acc` / `tile.gemv_acc`
+    (True), at the sites `_mm_site` specialises: the lanes' FP32 operands (converted into buffers
+    of this site per lane count), then `torch.bmm(out=)`, `baddbmm_` when the result is `acc`'s
+    own buffer, or `torch.baddbmm(out=)` — per lane the torch calls of `_mm_site`.
+
+    A batched GEMM computes each product like the one-lane GEMM on the BLAS libraries torch ships
+    with; as that is not promised, the first call of each lane count (and intra-op thread count)
+    compares the batched products with one-lane `torch.mm` / `addmm_` on the same operands and, if
+    any bit differs, computes lane by lane for that count from then on (`runtime/sim/batch.py`)."""
+    one = _mm_site(with_acc)
+
+    def batch(site: KernelSite) -> Any:
+        if one(site) is None:   # the same conditions (and the same numbers per lane) as the one-lane form
+            return None
+        i = 1 if with_acc else 0
+        f32 = torch.float32
+        sa, sb = static_dims(site.types[i]), static_dims(site.types[i + 1])
+        at, bt = bool(site.attrs.get("a_trans")), bool(site.attrs.get("b_trans"))
+        va, vb = site.attrs.get("valid") or (None, None)
+        full = sa[0] if at else sa[1]
+        k = min([full] + ([] if va is None else [va[0] if at else va[1]])
+                + ([] if vb is None else [vb[1] if bt else vb[0]]))
+        convert = torch_dtype(site.types[i]) is not f32
+        buffers: dict[int, tuple[Any, Any]] = {}
+        lanewise: dict[tuple[int, int], bool] = {}   # (lanes, threads) -> lane by lane (a batched product differed)
+
+        def operands(a: Any, b: Any) -> tuple[Any, Any]:
+            if at or bt or k != full:
+                a = a.transpose(-1, -2) if at else a
+                b = b.transpose(-1, -2) if bt else b
+                return a[..., :k].to(f32), b[..., :k, :].to(f32)
+            if not convert:
+                return a, b
+            n = a.shape[0]
+            w = buffers.get(n)
+            if w is None:
+                w = buffers[n] = (torch.empty((n, *sa), dtype=f32), torch.empty((n, *sb), dtype=f32))
+            return w[0].copy_(a), w[1].copy_(b)
+
+        same = with_acc and site.same[0]
+
+        def product(dst: Any, acc: Any, a: Any, b: Any) -> None:
+            """The batched call for all lanes."""
+            if not with_acc:
+                torch.bmm(a, b, out=dst)
+            elif same:
+                dst.baddbmm_(a, b)
+            else:
+                torch.baddbmm(acc, a, b, out=dst)
+
+        def lane(dst: Any, acc: Any, a: Any, b: Any) -> Any:
+            """The one-lane calls of `_mm_site` for lane after lane (a new tensor per lane)."""
+            if not with_acc:
+                return torch.stack([torch.mm(a[j], b[j]) for j in range(a.shape[0])])
+            return torch.stack([acc[j].clone().addmm_(a[j], b[j]) for j in range(a.shape[0])])
+
+        def run(dst: Any, acc: Any, a: Any, b: Any) -> None:
+            n = (a.shape[0], torch.get_num_threads())
+            mode = lanewise.get(n)
+            if mode is None:    # first call with n lanes: check the batched products bit for bit
+                want = lane(dst, acc, a, b)
+                got = torch.empty_like(want)
+                if not with_acc:
+                    torch.bmm(a, b, out=got)
+                else:
+                    torch.baddbmm(acc, a, b, out=got)
+                mode = lanewise[n] = not torch.equal(got, want)
+                dst.copy_(want)
+                return
+            if mode:
+                dst.copy_(lane(dst, acc, a, b))
+            else:
+                product(dst, acc, a, b)
+
+        if not with_acc:
+            def mm(dst: Any, a: Any, b: Any) -> None:
+                run(dst, None, *operands(a, b))
+            return mm
+
+        def mm_acc(dst: Any, acc: Any, a: Any, b: Any) -> None:
+            run(dst, acc, *operands(a, b))
+        return mm_acc
+    return batch
+
+
 _CUBE = frozenset({"cube"})
 _DT = _OPERANDS.text
 _TRANS = {"a_trans": False, "b_trans": False}
 register(OpSpec("tile.matmul", ("lhs", "rhs"), _mm_rule("tile"), _mm, compute_into=_mm_into, attrs=dict(_TRANS),
-                specialize=_mm_site(False),
+                specialize=_mm_site(False), batch=_mm_batch_site(False),
                 reads=(0, 1),
                 traits=_CUBE, operand_spaces={0: _LEFT, 1: _RIGHT}, valid_args=(0, 1), pto="pto.tmatmul",
                 cost=cube(), family="matmul", dtypes=_DT,
                 doc="lhs [M, K] (Left) @ rhs [K, N] (Right) -> [M, N] in Acc, accumulated in FP32 "
                     "(INT32 for integer operands); `a_trans`/`b_trans` take an operand transposed."))
 register(OpSpec("tile.matmul_acc", ("acc", "lhs", "rhs"), _acc_rule, _mm_acc, compute_into=_mm_acc_into,
-                specialize=_mm_site(True),
+                specialize=_mm_site(True), batch=_mm_batch_site(True),
                 attrs=dict(_TRANS), inplace=(0,),
                 reads=(0, 1, 2), traits=_CUBE,
                 operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tmatmul.acc",
@@ -364,7 +450,8 @@ register_unified("batch_matmul_acc", "tile", None, "tile.batch_matmul_acc")
 
 
 register(OpSpec("tile.gemv_acc", ("acc", "lhs", "rhs"), lambda a, k: _acc_rule(a, k, gemv=True), _mm_acc,
-                compute_into=_mm_acc_into, specialize=_mm_site(True), inplace=(0,), reads=(0, 1, 2), traits=_CUBE,
+                compute_into=_mm_acc_into, specialize=_mm_site(True), batch=_mm_batch_site(True), inplace=(0,),
+                reads=(0, 1, 2), traits=_CUBE,
                 operand_spaces={0: _ACC, 1: _LEFT, 2: _RIGHT}, valid_args=(1, 2), pto="pto.tgemv.acc",
                 cost=cube(), family="matmul", dtypes=_DT,
                 doc="acc + lhs @ rhs for a row vector lhs [1, K] (Left), rhs [K, N] (Right), acc [1, N] "

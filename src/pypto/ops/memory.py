@@ -319,7 +319,7 @@ register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _sto
                 doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "
                     "returns the tensor."))
 register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t, attrs={"target_memory": None},
-                specialize=_move_site,
+                specialize=_move_site, batch=_move_site,
                 reads=(0,), traits=_MEM, pto="pto.tmov", cost=mte("MTE1"), family="memory", dtypes=ANY.text,
                 doc="Copy a tile into another on-chip memory (e.g. Mat -> Left/Right); keeps its valid region."))
 for _ns in ("tensor", "tile"):

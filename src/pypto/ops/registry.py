@@ -84,6 +84,12 @@ class OpSpec:
             `compute_into` at that site (see `KernelSite.dst` for its signature). It bakes in what
             the site fixes (constant offsets, proven bounds, which operands share the result's
             buffer) and must give bit-identical numbers and the same errors as the general path.
+        batch: optional, for independent tasks of one kernel run together (`runtime/sim/batch.py`):
+            `(site: KernelSite) -> fn | None` like `specialize`, but `fn(dst, *arg_values)` receives
+            every tile (the result and the tile operands) as a view with a leading *lane* axis,
+            [lanes, *tile shape], one lane per task; scalars are the same for every lane. It writes
+            `dst` and returns None, giving in every lane the bits the specialised (or general)
+            path gives on that lane's tiles alone. An op without one runs lane by lane.
         attrs: keyword attributes (compile-time constants) and their defaults, in printing order.
         optional: trailing `params` that a call may omit (the call then has fewer operands).
         reads / writes: indices of the arguments the op reads / writes (SPEC §3).
@@ -149,6 +155,7 @@ class OpSpec:
     attrs: dict[str, Any] = field(default_factory=dict)
     compute_into: Callable[..., Any] | None = None
     specialize: Callable[[Any], Callable[..., Any] | None] | None = None
+    batch: Callable[[Any], Callable[..., Any] | None] | None = None
     optional: tuple[str, ...] = ()
     reads: tuple[int, ...] = ()
     writes: tuple[int, ...] = ()

@@ -11,6 +11,11 @@ wrong buffer reuse by the compiler produces wrong numbers here too.
 
 For simplicity every simulated core owns every on-chip space; which spaces a kernel may use is the
 compiler's business (see `KernelExecutor.core_type`).
+
+The memories of all cores of one type may live in one `ChipMemory`: one `[cores, bytes]` tensor per
+space whose row `i` is core `i`'s memory. The tiles of one address on several cores are then one
+strided view with a leading *lane* axis (`ChipMemory.lanes`), which is how independent tasks of one
+kernel run together (`batch.py`) while every byte stays where a one-at-a-time run puts it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ...ir.types import MemRef
 
-__all__ = ["CoreArena", "tile_nbytes", "view_shape", "UNINIT_BYTE"]
+__all__ = ["CoreArena", "ChipMemory", "tile_nbytes", "view_shape", "UNINIT_BYTE"]
 
 UNINIT_BYTE = 0xFF   # the contents of on-chip memory no task has written yet
 
@@ -69,12 +74,15 @@ class CoreArena:
         soc: SoC model giving `physical[space]` (bytes) and the address `alignment` (bytes).
         core_type: "AIC" or "AIV" (informational).
         index: core index within its type.
+        chip: the `ChipMemory` of this core type whose row `index` holds this core's bytes, or None
+            for memories of its own.
     """
 
-    def __init__(self, soc: SoCModel, core_type: str, index: int) -> None:
+    def __init__(self, soc: SoCModel, core_type: str, index: int, chip: ChipMemory | None = None) -> None:
         self.soc = soc
         self.core_type = core_type
         self.index = index
+        self.chip = chip
         self._buffers: dict[MemorySpace, torch.Tensor] = {}
 
     def __repr__(self) -> str:
@@ -92,7 +100,11 @@ class CoreArena:
             if size is None:
                 raise RuntimeSimError(f"memory space {space.name} is not an on-chip memory of "
                                       f"{self.soc.backend.name}")
-            buf = torch.full((size,), UNINIT_BYTE, dtype=torch.uint8)
+            if self.chip is not None:
+                buf = self.chip.rows(space)[self.index]
+                buf.fill_(UNINIT_BYTE)
+            else:
+                buf = torch.full((size,), UNINIT_BYTE, dtype=torch.uint8)
             self._buffers[space] = buf
         return buf
 
@@ -125,3 +137,35 @@ class CoreArena:
         vshape = view_shape(dtype, shape)
         raw = buf[addr:addr + nbytes]
         return (raw if dtype.is_packed() else raw.view(_torch_dtype(dtype))).view(vshape)
+
+
+class ChipMemory:
+    """The on-chip memories of every core of one type: per space a `torch.uint8` tensor of shape
+    [num_cores, soc.physical[space]] (allocated on first use, uninitialised: a `CoreArena` fills
+    its row with `UNINIT_BYTE` when it first uses it).
+
+    Args:
+        soc: the SoC model. num_cores: cores of this type.
+    """
+
+    def __init__(self, soc: SoCModel, num_cores: int) -> None:
+        self.soc = soc
+        self.num_cores = num_cores
+        self._rows: dict[MemorySpace, torch.Tensor] = {}
+
+    def rows(self, space: MemorySpace) -> torch.Tensor:
+        """The [num_cores, bytes] tensor of `space` (row i: core i's bytes)."""
+        r = self._rows.get(space)
+        if r is None:
+            r = self._rows[space] = torch.empty((self.num_cores, self.soc.physical[space]), dtype=torch.uint8)
+        return r
+
+    def lanes(self, memref: MemRef, dtype: DataType, shape: tuple[int, ...], cores: range) -> torch.Tensor:
+        """The tile of `dtype`/`shape` at `memref.addr` on each core of `cores` (a range with a
+        positive step) as one view of shape [len(cores), *view_shape(dtype, shape)]: lane k is the
+        view `CoreArena.view` gives on core `cores[k]` (same bytes). The caller has checked the
+        tile on one core (`CoreArena.view` raises for a bad address); packed 4-bit types are not
+        offered (their views are bytes)."""
+        addr, nbytes = memref.addr, tile_nbytes(dtype, shape)
+        raw = self.rows(memref.memory_space)[cores.start:cores.stop:cores.step, addr:addr + nbytes]
+        return raw.view(_torch_dtype(dtype)).view((len(cores), *view_shape(dtype, shape)))

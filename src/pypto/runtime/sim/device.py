@@ -57,7 +57,7 @@ from ...ir.function import Function, Program
 from ...ops.block import BlockContext, block_context, current_block
 from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
-from .arena import CoreArena
+from .arena import ChipMemory, CoreArena
 from .argdump import ArgDumper
 from .cluster import ClusterMember, ClusterRun, PipeStats
 from .cost_model import const
@@ -102,6 +102,7 @@ class SimDevice:
         self.scheduler = EventScheduler(self)
         self.last_run: RunRecord | None = None
         self._arenas: dict[tuple[str, int], CoreArena] = {}
+        self._chips: dict[str, ChipMemory] = {}    # per core type: every core's on-chip bytes (arena.py)
         self._kernels: dict[tuple[Function, bool, int | None], KernelExecutor] = {}
         self._clusters: dict[Function, ClusterConfig] = {}
         self._collect: list[tuple[Function, tuple, Span | None]] | None = None
@@ -123,6 +124,7 @@ class SimDevice:
         self._orch_submit = int(const("orch_submit"))
         self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
         self.run_plans = RunPlans()
+        self.host_threads = 1   # torch's intra-op threads outside runs (a batch may use them: batch.py)
 
     def __repr__(self) -> str:
         return f"SimDevice({self.backend.name})"
@@ -138,7 +140,10 @@ class SimDevice:
         if a is None:
             if not 0 <= index < self.num_cores(core_type):
                 raise IndexError(f"{self.backend.name} has no core {core_type}{index}")
-            a = self._arenas[key] = CoreArena(self.soc, core_type, index)
+            chip = self._chips.get(core_type)
+            if chip is None:
+                chip = self._chips[core_type] = ChipMemory(self.soc, self.num_cores(core_type))
+            a = self._arenas[key] = CoreArena(self.soc, core_type, index, chip)
         return a
 
     def kernel(self, func: Function, member: int | None = None) -> KernelExecutor:
@@ -632,7 +637,7 @@ class SimDevice:
             RuntimeSimError: the simulator found an error; SanitizerError (a subclass) when
                 sanitizing found problems.
         """
-        threads = torch.get_num_threads()
+        threads = self.host_threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             with chip_context(self.soc.num_aiv, self.soc.num_aic):  # pl.system.available_*_count

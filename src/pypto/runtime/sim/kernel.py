@@ -342,10 +342,14 @@ class _KernelCompiler(FunctionCompiler):
         reads, writes, aliases = self.op_effects(spec, call, var)
         return self.sanitized(run, name, span, reads, writes, aliases, spec.has_trait("memory"))
 
-    def specialized(self, call: Call, spec: OpSpec, dst: Var | None, slot: int | None) -> ExprFn | None:
-        """The closure of `call` through `spec.specialize` (`ops.site`), or None when the op has
-        none, a valid shape it needs is only known at run time, or it declines the site."""
-        if not self.specialize or spec.specialize is None or isinstance(call.result_type, ScalarType):
+    def specialized(self, call: Call, spec: OpSpec, dst: Var | None, slot: int | None,
+                    form: Callable[[KernelSite], Any] | None = None) -> ExprFn | None:
+        """The closure of `call` through `spec.specialize` (`ops.site`) — or through `form` when
+        given (an `OpSpec.batch`) — or None when the op has none, a valid shape it needs is only
+        known at run time, or it declines the site."""
+        if form is None:
+            form = spec.specialize if self.specialize else None
+        if form is None or isinstance(call.result_type, ScalarType):
             return None
         attrs = dict(call.kwargs)
         valid = self._valid_fns(call, spec)
@@ -370,7 +374,7 @@ class _KernelCompiler(FunctionCompiler):
             apart.append(ext is not None and not ext.overlaps(mine))
         site = KernelSite(tuple(consts), tuple(a.type for a in call.args), attrs,
                           dst_type if isinstance(dst_type, TileType) else None, tuple(same), tuple(apart))
-        fn = spec.specialize(site)
+        fn = form(site)
         if fn is None:
             return None
         self.specialized_ops.append(spec.name)
@@ -435,9 +439,12 @@ class KernelExecutor:
             tile parameter, an unknown op, ...).
     """
 
+    compiler_class: type = _KernelCompiler   # turns the body into closures (a subclass may change how)
+
     def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None = None, count: bool = False,
                  clock: bool = False, specialize: bool = True) -> None:
-        c = _KernelCompiler(func, soc, sanitizer, count, clock, specialize)
+        c = self.compiler_class(func, soc, sanitizer, count, clock, specialize)
+        self.soc = soc
         self.specialized_ops = tuple(c.specialized_ops)
         self.func, self.name = func, func.name
         self._c = c

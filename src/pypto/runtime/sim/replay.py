@@ -52,6 +52,7 @@ from ...ir.types import ScalarType, TensorType, TileType
 from ...ir.visitor import IRVisitor
 from ...ops.block import block_context
 from ...ops.registry import get_op
+from .batch import batch_kernel, batching_enabled
 from .cost_model import CONSTANTS
 from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import touches_data
@@ -294,6 +295,7 @@ class RunPlan:
             self.tasks.append(replace(t, args=(), accesses=(), deps=dict(t.deps),
                                       pipe_ops=list(t.pipe_ops) if t.pipe_ops is not None else None))
         self.in_block = [blocks[id(t.executor)] for t in device.tasks]
+        self.steps = _batches(self, device) if batching_enabled() else [(u, None) for u in self.units]
         # the last replay, weakly (a plan keeps no tensor alive): its roots, their buffers, its record
         self._last: tuple[list[weakref.ref], list[int], weakref.ref] | None = None
         self.result = None if result is None else roots.spec(tuple(result))
@@ -363,9 +365,12 @@ class RunPlan:
         envs: list[Any] = [None] * len(tasks)
         run.kernel_envs = envs
         arena, in_block, groups = device.arena, self.in_block, self.groups
-        for unit in self.units:
+        for unit, cores in self.steps:
             k = unit[0]
             t = tasks[k]
+            if cores is not None:
+                _run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs)
+                continue
             if k in groups:
                 device.execute_group([tasks[i] for i in unit])
                 continue
@@ -384,6 +389,76 @@ class RunPlan:
                 raise named_error(err, t) from err
         self._last = ([weakref.ref(r) for r in roots], ptrs, weakref.ref(run))
         return None if self.result is None else _bind(self.result, args, roots)
+
+
+def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], range | None]]:
+    """The plan's units as steps: (a unit, None) runs as recorded; (task ids, cores) runs those
+    tasks of one kernel as one batch on `cores` (`batch.py`: consecutive, independent tasks with
+    derived dependencies on distinct cores of one type, with the same scalars and tensor shapes,
+    not reading their block index; lanes ordered by core, the cores an arithmetic progression)."""
+    auto = device._auto_deps
+    steps: list[tuple[tuple[int, ...], range | None]] = []
+    run: list[int] = []
+
+    def shape_key(k: int) -> tuple:
+        return tuple(s if s[0] in ("value", "param", "root") else (s[0], s[1] if s[0] == "tuple" else s[2])
+                     for s in plan.arg_specs[k])
+
+    def close() -> None:
+        if len(run) < 2:
+            steps.extend(((k,), None) for k in run)
+        else:
+            lanes = sorted(run, key=lambda k: plan.tasks[k].core_index)  # type: ignore[arg-type, return-value]
+            cores = [plan.tasks[k].core_index for k in lanes]
+            step = cores[1] - cores[0]  # type: ignore[operator]
+            if all(b - a == step for a, b in zip(cores, cores[1:])):  # type: ignore[operator]
+                steps.append((tuple(lanes), range(cores[0], cores[-1] + 1, step)))  # type: ignore[arg-type, operator]
+            else:
+                steps.extend(((k,), None) for k in run)
+        run.clear()
+
+    for unit in plan.units:
+        k = unit[0]
+        t = plan.tasks[k]
+        ok = (len(unit) == 1 and k not in plan.groups and auto and t.derived_all and not plan.in_block[k]
+              and t.core_index is not None and batch_kernel(t.executor) is not None)
+        if run and ok:
+            first = plan.tasks[run[0]]
+            ok_here = (t.executor is first.executor and t.core_type == first.core_type
+                       and len(run) < batch_kernel(t.executor).max_lanes  # type: ignore[union-attr]
+                       and all(plan.tasks[j].core_index != t.core_index for j in run)
+                       and not any(j in t.deps for j in run) and shape_key(k) == shape_key(run[0]))
+            if not ok_here:
+                close()
+        elif run:
+            close()
+        if ok:
+            run.append(k)
+        else:
+            steps.append((unit, None))
+    close()
+    return steps
+
+
+def _run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list | None, envs: list) -> None:
+    """Run `tasks` (one kernel, lanes in core order) as one batch (`batch.py`); a task's bound
+    environment is reused from the last replay like a single task's (`RunPlan.replay`)."""
+    bk = batch_kernel(tasks[0].executor)
+    assert bk is not None
+    k0 = tasks[0].task_id
+    old = old_envs[k0] if old_envs is not None else None
+    try:
+        if old is not None and len(old) == 4 and all(a is t.args for a, t in zip(old[0], tasks)):
+            e = old
+        else:
+            lanes = [bk.bind(t.args, device.arena(t.core_type, t.core_index)) for t in tasks]  # type: ignore[arg-type]
+            e = ([t.args for t in tasks], None, lanes,
+                 bk.batch_env(lanes, device.arena(tasks[0].core_type, cores[0]).chip, cores))  # type: ignore[arg-type]
+        for t in tasks:
+            envs[t.task_id] = e
+        bk.run_lanes(e[3], e[2])
+    except RuntimeSimError as err:
+        raise named_error(err, tasks[getattr(err, "lane", 0)]) from err
 
 
 def _flat(specs: Sequence[tuple]) -> list[tuple]:

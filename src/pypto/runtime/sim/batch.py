@@ -1,0 +1,282 @@
+"""Independent tasks of one kernel run together: one torch call per op for all of them.
+
+Issue 14 item 5 asks the simulator to "run tasks of one kernel together where their tile ops can be
+batched into one torch call — with numbers bit-identical to one-at-a-time execution". A replayed
+run (`replay.py`) knows its whole task order in advance; a *batch* is a stretch of consecutive tasks
+of one kernel that
+
+- depend on none of each other (no dependency between them: with derived dependencies that means
+  no two of them touch overlapping DDR bytes with one writing), were not submitted in a MANUAL
+  scope or SPMD launch, and do not read their block index;
+- run on distinct cores of one type whose indices form an arithmetic progression (`range`);
+- get the same scalar arguments and tensors of the same shapes (so every scalar the kernel
+  computes, its loop counts and branches are the same for all of them).
+
+Each task of a batch is a *lane*. The memories of all cores of a type live in one `ChipMemory`
+(`arena.py`), so a tile at its planned address on the batch's cores is one strided view
+[lanes, *tile shape]: running an op for all lanes writes exactly the bytes one-at-a-time runs
+write, where they write them — nothing is gathered or copied back.
+
+`BatchKernel` compiles a kernel body a second time (`_BatchCompiler`) into closures over a *batch
+environment* whose tile slots hold those lane views, whose tensor slots hold `Lanes` (the tensor of
+each lane) and whose scalar slots are shared:
+
+- a tile op with an `OpSpec.batch` form at its site (elementwise ops, casts, moves, matmuls) runs
+  once on the lane views;
+- any other op touching tiles or tensors (loads, stores, ops without a batch form) runs *lane by
+  lane*: the statement's ordinary closure (the specialised one-task closure) on each lane's own
+  environment — the environment `KernelExecutor.bind` gives that task — after copying into it the
+  scalars the statement reads;
+- scalar statements, control flow and carried-tile copies run once (copies move all lanes).
+
+An op's batch form must give in each lane the bits its one-task form gives: the elementwise forms
+compute each element alone; the matmul form checks its first batch of each lane count against the
+one-task products and falls back to lane-by-lane products if a BLAS ever rounds a batched product
+differently. `tests/runtime/test_rt_batch.py` compares batched and one-at-a-time runs bit for bit
+(outputs and every core's memories). `PYPTO_SIM_BATCH=0` turns batching off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...backend.soc import SoCModel
+from ...core.errors import RuntimeSimError
+from ...ir.expr import Call, Expr, GlobalVar, Var
+from ...ir.function import Function
+from ...ir.stmt import AssignStmt, EvalStmt, Stmt
+from ...ir.types import ScalarType, TensorType, TileType
+from ...ir.visitor import IRVisitor
+from .arena import ChipMemory
+from .exprs import Env, ExprFn
+from .interp import StmtFn
+from .kernel import KernelExecutor, _KernelCompiler
+
+__all__ = ["BatchKernel", "Lanes", "NotBatchable", "batch_kernel", "batching_enabled", "ENV_VAR"]
+
+ENV_VAR = "PYPTO_SIM_BATCH"
+BYTES_VAR = "PYPTO_SIM_BATCH_BYTES"
+DEFAULT_BUDGET = 1 << 20
+_OFF = frozenset({"0", "false", "off", "no"})
+
+
+def batching_enabled() -> bool:
+    """Whether replayed runs may run independent tasks of one kernel together (`PYPTO_SIM_BATCH`
+    not 0)."""
+    return os.environ.get(ENV_VAR, "1").strip().lower() not in _OFF
+
+
+def lane_budget() -> int:
+    """Bytes of on-chip memory a batch may span (`PYPTO_SIM_BATCH_BYTES`, default 1 MiB): a batch
+    of more lanes than fit is split, so that the tiles one op touches for all lanes stay in the
+    host CPU's cache (a K-loop re-reads its accumulator tiles every step)."""
+    try:
+        return max(1, int(os.environ.get(BYTES_VAR, DEFAULT_BUDGET)))
+    except ValueError:
+        return DEFAULT_BUDGET
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    total, end = 0, -1
+    for lo, hi in sorted(spans):
+        if hi <= end:
+            continue
+        total += hi - max(lo, end)
+        end = hi
+    return total
+
+
+class Lanes(tuple):
+    """The value of one tensor Var in a batch environment: lane k's tensor at index k."""
+
+    __slots__ = ()
+
+
+class NotBatchable(Exception):
+    """The kernel cannot run as a batch (the message says why)."""
+
+
+def _memory_call(e: Expr) -> bool:
+    """A call of an op that touches tiles or tensors (its result or an argument is one)."""
+    if not isinstance(e, Call) or isinstance(e.op, GlobalVar):
+        return False
+    if isinstance(e.result_type, (TileType, TensorType)):
+        return True
+    return any(isinstance(a.type, (TileType, TensorType)) for a in e.args)
+
+
+class _ScalarVars(IRVisitor):
+    def __init__(self) -> None:
+        self.found: list[Var] = []
+
+    def visit_Var(self, e: Var) -> None:
+        if isinstance(e.type, ScalarType):
+            self.found.append(e)
+
+
+class _BatchCompiler(_KernelCompiler):
+    """`_KernelCompiler` building the batch closures (module docstring). `lanes[0]` holds the lane
+    environments of the batch running now."""
+
+    def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False,
+                 clock: bool = False, specialize: bool = True) -> None:
+        self.lanes: list[Any] = [()]
+        self._in_lane = 0
+        self.batched_ops: list[str] = []
+        self.lane_ops: list[str] = []
+        super().__init__(func, soc, None, False, False, specialize)
+
+    def compile_stmt(self, s: Stmt) -> StmtFn:
+        if not self._in_lane and isinstance(s, EvalStmt) and _memory_call(s.expr):
+            return self._lane(lambda: _KernelCompiler.compile_stmt(self, s), s.expr, None)
+        return super().compile_stmt(s)
+
+    def compile_assign(self, s: AssignStmt) -> StmtFn:
+        v = s.value
+        if self._in_lane or not _memory_call(v):
+            return super().compile_assign(s)
+        if isinstance(s.var.type, TileType):
+            run = self._batched(s.var, v)
+            if run is not None:
+                return run
+        return self._lane(lambda: _KernelCompiler.compile_assign(self, s), v, s.var)
+
+    def compile_call(self, call: Call) -> ExprFn:
+        if not self._in_lane and _memory_call(call):
+            raise NotBatchable(f"{call.op} is called inside an expression")
+        return super().compile_call(call)
+
+    def _batched(self, var: Var, call: Call) -> StmtFn | None:
+        """The statement `var = call` as one call for all lanes, or None (no batch form here)."""
+        spec = self.lookup_op(call)
+        if spec.batch is None or var.type.dtype.is_packed():  # type: ignore[union-attr]
+            return None
+        slot = self.define(var)
+        fn = self.specialized(call, spec, var, slot, form=spec.batch)
+        if fn is None:
+            return None
+        self.batched_ops.append(spec.name)
+
+        def run(env: Env) -> None:
+            fn(env)
+        return run
+
+    def _lane(self, make: Callable[[], StmtFn], expr: Expr, var: Var | None) -> StmtFn:
+        """The statement built by `make` (an ordinary one-task closure) run on each lane's
+        environment, after copying in the scalars `expr` reads; a tensor or scalar it defines is
+        then gathered into the batch environment (`Lanes` / the first lane's scalar)."""
+        self._in_lane += 1
+        try:
+            single = make()
+        finally:
+            self._in_lane -= 1
+        if isinstance(expr, Call) and not isinstance(expr.op, GlobalVar):
+            spec = self.lookup_op(expr)
+            if var is not None and isinstance(var.type, ScalarType) and spec.lowering != "shape":
+                raise NotBatchable(f"scalar '{var.name}' is computed from tile or tensor data ({spec.name})")
+            self.lane_ops.append(spec.name)
+        v = _ScalarVars()
+        v.visit_expr(expr)
+        reads = tuple(sorted({self.slots[x] for x in v.found if x in self.slots}))
+        holder = self.lanes
+        out = self.slots[var] if var is not None and not isinstance(var.type, TileType) else None
+        gather = out is not None and not isinstance(var.type, ScalarType)  # type: ignore[union-attr]
+
+        def run(env: Env) -> None:
+            lanes = holder[0]
+            for k, lane in enumerate(lanes):
+                for s in reads:
+                    lane[s] = env[s]
+                try:
+                    single(lane)
+                except RuntimeSimError as err:
+                    err.lane = k  # type: ignore[attr-defined]   # which task failed (replay.py)
+                    raise
+            if out is not None:
+                env[out] = Lanes([lane[out] for lane in lanes]) if gather else lanes[0][out]
+        return run
+
+
+class BatchKernel(KernelExecutor):
+    """A kernel compiled to run a batch of tasks on the lanes of a `ChipMemory` (module docstring).
+
+    Args:
+        func, soc: as for `KernelExecutor`.
+
+    Attributes:
+        batched_ops / lane_ops: op names of the sites run once for all lanes / lane by lane.
+
+    Raises:
+        NotBatchable: a kernel whose calls the batch closures cannot express (an op touching tiles
+            or tensors inside an expression, a packed 4-bit tile).
+        RuntimeSimError: as `KernelExecutor`.
+    """
+
+    compiler_class = _BatchCompiler
+
+    def __init__(self, func: Function, soc: SoCModel) -> None:
+        super().__init__(func, soc)
+        if any(b.dtype.is_packed() for _, b in self._buffers):
+            raise NotBatchable("a packed 4-bit tile")
+        self.batched_ops = tuple(self._c.batched_ops)
+        self.lane_ops = tuple(self._c.lane_ops)
+        spans: dict[Any, list[tuple[int, int]]] = {}
+        for ext in self._c.extents.values():
+            spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))
+        self.lane_bytes = sum(_union(v) for v in spans.values())   # on-chip bytes one lane touches
+        self.max_lanes = max(2, lane_budget() // max(1, self.lane_bytes))
+        self._lane_templates: dict[tuple[int, int, int, int], tuple[ChipMemory, list]] = {}
+
+    def lane_template(self, chip: ChipMemory, cores: range) -> list:
+        """The batch environment template of `cores` (tile slots: `ChipMemory.lanes` views)."""
+        key = (id(chip), cores.start, cores.stop, cores.step)
+        hit = self._lane_templates.get(key)
+        if hit is not None and hit[0] is chip:
+            return hit[1]
+        tmpl: list = [None] * self._c.num_slots
+        for slot, b in self._buffers:
+            tmpl[slot] = chip.lanes(b.memref, b.dtype, b.shape, cores)
+        if len(self._lane_templates) >= 64:
+            self._lane_templates.clear()
+        self._lane_templates[key] = (chip, tmpl)
+        return tmpl
+
+    def batch_env(self, lanes: Sequence[list], chip: ChipMemory, cores: range) -> list:
+        """The batch environment of `lanes` (each from `bind` on core `cores[k]`'s arena): lane
+        views, `Lanes` of the tensor arguments, the first lane's scalars."""
+        env = self.lane_template(chip, cores).copy()
+        first = lanes[0]
+        for _, slot, is_tensor, *_rest in self._params:
+            env[slot] = Lanes([lane[slot] for lane in lanes]) if is_tensor else first[slot]
+        for _, _, slot in self._c.dim_binders:
+            env[slot] = first[slot]
+        return env
+
+    def run_lanes(self, env: list, lanes: Sequence[list]) -> None:
+        """Run the kernel once for every lane: `env` from `batch_env`, `lanes` the lanes' bound
+        environments (left unchanged: the run works on copies).
+
+        Raises:
+            RuntimeSimError: for any failure inside; its `lane` attribute (when set) names the lane.
+        """
+        holder = self._c.lanes
+        holder[0] = [lane.copy() for lane in lanes]
+        try:
+            self._body(env.copy())
+        finally:
+            holder[0] = ()
+
+
+def batch_kernel(ex: KernelExecutor) -> BatchKernel | None:
+    """The `BatchKernel` of executor `ex` (built once and kept on it), or None when its kernel
+    cannot run as a batch."""
+    bk = getattr(ex, "_batch", None)
+    if bk is None:
+        try:
+            bk = BatchKernel(ex.func, ex.soc)
+        except (NotBatchable, RuntimeSimError):
+            bk = False
+        ex._batch = bk  # type: ignore[attr-defined]
+    return bk or None

@@ -1,0 +1,276 @@
+"""Independent tasks of one kernel run as one batch in replayed runs (`runtime/sim/batch.py`,
+issue 14 item 5): every op with an `OpSpec.batch` form, and the kernels that mix batched and
+lane-by-lane ops, give bit for bit the outputs and on-chip memories of one-at-a-time runs
+(`check_replay` compares a replaying device — which batches — against a full simulation, which
+runs tasks one at a time); batches form only where the module docstring allows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_rt_replay import check_replay
+
+import pypto.language as pl
+from pypto import ir
+from pypto.core.errors import RuntimeSimError
+from pypto.ops.registry import all_ops
+from pypto.runtime.sim import SimDevice, batch
+from pypto.runtime.sim.batch import BatchKernel, batch_kernel
+
+TASKS = 8
+
+_ELEMENTWISE = """
+import pypto.language as pl
+
+@pl.program
+class Lanes:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 32], pl.{dt}], b: pl.Tensor[[16, 32], pl.{dt}],
+          c: pl.Out[pl.Tensor[[16, 32], pl.{odt}]]) -> pl.Tensor[[16, 32], pl.{odt}]:
+        ta = pl.load(a, [0, 0], [16, 32])
+        {tb} = pl.load(b, [0, 0], [16, 32])
+        r = {expr}
+        c = pl.store(r, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{rows}, 32], pl.{dt}], b: pl.Tensor[[{rows}, 32], pl.{dt}],
+             c: pl.Out[pl.Tensor[[{rows}, 32], pl.{odt}]]) -> pl.Tensor[[{rows}, 32], pl.{odt}]:
+        for i in pl.range(0, {tasks}):
+            sa = pl.slice(a, [16, 32], [i * 16, 0])
+            sb = pl.slice(b, [16, 32], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, sb, sc)
+        return c
+"""
+
+_TORCH = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16, "INT32": torch.int32}
+
+# (op, DSL expression, operand dtype, result dtype): every op with a batch form, at a site it batches
+_CASES = [
+    ("tile.add", "pl.tile.add(ta, tb)", "FP32", "FP32"),
+    ("tile.add", "pl.tile.add(ta, tb)", "INT32", "INT32"),
+    ("tile.sub", "pl.tile.sub(ta, tb)", "FP16", "FP16"),
+    ("tile.mul", "pl.tile.mul(ta, tb)", "BF16", "BF16"),
+    ("tile.maximum", "pl.tile.maximum(ta, tb)", "FP32", "FP32"),
+    ("tile.minimum", "pl.tile.minimum(ta, tb)", "INT32", "INT32"),
+    ("tile.adds", "pl.tile.adds(ta, 2.5)", "FP32", "FP32"),
+    ("tile.subs", "pl.tile.subs(ta, 3)", "INT32", "INT32"),
+    ("tile.muls", "pl.tile.muls(ta, 0.3)", "FP16", "FP16"),
+    ("tile.exp", "pl.tile.exp(ta)", "FP32", "FP32"),
+    ("tile.sqrt", "pl.tile.sqrt(ta)", "FP16", "FP16"),
+    ("tile.recip", "pl.tile.recip(ta)", "FP32", "FP32"),
+    ("tile.neg", "pl.tile.neg(ta)", "BF16", "BF16"),
+    ("tile.abs", "pl.tile.abs(ta)", "FP32", "FP32"),
+    ("tile.cast", "pl.tile.cast(ta, pl.FP16)", "FP32", "FP16"),
+    ("tile.cast", "pl.tile.cast(ta, pl.FP32)", "INT32", "FP32"),
+]
+
+_MATMUL = """
+import pypto.language as pl
+
+@pl.program
+class MmLanes:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[{m}, 64], pl.{dt}], b: pl.Tensor[[64, 32], pl.{dt}],
+          c: pl.Out[pl.Tensor[[{m}, 32], pl.FP32]]) -> pl.Tensor[[{m}, 32], pl.FP32]:
+        a0 = pl.load(a, [0, 0], [{m}, 32], target_memory=pl.Mem.Mat)
+        b0 = pl.load(b, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+        acc0 = {first}(pl.move(a0, target_memory=pl.Mem.Left), pl.move(b0, target_memory=pl.Mem.Right))
+        for k, (acc,) in pl.range(32, 64, 32, init_values=(acc0,)):
+            ak = pl.load(a, [0, k], [{m}, 32], target_memory=pl.Mem.Mat)
+            bk = pl.load(b, [k, 0], [32, 32], target_memory=pl.Mem.Mat)
+            nacc = {acc}(acc, pl.move(ak, target_memory=pl.Mem.Left), pl.move(bk, target_memory=pl.Mem.Right))
+            out = pl.yield_(nacc)
+        c = pl.store(out, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{rows}, 64], pl.{dt}], b: pl.Tensor[[64, 32], pl.{dt}],
+             c: pl.Out[pl.Tensor[[{rows}, 32], pl.FP32]]) -> pl.Tensor[[{rows}, 32], pl.FP32]:
+        for i in pl.range(0, {tasks}):
+            sa = pl.slice(a, [{m}, 64], [i * {m}, 0])
+            sc = pl.slice(c, [{m}, 32], [i * {m}, 0])
+            sc = self.k(sa, b, sc)
+        return c
+"""
+
+
+def _values(dt: str, shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g)
+    if dt == "INT32":
+        return (x * 1000).to(torch.int32)
+    return (x.abs() + 0.25).to(_TORCH[dt])   # positive: sqrt and recip stay finite
+
+
+def _plan_steps(dev: SimDevice) -> list:
+    (plan,) = dev.run_plans._plans.values()
+    return plan.steps
+
+
+def _batched_run(cp, make_args, outputs) -> SimDevice:
+    """check_replay, then the replaying device's plan must have run its tasks as batches."""
+    check_replay(cp, make_args, outputs)
+    dev = SimDevice(cp.backend_type)
+    cp.run_on(dev, make_args(0), None)
+    return dev
+
+
+@pytest.mark.parametrize("op,expr,dt,odt", _CASES, ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in _CASES])
+def test_each_batch_form_gives_every_lane_the_bits_of_a_one_task_run(op, expr, dt, odt, tmp_path) -> None:
+    src = _ELEMENTWISE.format(dt=dt, odt=odt, expr=expr, rows=16 * TASKS, tasks=TASKS,
+                              tb="tb" if "tb" in expr else "_tb")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    rows = 16 * TASKS
+    dev = _batched_run(cp, lambda s: [_values(dt, (rows, 32), s), _values(dt, (rows, 32), s + 7),
+                                      torch.zeros(rows, 32, dtype=_TORCH[odt])], [2])
+    steps = _plan_steps(dev)
+    assert [(len(u), c) for u, c in steps] == [(TASKS, range(0, TASKS))]
+    bk = batch_kernel(dev.tasks[0].executor)
+    assert op in bk.batched_ops and bk.lane_ops == ("tile.load", "tile.load", "tile.store")
+
+
+@pytest.mark.parametrize("dt", ["FP16", "FP32"])
+@pytest.mark.parametrize("m", [16, 1])
+def test_matmuls_in_a_loop_batch_bit_identically(dt, m, tmp_path) -> None:
+    first, acc = ("pl.tile.matmul", "pl.tile.matmul_acc") if m > 1 else ("pl.tile.gemv", "pl.tile.gemv_acc")
+    src = _MATMUL.format(dt=dt, m=m, rows=m * TASKS, tasks=TASKS, first=first, acc=acc)
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    rows = m * TASKS
+    make = lambda s: [_values(dt, (rows, 64), s) - 1, _values(dt, (64, 32), s + 3) - 1,  # noqa: E731
+                      torch.zeros(rows, 32)]
+    dev = _batched_run(cp, make, [2])
+    assert [len(u) for u, _ in _plan_steps(dev)] == [TASKS]
+    bk = batch_kernel(dev.tasks[0].executor)
+    assert acc.replace("pl.", "") in bk.batched_ops
+    assert (first.replace("pl.", "") in bk.batched_ops) == (m > 1)   # tile.gemv has no batch form: lane by lane
+    a, b, c = make(1)
+    cp.run_on(dev, [a, b, c], None)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
+
+
+def test_a_batched_product_that_rounds_differently_is_computed_lane_by_lane(tmp_path, monkeypatch) -> None:
+    """If a BLAS gave a batched product other bits than the one-lane product, the first batch of
+    that lane count finds it and that count runs lane by lane: still bit-identical."""
+    real = torch.Tensor.baddbmm_
+
+    def skewed(self, a, b):       # a batched product that is off in the last bit
+        real(self, a, b)
+        self.view(torch.int32)[..., 0] += 1
+        return self
+
+    monkeypatch.setattr(torch.Tensor, "baddbmm_", skewed)
+    orig = torch.baddbmm
+
+    def skewed_out(acc, a, b, out):
+        orig(acc, a, b, out=out)
+        out.view(torch.int32)[..., 0] += 1
+        return out
+
+    monkeypatch.setattr(torch, "baddbmm", skewed_out)
+    src = _MATMUL.format(dt="FP16", m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    check_replay(cp, lambda s: [_values("FP16", (16 * TASKS, 64), s) - 1, _values("FP16", (64, 32), s + 3) - 1,
+                                torch.zeros(16 * TASKS, 32)], [2], runs=4)
+
+
+def test_every_op_with_a_batch_form_is_tested() -> None:
+    have = {s.name for s in all_ops() if s.batch is not None}
+    tested = {c[0] for c in _CASES} | {"tile.matmul", "tile.matmul_acc", "tile.gemv_acc", "tile.move"}
+    assert have == tested
+
+
+# ---- where batches form ----------------------------------------------------------------------------
+_ROWS_SRC = """
+import pypto.language as pl
+
+@pl.program
+class Rows:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 32])
+        u = pl.exp(t)
+        c = pl.store(u, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{rows}, 32], pl.FP32], c: pl.Out[pl.Tensor[[{rows}, 32], pl.FP32]]) -> pl.Tensor[[{rows}, 32], pl.FP32]:
+{body}
+        return c
+"""
+
+
+def _rows_program(tmp_path, rows: int, body: str):
+    src = _ROWS_SRC.format(rows=rows, body=body)
+    return ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+
+
+def test_more_tasks_than_cores_split_into_batches_of_distinct_cores(tmp_path) -> None:
+    n = 100     # 48 vector cores on Ascend910B
+    cp = _rows_program(tmp_path, 16 * n, f"""        for i in pl.range(0, {n}):
+            sa = pl.slice(a, [16, 32], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, sc)""")
+    dev = _batched_run(cp, lambda s: [torch.randn(16 * n, 32, generator=torch.Generator().manual_seed(s)),
+                                      torch.zeros(16 * n, 32)], [1])
+    steps = _plan_steps(dev)
+    assert sum(len(u) for u, _ in steps) == n and all(c is not None for _, c in steps[:2])
+    for unit, cores in steps:
+        if cores is not None:
+            assert [dev.tasks[k].core_index for k in unit] == list(cores)
+
+
+def test_dependent_tasks_are_not_batched_together(tmp_path) -> None:
+    """Each task reads what the one before wrote (a chain): no two may run together."""
+    cp = _rows_program(tmp_path, 16, """        for i in pl.range(0, 4):
+            c = self.k(a, c)
+            a = c""")
+    dev = _batched_run(cp, lambda s: [torch.randn(16, 32, generator=torch.Generator().manual_seed(s)) * 0.1,
+                                      torch.zeros(16, 32)], [1])
+    assert all(c is None for _, c in _plan_steps(dev))
+
+
+def test_manual_scopes_are_not_batched(tmp_path) -> None:
+    cp = _rows_program(tmp_path, 64, """        with pl.manual_scope():
+            for i in pl.range(0, 4):
+                sa = pl.slice(a, [16, 32], [i * 16, 0])
+                sc = pl.slice(c, [16, 32], [i * 16, 0])
+                sc = self.k(sa, sc)""")
+    dev = _batched_run(cp, lambda s: [torch.randn(64, 32, generator=torch.Generator().manual_seed(s)),
+                                      torch.zeros(64, 32)], [1])
+    assert all(c is None for _, c in _plan_steps(dev))
+
+
+def test_the_switch_turns_batching_off(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(batch.ENV_VAR, "0")
+    cp = _rows_program(tmp_path, 64, """        for i in pl.range(0, 4):
+            sa = pl.slice(a, [16, 32], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, sc)""")
+    dev = _batched_run(cp, lambda s: [torch.randn(64, 32, generator=torch.Generator().manual_seed(s)),
+                                      torch.zeros(64, 32)], [1])
+    assert [c for _, c in _plan_steps(dev)] == [None] * 4
+
+
+def test_a_failing_lane_names_its_own_task(tmp_path, monkeypatch) -> None:
+    cp = _rows_program(tmp_path, 64, """        for i in pl.range(0, 4):
+            sa = pl.slice(a, [16, 32], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, sc)""")
+    dev = SimDevice(cp.backend_type)
+    args = [torch.randn(64, 32), torch.zeros(64, 32)]
+    cp.run_on(dev, args, None)
+    real = BatchKernel.run_lanes
+
+    def failing(self, env, lanes):
+        real(self, env, lanes)
+        err = RuntimeSimError("injected failure")
+        err.lane = 2
+        raise err
+
+    monkeypatch.setattr(BatchKernel, "run_lanes", failing)
+    with pytest.raises(RuntimeSimError, match=r"task 2 \(kernel 'k'.*injected failure"):
+        cp.run_on(dev, args, None)
+    assert len(dev.run_plans) == 0       # a failed replay drops its plan
