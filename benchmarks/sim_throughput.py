@@ -12,10 +12,11 @@ Workloads, each checked against torch before it is timed:
 (c) the SwiGLU FFN of `examples/models/ffn.py` (y = (SiLU(x W1) * (x W3)) W2, FP16 weights) for
     256 tokens, 512 -> 1024 -> 512: cube tasks for the three projections, vector tasks for SiLU * U.
 
-For (b) the benchmark also times a *tile-level floor*: the torch operations the tiles need and
-nothing else — each 128 x 128 operand copied from DDR into a preallocated Mat buffer, then into
-Left/Right, converted to FP32, multiplied and accumulated, the result copied back — in a plain
-Python loop on one intra-op thread, like the simulator. "x floor" is the simulator's own overhead
+For (a) and (b) the benchmark also times a *tile-level floor*: the torch operations the tiles need
+and nothing else, in a plain Python loop on one intra-op thread, like the simulator. For (a) each
+128 x 128 tile of a and b is copied into a preallocated Vec buffer, added in place and copied back;
+for (b) each operand tile is copied from DDR into a preallocated Mat buffer, then into Left/Right,
+converted to FP32, multiplied and accumulated, the result copied back. "x floor" is the simulator's own overhead
 (orchestration, dependencies, scheduling, interpretation); "floor x eager" is what working in
 128-tiles costs on this CPU before any simulation.
 
@@ -139,6 +140,18 @@ def matmul_floor(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
             c[i:i + T, j:j + T].copy_(acc)
 
 
+def add_floor(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    """The tile-level floor of (a): c = a + b through the kernel's per-tile copies into and out of
+    two preallocated Vec tiles (the sum in place over the first, as MemoryReuse plans it)."""
+    va, vb = torch.empty(T, T), torch.empty(T, T)
+    for i in range(0, N_ADD, T):
+        for j in range(0, N_ADD, T):
+            va.copy_(a[i:i + T, j:j + T])
+            vb.copy_(b[i:i + T, j:j + T])
+            torch.add(va, vb, out=va)
+            c[i:i + T, j:j + T].copy_(va)
+
+
 def median_time(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     """(median wall seconds, median CPU seconds of this process, all threads) over `repeat` runs."""
     wall, cpu = [], []
@@ -218,13 +231,16 @@ def main() -> int:
     am, bm = torch.randn(N_MM, N_MM).half(), torch.randn(N_MM, N_MM).half()
     mm = run_case("b", MatmulTiles, [am, bm, torch.zeros(N_MM, N_MM)], lambda: am.float() @ bm.float(),
                   1 + 5 * (N_MM // T), args.repeat, args.profile, 1e-2)
-    floor_out = torch.zeros(N_MM, N_MM)
+    floor_out, add_out = torch.zeros(N_MM, N_MM), torch.zeros(N_ADD, N_ADD)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         matmul_floor(am, bm, floor_out)
         torch.testing.assert_close(floor_out, am.float() @ bm.float(), rtol=1e-2, atol=1e-2)
         floor, _ = median_time(lambda: matmul_floor(am, bm, floor_out), args.repeat)
+        add_floor(a, b, add_out)
+        torch.testing.assert_close(add_out, a + b, rtol=0, atol=0)
+        a_floor, a_floor_cpu = median_time(lambda: add_floor(a, b, add_out), args.repeat)
     finally:
         torch.set_num_threads(threads)
     g = torch.Generator().manual_seed(0)
@@ -249,6 +265,9 @@ def main() -> int:
               f"{r['full_us_per_task']:>13.1f} {r['us_per_task']:>15.1f} {r['simulated_us']:>13.1f}")
     print(f"(b) tile-level floor {floor * 1e3:.2f} ms: replayed simulator {mm['sim_s'] / floor:.2f}x floor "
           f"(full simulation {mm['full_s'] / floor:.2f}x), floor {floor / mm['eager_s']:.2f}x torch eager")
+    print(f"(a) tile-level floor {a_floor * 1e3:.2f} ms ({a_floor / add['tasks'] * 1e6:.1f} us/task wall, "
+          f"{a_floor_cpu / add['tasks'] * 1e6:.1f} CPU): replayed simulator {add['sim_s'] / a_floor:.2f}x floor "
+          f"(full simulation {add['full_s'] / a_floor:.2f}x), floor {a_floor / add['eager_s']:.2f}x torch eager")
     print("CPU time (all threads of this process; meaningful when the machine is shared):")
     for label, r in rows:
         n = r["tasks"]

@@ -260,3 +260,30 @@ def test_ph010_not_for_one_task_per_core_or_work_bound_runs(tmp_path):
     cp = compile_(BigTask, tmp_path / "big")
     cp(torch.randn(64, 128), torch.zeros(64, 128))
     assert cp.run_hints == []
+
+
+def test_replayed_runs_reuse_their_hints_and_leave_an_unchanged_log_alone(tmp_path, monkeypatch):
+    """Every replay of one plan has a record like the others: the hints are computed once per plan,
+    and the log is rewritten only when its text changed or someone else touched the file."""
+    import pypto.runtime.run_hints as rh
+
+    cp = compile_(SmallTasks, tmp_path / "b")
+    x, y = torch.randn(64, 64), torch.zeros(64, 64)
+    cp(x, y)                      # recorded (full simulation)
+    log = Path(cp.output_dir) / "report" / "perf_hints_run.log"
+    cp(x, y)                      # the first replay computes the hints of the plan
+    first = [str(h) for h in cp.run_hints]
+    stat = log.stat()
+    calls = []
+    real = rh.run_hints
+    monkeypatch.setattr(rh, "run_hints", lambda *a: calls.append(1) or real(*a))
+    cp(x, y)
+    assert [str(h) for h in cp.run_hints] == first and calls == []
+    assert (log.stat().st_mtime_ns, log.stat().st_ino) == (stat.st_mtime_ns, stat.st_ino)   # not rewritten
+    log.write_text("edited\n")
+    cp(x, y)
+    assert [s.split()[0] for s in run_log(cp)] == ["PH004", "PH005", "PH006", "PH006"]
+    log.unlink()
+    cp(x, y)
+    assert log.exists() and calls == []
+    torch.testing.assert_close(y, 2 * x)

@@ -246,14 +246,42 @@ def update_run_hints(compiled: Any, options: DiagnosticOptions) -> list[Diagnost
         if path is not None:
             path.unlink(missing_ok=True)
         return []
-    hints = options.keep(run_hints(record, compiled.program))
-    if path is not None:
+    # a replayed run's record is like every other replay of its plan: hints and text are computed once
+    key = ("run_hints", id(compiled.program), options)
+    cached = record.derived.get(key) if record.derived is not None else None
+    if cached is None or cached[0] is not compiled.program:
+        hints = options.keep(run_hints(record, compiled.program))
+        cached = (compiled.program, hints, render_run_hints(hints, record, options))
+        if record.derived is not None:
+            record.derived[key] = cached
+    hints, text = list(cached[1]), cached[2]
+    if path is not None and not _unchanged(path, text):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(render_run_hints(hints, record, options), encoding="utf-8")
+            tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, path)
+            st = path.stat()
+            if len(_WRITTEN) >= 256:
+                _WRITTEN.clear()
+            _WRITTEN[os.fspath(path)] = (text, st.st_mtime_ns, st.st_size, st.st_ino)
         except OSError as e:   # a read-only build folder: the run itself succeeded
             logging.getLogger("pypto.diagnostics").warning("could not write %s: %s", os.fspath(path), e)
     return hints
+
+
+_WRITTEN: dict[str, tuple[str, int, int, int]] = {}   # path -> (text, mtime_ns, size, inode) last written
+
+
+def _unchanged(path: Path, text: str) -> bool:
+    """Whether `path` still holds `text` as this process last wrote it (same text, and the file's
+    modification time, size and inode unchanged since): a replayed run then skips rewriting it."""
+    last = _WRITTEN.get(os.fspath(path))
+    if last is None or last[0] != text:
+        return False
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return (st.st_mtime_ns, st.st_size, st.st_ino) == last[1:]
 

@@ -77,6 +77,8 @@ class RunRecord:
         arg_dumps: task argument snapshots (`enable_dump_args`, `argdump.py`).
         kernel_envs: of a replayed run, per task its (arguments, bound kernel environment), which
             the next replay with the same argument objects runs again (`replay.py`).
+        derived: of a replayed run, a cache shared by all replays of one plan (their records are
+            alike but for the tensors) for results computed from the record alone; else None.
     """
 
     program: str
@@ -100,3 +102,6 @@ class RunRecord:
     inputs: list[tuple[str, int]] = field(default_factory=list)
     # a replayed run's bound kernel environments per task (`replay.py`; None: a group or not bound)
     kernel_envs: list[Any] | None = field(default=None, repr=False, compare=False)
+    # of a replayed run: a dict shared by every replay of its plan, whose records are all alike, for
+    # what is derived from the record alone (run-time hints, `run_hints.update_run_hints`)
+    derived: dict[Any, Any] | None = field(default=None, repr=False, compare=False)

@@ -306,6 +306,7 @@ class RunPlan:
         self.ring_peaks = {k: list(v) for k, v in run.ring_peaks.items()}
         self.orch_events = list(run.orch_events)
         self.scope_events = [_copy_event(e) for e in run.scope_events]
+        self.derived: dict[Any, Any] = {}   # shared by the records of its replays (RunRecord.derived)
 
     def replay(self, device: SimDevice, args: Sequence[Any], auto_deps: bool, rings: RingSizes) -> tuple | None:
         """Run the plan on `args` (module docstring); returns the entry's result."""
@@ -359,6 +360,7 @@ class RunPlan:
         run.ring_peaks = {k: list(v) for k, v in self.ring_peaks.items()}
         run.orch_events = list(self.orch_events)
         run.scope_events = [_copy_event(e) for e in self.scope_events]
+        run.derived = self.derived
         # a task whose arguments are the very objects of the last replay runs its bound kernel
         # environment again (`KernelExecutor.bind`): same arguments, same core, same arena views
         old_envs = old_run.kernel_envs if old_tasks is not None else None
