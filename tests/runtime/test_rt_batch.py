@@ -274,3 +274,28 @@ def test_a_failing_lane_names_its_own_task(tmp_path, monkeypatch) -> None:
     with pytest.raises(RuntimeSimError, match=r"task 2 \(kernel 'k'.*injected failure"):
         cp.run_on(dev, args, None)
     assert len(dev.run_plans) == 0       # a failed replay drops its plan
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_results_do_not_depend_on_the_host_thread_count(threads, tmp_path) -> None:
+    """The simulator runs tile ops on one intra-op thread whatever torch is set to outside runs, so
+    batched, one-at-a-time and full runs give the same bits at any host thread count."""
+    src = _MATMUL.format(dt="FP16", m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    make = lambda: [_values("FP16", (16 * TASKS, 64), 5) - 1, _values("FP16", (64, 32), 6) - 1,  # noqa: E731
+                    torch.zeros(16 * TASKS, 32)]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        ref = make()
+        cp.run_on(SimDevice(cp.backend_type), ref, None)
+        torch.set_num_threads(threads)
+        dev = SimDevice(cp.backend_type)
+        for _ in range(3):    # full simulation, then batched replays
+            args = make()
+            cp.run_on(dev, args, None)
+            assert torch.equal(args[2], ref[2])
+            assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)
