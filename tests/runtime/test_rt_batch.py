@@ -128,7 +128,7 @@ def test_each_batch_form_gives_every_lane_the_bits_of_a_one_task_run(op, expr, d
     steps = _plan_steps(dev)
     assert [(len(u), c) for u, c in steps] == [(TASKS, range(0, TASKS))]
     bk = batch_kernel(dev.tasks[0].executor)
-    assert op in bk.batched_ops and bk.lane_ops == ("tile.load", "tile.load", "tile.store")
+    assert bk.batched_ops == ("tile.load", "tile.load", op, "tile.store") and bk.lane_ops == ()
 
 
 @pytest.mark.parametrize("dt", ["FP16", "FP32"])
@@ -176,9 +176,26 @@ def test_a_batched_product_that_rounds_differently_is_computed_lane_by_lane(tmp_
                                 torch.zeros(16 * TASKS, 32)], [2], runs=4)
 
 
+@pytest.mark.parametrize("order", ["i", "7 - i", "(i * 3) % 8"])
+def test_loads_and_stores_of_lanes_that_do_not_stack_run_lane_by_lane(order, tmp_path) -> None:
+    """Lanes whose tensors lie at a constant step apart are copied as one strided view; in any other
+    order (here: tasks placed on cores in reverse or scattered row order) lane after lane."""
+    src = _ELEMENTWISE.format(dt="FP32", odt="FP32", expr="pl.tile.add(ta, tb)", rows=16 * TASKS, tasks=TASKS,
+                              tb="tb").replace("[i * 16, 0]", f"[({order}) * 16, 0]")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    rows = 16 * TASKS
+    dev = _batched_run(cp, lambda s: [_values("FP32", (rows, 32), s), _values("FP32", (rows, 32), s + 7),
+                                      torch.zeros(rows, 32)], [2])
+    (unit, cores), = _plan_steps(dev)
+    lanes = [dev.tasks[k].args for k in unit]
+    from pypto.runtime.sim.batch import Lanes
+    assert (Lanes([a[0] for a in lanes]).stacked is not None) == (order == "i")
+
+
 def test_every_op_with_a_batch_form_is_tested() -> None:
     have = {s.name for s in all_ops() if s.batch is not None}
-    tested = {c[0] for c in _CASES} | {"tile.matmul", "tile.matmul_acc", "tile.gemv_acc", "tile.move"}
+    tested = {c[0] for c in _CASES} | {"tile.matmul", "tile.matmul_acc", "tile.gemv_acc", "tile.move",
+                                       "tile.load", "tile.store"}
     assert have == tested
 
 

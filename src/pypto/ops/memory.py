@@ -24,7 +24,7 @@ from ..ir.expr import ConstInt, Expr
 from ..ir.types import ScalarType, TileType, TupleType, Type
 from .cost import mte, scalar
 from .registry import OpSpec, OpTypeError, register, register_unified
-from .site import KernelSite, const_args, static_dims
+from .site import KernelSite, const_args, stacked, static_dims
 from .typing_rules import (
     ANY,
     ON_CHIP,
@@ -241,6 +241,55 @@ def _move_site(site: KernelSite) -> Any:
     return move
 
 
+def _load_batch(site: KernelSite) -> Any:
+    """`OpSpec.batch` of `tile.load` at the sites `_load_site` specialises: when the lanes' tensors
+    stack (`site.stacked`) and the box has constant offsets inside a declared static shape, one
+    copy of the stacked box into the lanes' tiles (each element copied as the one-lane copy does);
+    otherwise the one-lane function lane after lane."""
+    one = _load_site(site)
+    if one is None:
+        return None
+    c, offsets = const_args(site, 2, 3), const_args(site, 1)
+    box = _box(site, 0, offsets[0], tuple(c[0])) if offsets is not None and c is not None else None
+    proven, slices = box if box is not None else (None, None)
+
+    def load(dst: Any, lanes: Any, *rest: Any) -> None:
+        st = stacked(lanes)
+        if st is not None and proven is not None and st.shape[1:] == proven:
+            dst.copy_(st[(slice(None), *slices)])
+            return
+        for k, t in enumerate(lanes):
+            r = one(dst[k], t, *rest)
+            if r is not None:
+                dst[k].copy_(r)
+    return load
+
+
+def _store_batch(site: KernelSite) -> Any:
+    """`OpSpec.batch` of `tile.store` at the sites `_store_site` specialises: when the output
+    tensors stack with a nonzero step and the box is fixed, one copy of the lanes' tiles into the
+    stacked box; otherwise the one-lane function lane after lane. Returns the output lanes."""
+    one = _store_site(site)
+    if one is None:
+        return None
+    valid, tile = site.attrs.get("valid"), static_dims(site.types[0])
+    vs = tuple(valid[0]) if valid[0] is not None else tile
+    offsets = const_args(site, 1)
+    box = _box(site, 2, offsets[0], vs) if offsets is not None else None
+    proven, slices = box if box is not None else (None, None)
+    part = (slice(None), *(slice(0, v) for v in vs))
+
+    def store(t: Any, offs: Any, lanes: Any) -> Any:
+        st = stacked(lanes)
+        if st is not None and proven is not None and st.stride(0) and st.shape[1:] == proven:
+            st[(slice(None), *slices)].copy_(t[part])
+            return lanes
+        for k, out in enumerate(lanes):
+            one(t[k], offs, out)
+        return lanes
+    return store
+
+
 def _move(args: list[Expr], attrs: dict[str, Any]) -> Type:
     t = expect_tile(args, 0, "tile")
     return TileType(t.shape, t.dtype, attr_space(attrs, ON_CHIP), view=t.view)
@@ -307,13 +356,13 @@ def queried_dim(args: list[Expr] | tuple[Expr, ...], attrs: dict[str, Any]) -> E
 
 _MEM = frozenset({"memory"})
 register(OpSpec("tile.load", ("tensor", "offsets", "shapes", "valid_shape"), _load, _load_compute,
-                specialize=_load_site,
+                specialize=_load_site, batch=_load_batch,
                 attrs={"target_memory": MemorySpace.Vec}, optional=("valid_shape",), reads=(0,), traits=_MEM,
                 ddr_region=(0, 1, 2), pto="pto.tload", cost=mte("MTE2"), family="memory", dtypes=ANY.text,
                 doc="Copy the DDR region at `offsets` of size `shapes` into a new tile in `target_memory` "
                     "(Vec or Mat); with `valid_shape` only that leading part is loaded and valid."))
 register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _store_compute,
-                specialize=_store_site,
+                specialize=_store_site, batch=_store_batch,
                 reads=(0,), writes=(2,), traits=_MEM, valid_args=(0,), ddr_region=(2, 1, 0), pto="pto.tstore",
                 cost=mte("MTE3", "in_bytes"), family="memory", dtypes=ANY.text,
                 doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "

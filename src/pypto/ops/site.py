@@ -18,7 +18,7 @@ import torch
 
 from ..ir.types import TensorType, TileType, Type
 
-__all__ = ["KernelSite", "NOT_CONST", "static_dims", "torch_dtype", "const_args"]
+__all__ = ["KernelSite", "NOT_CONST", "static_dims", "torch_dtype", "const_args", "stacked"]
 
 
 class _NotConst:
@@ -96,3 +96,12 @@ def const_args(site: KernelSite, *indices: int) -> tuple[Any, ...] | None:
             return None
         out.append(v)
     return tuple(out)
+
+
+def stacked(lanes: Any) -> Any:
+    """The tensors of a batch's lanes (an `OpSpec.batch` form's tensor argument: a sequence with
+    lane k's tensor at k) as one view with a leading lane axis, when they are views of one buffer
+    with one shape, dtype and strides at storage offsets a constant step apart (lane k at offset
+    `first + k * step`, step >= 0; step 0: every lane the same tensor); else None."""
+    return getattr(lanes, "stacked", None)
+

@@ -42,6 +42,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
+
 from ...backend.soc import SoCModel
 from ...core.errors import RuntimeSimError
 from ...ir.expr import Call, Expr, GlobalVar, Var
@@ -89,9 +91,36 @@ def _union(spans: list[tuple[int, int]]) -> int:
 
 
 class Lanes(tuple):
-    """The value of one tensor Var in a batch environment: lane k's tensor at index k."""
+    """The value of one tensor Var in a batch environment: lane k's tensor at index k.
 
-    __slots__ = ()
+    `stacked` (computed on first use) is the lanes' tensors as one view [lanes, *shape] when they
+    are views of one buffer with one shape, dtype and strides whose storage offsets are a constant
+    step >= 0 apart (`ops.site.stacked`); else None."""
+
+    @property
+    def stacked(self) -> Any:
+        try:
+            return self.__dict__["_stacked"]
+        except KeyError:
+            v = self.__dict__["_stacked"] = _stack(self)
+            return v
+
+
+def _stack(ts: Sequence[Any]) -> Any:
+    t0 = ts[0]
+    if type(t0) is not torch.Tensor:
+        return None
+    ptr, shape, stride, dtype = t0.untyped_storage().data_ptr(), t0.shape, t0.stride(), t0.dtype
+    offs = [t0.storage_offset()]
+    for t in ts[1:]:
+        if type(t) is not torch.Tensor or t.dtype != dtype or t.shape != shape or t.stride() != stride \
+                or t.untyped_storage().data_ptr() != ptr:
+            return None
+        offs.append(t.storage_offset())
+    step = offs[1] - offs[0] if len(offs) > 1 else 0
+    if step < 0 or any(b - a != step for a, b in zip(offs, offs[1:])):
+        return None
+    return torch.as_strided(t0, (len(ts), *shape), (step, *stride), offs[0])
 
 
 class NotBatchable(Exception):
@@ -141,6 +170,10 @@ class _BatchCompiler(_KernelCompiler):
             run = self._batched(s.var, v)
             if run is not None:
                 return run
+        elif isinstance(s.var.type, TensorType):
+            run = self._batched_tensor(s.var, v)
+            if run is not None:
+                return run
         return self._lane(lambda: _KernelCompiler.compile_assign(self, s), v, s.var)
 
     def compile_call(self, call: Call) -> ExprFn:
@@ -161,6 +194,22 @@ class _BatchCompiler(_KernelCompiler):
 
         def run(env: Env) -> None:
             fn(env)
+        return run
+
+    def _batched_tensor(self, var: Var, call: Call) -> StmtFn | None:
+        """The statement `var = call` with a tensor result (`tile.store`) as one call for all lanes
+        returning the result's `Lanes`, or None (no batch form here)."""
+        spec = self.lookup_op(call)
+        if spec.batch is None:
+            return None
+        fn = self.specialized(call, spec, None, None, form=spec.batch)
+        if fn is None:
+            return None
+        self.batched_ops.append(spec.name)
+        slot = self.define(var)
+
+        def run(env: Env) -> None:
+            env[slot] = fn(env)
         return run
 
     def _lane(self, make: Callable[[], StmtFn], expr: Expr, var: Var | None) -> StmtFn:
