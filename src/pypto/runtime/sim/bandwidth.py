@@ -72,7 +72,7 @@ class DdrChannel:
             return 0
         rate = nbytes / max(cycles, 1)
         i = self._split(start)
-        fast = self._reserve_at_rate(i, rate, float(nbytes))
+        fast = self._reserve_at_rate(i, rate, float(nbytes), start + cycles)
         if fast is not None:
             return max(0, fast - (start + cycles))
         left = float(nbytes)
@@ -93,21 +93,29 @@ class DdrChannel:
                 left -= give * (b - a)
             i += 1
 
-    def _reserve_at_rate(self, i: int, rate: float, left: float) -> int | None:
+    def _reserve_at_rate(self, i: int, rate: float, left: float, until: int) -> int | None:
         """The common case of `reserve`, in C-level list operations: when every segment from `i` to
         the task's end has `rate` free, grant it there and return the end cycle; else change nothing
-        and return None. The arithmetic (and so every cycle) is the segment-by-segment loop's."""
+        and return None. The arithmetic (and so every cycle) is the segment-by-segment loop's.
+        `until` (the task's end on its own) bounds the segments looked at first: at `rate` the grant
+        ends there, give or take rounding; the rest of the timeline is only read when it does not."""
         times, used, cap = self.times, self.used, self.capacity
         if rate <= 1e-9:
             return None
-        lengths = list(map(operator.sub, islice(times, i + 1, None), islice(times, i, None)))
-        # bytes still to grant at the start of each segment, as the loop subtracts them one by one
-        lefts = list(accumulate(map(operator.mul, repeat(rate), lengths), operator.sub, initial=left))
-        # the segment the grant ends in: the first whose length holds ceil(left / rate - 1e-9) cycles
-        # (ceil(x) <= L exactly when x <= L, for an integer L), else the open-ended last one
-        k = next(compress(count(), map(operator.le, map(operator.sub, map(operator.truediv, lefts,
-                                                                            repeat(rate)), repeat(1e-9)),
-                                       lengths)), len(lengths))
+        last = len(times) - 1                       # the open-ended segment
+        stop = min(last, bisect.bisect_right(times, until + 1, i) + 1)
+        while True:
+            lengths = list(map(operator.sub, islice(times, i + 1, stop + 1), islice(times, i, stop)))
+            # bytes still to grant at the start of each segment, as the loop subtracts them one by one
+            lefts = list(accumulate(map(operator.mul, repeat(rate), lengths), operator.sub, initial=left))
+            # the segment the grant ends in: the first whose length holds ceil(left / rate - 1e-9)
+            # cycles (ceil(x) <= L exactly when x <= L, for an integer L), else the open-ended last one
+            k = next(compress(count(), map(operator.le, map(operator.sub, map(operator.truediv, lefts,
+                                                                                repeat(rate)), repeat(1e-9)),
+                                           lengths)), len(lengths))
+            if k < len(lengths) or stop == last:
+                break
+            stop = last                             # not within the first segments: look at them all
         j = i + k
         if cap - max(islice(used, i, j + 1)) < rate:   # == min(cap - used[x]): some segment is short
             return None
