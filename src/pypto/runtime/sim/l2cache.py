@@ -83,8 +83,9 @@ class L2Cache:
         line: bytes of one line (`SoCModel.ddr_access_granularity`).
         rects: keep stamps as rectangles where possible (False: always one stamp per line, the
             straightforward form the tests compare the rectangles against).
-        memo: {(region, element bytes, grid width): (its rectangles, lines)}, a pure function of
-            its key, so one dict may serve the caches of many runs (the scheduler's does).
+        memo: {id(region): (region, element bytes, grid width, its rectangles, their lines)}: the
+            rectangles are a function of the region, element size and width, so one dict may serve
+            the caches of many runs (the scheduler's does; regions are cached by the device).
 
     Attributes:
         hit_bytes / miss_bytes: bytes of read lines served by L2 / fetched from HBM so far.
@@ -100,7 +101,7 @@ class L2Cache:
         self._rects: dict[int, LineRects] = {}
         self._use_rects = rects
         self.max_rects = MAX_RECTS     # a buffer with more rectangles goes back to an array
-        self._memo: dict[tuple[Region, int, int], tuple[list[Rect], int] | None] = {} if memo is None else memo
+        self._memo: dict[int, tuple[Region, int, int, list[Rect] | None, int]] = {} if memo is None else memo
         self._charged: dict[int, tuple[Any, tuple[int, int]]] = {}   # id(TaskCost) -> (it, its bytes)
 
     def _stamps_of(self, key: int, arg: torch.Tensor, top: int) -> np.ndarray:
@@ -192,20 +193,19 @@ class L2Cache:
                 lr = self._new_rects(region, arg)
             if lr is not None:
                 isz = arg.element_size()
-                mk = (region, isz, lr.k)
-                got = self._memo.get(mk, False)
-                if got is False:
+                got = self._memo.get(id(region))
+                if got is None or got[0] is not region or got[1] != isz or got[2] != lr.k:
                     if len(self._memo) >= _MEMO_LIMIT:
                         self._memo.clear()
                     rects = self._rects_of(region, isz, lr.k)
-                    got = self._memo[mk] = None if rects is None else \
-                        (rects, sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in rects))
-                if got is not None:
-                    missed = lr.touch(got[0], self.fills - self.lines, self.fills)
+                    got = self._memo[id(region)] = (region, isz, lr.k, rects, 0 if rects is None else
+                                                    sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in rects))
+                if got[3] is not None:
+                    missed = lr.touch(got[3], self.fills - self.lines, self.fills)
                     self.fills += missed
                     if len(lr.rects) > self.max_rects:
                         self._to_array(key, arg)
-                    return got[1], missed
+                    return got[4], missed
                 self._to_array(key, arg)
         view, lines = self._view(region, arg)
         if lines is not None:
