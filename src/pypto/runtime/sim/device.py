@@ -218,7 +218,7 @@ class SimDevice:
                                   f"{self.num_cores(ex.core_type)}", span)
         manual = bool(self._modes) and self._modes[-1] is ScopeMode.MANUAL
         # an external kernel declared with core_num=N launches N blocks, like pl.spmd(core_num=N)
-        ext_blocks = getattr(ex, "core_num", 1)
+        ext_blocks = 1 if type(ex) is KernelExecutor else getattr(ex, "core_num", 1)
         if ext_blocks > 1 and blocks == 1:
             blocks = ext_blocks
         derive = self._auto_deps and not manual
