@@ -141,6 +141,13 @@ class LineRects:
                     missed += (q[1] - q[0]) * (q[3] - q[2])
                 continue
             r0, r1, c0, c1 = q
+            a, b = r0 // self.cr, c0 // self.cc
+            if not self.big and a == (r1 - 1) // self.cr and b == (c1 - 1) // self.cc \
+                    and not self.cells.get((a, b)):     # in one empty cell: never touched
+                missed += (r1 - r0) * (c1 - c0)
+                stored[q] = 0
+                self.cells[(a, b)] = {q}
+                continue
             covered = 0
             cells = self._cells(q)
             for o in self._overlapping(q, cells):
