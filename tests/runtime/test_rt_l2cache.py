@@ -3,9 +3,12 @@ a task's reads reach HBM, and what that does to the shared DDR bandwidth of a ru
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto import ir
@@ -100,3 +103,77 @@ def test_two_tasks_reading_one_tensor_fetch_it_from_hbm_once(tmp_path) -> None:
     assert first.hbm_bytes == 2 * nbytes                      # its load missed; its store goes out
     assert second.hbm_bytes == nbytes                         # its load hit L2: only the store
     assert first.cost.cycles == second.cost.cycles            # a core moves its bytes at one rate
+
+
+# ---- the rectangle store (l2rects.py) against one stamp per line -------------------------------
+
+def _reference_touch(stamps: dict, fills: list[int], lines: list[int], capacity: int) -> int:
+    """The per-line model of the module docstring: a line missed when never touched or when
+    `capacity` lines were filled since its last touch; every line then stamped with the fills."""
+    missed = sum(1 for x in lines if stamps.get(x, -(1 << 62)) <= fills[0] - capacity)
+    fills[0] += missed
+    for x in lines:
+        stamps[x] = fills[0]
+    return missed
+
+
+_BUFFERS = [((64, 256), torch.float16), ((32, 128), torch.float32), ((48, 200), torch.float16),
+            ((4, 8, 128), torch.float32), ((1024,), torch.float32)]
+
+
+@st.composite
+def _views(draw: st.DrawFn) -> tuple[int, torch.Tensor]:
+    """(buffer index, a view of it): a box, a row range, a flattened byte range or the whole buffer."""
+    b = draw(st.integers(0, len(_BUFFERS) - 1))
+    shape = _BUFFERS[b][0]
+    kind = draw(st.sampled_from(["box", "rows", "flat", "whole"]))
+    if kind == "whole":
+        return b, (slice(None),) * len(shape)
+    if kind == "flat":
+        n = math.prod(shape)
+        lo = draw(st.integers(0, n - 1))
+        return b, ("flat", lo, draw(st.integers(lo + 1, n)))
+    idx = []
+    for d, size in enumerate(shape):
+        if kind == "rows" and d == len(shape) - 1:
+            idx.append(slice(None))
+            continue
+        lo = draw(st.integers(0, size - 1))
+        idx.append(slice(lo, draw(st.integers(lo + 1, size))))
+    return b, tuple(idx)
+
+
+@settings(max_examples=300, deadline=None)
+@given(seq=st.lists(st.tuples(_views(), st.booleans(), st.booleans()), min_size=1, max_size=40),
+       capacity_lines=st.sampled_from([4, 16, 64, 1 << 20]), max_rects=st.sampled_from([3, 1 << 13]))
+def test_rectangles_give_the_hits_and_misses_of_one_stamp_per_line(seq, capacity_lines, max_rects) -> None:
+    buffers = [torch.zeros(shape, dtype=dt) for shape, dt in _BUFFERS]
+    fast, plain = L2Cache(capacity_lines * 512, 512), L2Cache(capacity_lines * 512, 512, rects=False)
+    fast.max_rects = max_rects      # 3: buffers go back to one stamp per line part-way
+    stamps: dict = {}
+    fills = [0]
+    for (b, idx), rd, wr in seq:
+        buf = buffers[b]
+        view = buf.reshape(-1)[idx[1]:idx[2]] if idx[0] == "flat" else buf[idx]
+        r = region_of(view)
+        key_lines = [(r.key, x) for x in region_lines(r, buf.element_size(), 512).tolist()]
+        rd = rd or not wr
+        want = _reference_touch(stamps, fills, key_lines, capacity_lines) if rd else 0
+        if wr:
+            _reference_touch(stamps, fills, key_lines, capacity_lines)
+        task = _task([(view, rd, wr)], 1 << 30, 0)
+        got_fast, got_plain = fast.hbm_bytes(task), plain.hbm_bytes(task)
+        assert got_fast == got_plain == want * 512
+        assert (fast.hit_bytes, fast.miss_bytes, fast.fills) == (plain.hit_bytes, plain.miss_bytes, fills[0])
+    assert fast.fills == fills[0]
+
+
+def test_the_tiles_of_a_matrix_stay_rectangles() -> None:
+    a = torch.zeros(256, 512)                                 # rows of 2048 B: 4 lines each
+    l2 = L2Cache(1 << 30, 512)
+    for i in range(0, 256, 64):
+        for j in range(0, 512, 128):
+            assert l2.hbm_bytes(_task([(a[i:i + 64, j:j + 128], True, False)], 1 << 20, 0)) == 64 * 512
+    assert l2.hbm_bytes(_task([(a[64:128, 128:256], True, False)], 1 << 20, 0)) == 0
+    assert l2.hbm_bytes(_task([(a[32:96], True, False)], 1 << 20, 0)) == 0
+    assert not l2._stamps and len(l2._rects[region_of(a).key].rects) == 17

@@ -525,12 +525,15 @@ class AccessSummary:
                     hi[d] = x1 + n if hi[d] is None else max(hi[d], x1 + n)
         except _GiveUp:
             return a
-        box = []
-        for d, dim in enumerate(shape):
+        sizes = []
+        offset, whole = a.storage_offset(), True
+        for d, (dim, stride) in enumerate(zip(shape, a.stride())):
             s0, s1 = max(0, lo[d]), min(dim, hi[d])  # type: ignore[type-var]
             if s0 >= s1:
                 return a   # out of bounds: the task fails when it runs; keep the whole argument
-            box.append(slice(s0, s1))
-        if all(s.start == 0 and s.stop == dim for s, dim in zip(box, shape)):
+            sizes.append(s1 - s0)
+            offset += s0 * stride
+            whole = whole and s0 == 0 and s1 == dim
+        if whole:
             return a
-        return a[tuple(box)]
+        return a.as_strided(sizes, a.stride(), offset)   # the view a[s0:s1, ...] without indexing

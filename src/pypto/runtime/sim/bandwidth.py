@@ -72,7 +72,7 @@ class DdrChannel:
             return 0
         rate = nbytes / max(cycles, 1)
         i = self._split(start)
-        fast = self._reserve_at_rate(i, rate, float(nbytes))
+        fast = self._reserve_at_rate(i, rate, float(nbytes), start + cycles)
         if fast is not None:
             return max(0, fast - (start + cycles))
         left = float(nbytes)
@@ -93,25 +93,38 @@ class DdrChannel:
                 left -= give * (b - a)
             i += 1
 
-    def _reserve_at_rate(self, i: int, rate: float, left: float) -> int | None:
-        """The common case of `reserve`, in C-level list operations: when every segment from `i` to
-        the task's end has `rate` free, grant it there and return the end cycle; else change nothing
-        and return None. The arithmetic (and so every cycle) is the segment-by-segment loop's."""
+    def _reserve_at_rate(self, i: int, rate: float, left: float, until: int) -> int | None:
+        """The common case of `reserve`: when every segment from `i` to the task's end has `rate`
+        free, grant it there and return the end cycle; else change nothing and return None. The
+        arithmetic (and so every cycle) is the segment-by-segment loop's. `until` (the task's end on
+        its own) is where, at `rate`, the grant ends, give or take rounding: the segments up to it
+        are usually few, so they are walked one by one (the bytes still to grant at the start of
+        each, subtracted in the loop's order); past them, the rest of the timeline is looked at in
+        C-level list operations."""
         times, used, cap = self.times, self.used, self.capacity
         if rate <= 1e-9:
             return None
-        lengths = list(map(operator.sub, islice(times, i + 1, None), islice(times, i, None)))
-        # bytes still to grant at the start of each segment, as the loop subtracts them one by one
-        lefts = list(accumulate(map(operator.mul, repeat(rate), lengths), operator.sub, initial=left))
-        # the segment the grant ends in: the first whose length holds ceil(left / rate - 1e-9) cycles
-        # (ceil(x) <= L exactly when x <= L, for an integer L), else the open-ended last one
-        k = next(compress(count(), map(operator.le, map(operator.sub, map(operator.truediv, lefts,
-                                                                            repeat(rate)), repeat(1e-9)),
-                                       lengths)), len(lengths))
-        j = i + k
+        last = len(times) - 1                       # the open-ended segment
+        stop = min(last, bisect.bisect_right(times, until + 1, i) + 1)
+        j = i
+        # the segment the grant ends in: the first whose length holds ceil(left / rate - 1e-9)
+        # cycles (ceil(x) <= L exactly when x <= L, for an integer L), else the open-ended last one
+        while j < stop:
+            length = times[j + 1] - times[j]
+            if left / rate - 1e-9 <= length:
+                break
+            left -= rate * length
+            j += 1
+        if j == stop and stop < last:
+            lengths = list(map(operator.sub, islice(times, j + 1, None), islice(times, j, None)))
+            lefts = list(accumulate(map(operator.mul, repeat(rate), lengths), operator.sub, initial=left))
+            k = next(compress(count(), map(operator.le, map(operator.sub, map(operator.truediv, lefts,
+                                                                                repeat(rate)), repeat(1e-9)),
+                                           lengths)), len(lengths))
+            j, left = j + k, lefts[k]
         if cap - max(islice(used, i, j + 1)) < rate:   # == min(cap - used[x]): some segment is short
             return None
-        end = times[j] + math.ceil(lefts[k] / rate - 1e-9)
+        end = times[j] + math.ceil(left / rate - 1e-9)
         if j + 1 >= len(times) or end < times[j + 1]:
             self._split(end)            # the new segment after `end` keeps the old rate
         used[i:j + 1] = map(operator.add, islice(used, i, j + 1), repeat(rate))

@@ -100,6 +100,12 @@ class _Grid(_Index):
         box = r.box
         if box is None or r.strides != self.strides:
             return None
+        if len(box) == 2:       # the usual tile of a matrix, in one cell
+            (a0, b0), (a1, b1) = box
+            n0, n1 = self.extent
+            c0, c1 = a0 // n0, a1 // n1
+            if (b0 - 1) // n0 == c0 and (b1 - 1) // n1 == c1:
+                return [(c0, c1)]
         first = [a // n for (a, _), n in zip(box, self.extent)]
         last = [(b - 1) // n for (_, b), n in zip(box, self.extent)]
         if first == last:

@@ -109,7 +109,7 @@ class SimDevice:
         self._orchestrators: dict[Function, Orchestrator] = {}
         self._tracker = DepTracker()
         self._region_cache: dict[tuple, Any] = {}     # regions of views seen (regions.region_of)
-        self._flags: dict[Function, tuple[tuple[bool, bool], ...]] = {}
+        self._flags: dict[Function, tuple[tuple[int, bool, bool, bool], ...]] = {}
         self._auto_deps = True
         self._sanitize = False
         self._sanitizer: list[Sanitizer | None] = [None]
@@ -223,7 +223,7 @@ class SimDevice:
                                   f"{self.num_cores(ex.core_type)}", span)
         manual = bool(self._modes) and self._modes[-1] is ScopeMode.MANUAL
         # an external kernel declared with core_num=N launches N blocks, like pl.spmd(core_num=N)
-        ext_blocks = getattr(ex, "core_num", 1)
+        ext_blocks = 1 if type(ex) is KernelExecutor else getattr(ex, "core_num", 1)
         if ext_blocks > 1 and blocks == 1:
             blocks = ext_blocks
         derive = self._auto_deps and not manual
@@ -302,6 +302,12 @@ class SimDevice:
         """
         tr = self._rings
         used, sizes = tr.used, tr.sizes
+        # the usual case: it fits now, so it fits after advancing (finishing tasks only frees)
+        if (not tasks or used["task_window"][ring] + tasks <= sizes.task_window[ring]) and \
+                (not dep_entries or used["dep_pool"][ring] + dep_entries <= sizes.dep_pool[ring]) and \
+                (not heap or used["heap"][ring] + heap <= sizes.heap[ring]):
+            self.scheduler.advance_to(self._clock)   # occupancy as of now, not as of the last sync
+            return
         needs = (("task_window", tasks, used["task_window"], sizes.task_window),
                  ("dep_pool", dep_entries, used["dep_pool"], sizes.dep_pool),
                  ("heap", heap, used["heap"], sizes.heap))
@@ -372,12 +378,20 @@ class SimDevice:
     def _accesses(self, ex: KernelExecutor, func: Function, args: Sequence[Any]) -> tuple:
         """(argument index, Region, reads, writes) per tensor argument of a call of `func`: the
         region is the part of the argument the kernel loads or stores (`ex.access`), or all of it."""
-        flags = self._flags.get(func)
-        if flags is None:
-            flags = self._flags[func] = tuple((d in _READS, d in _WRITES) for d in func.param_directions)
+        plan = self._flags.get(func)
+        if plan is None:    # per parameter: (index, reads, writes, narrowed by the access summary)
+            narrowed = ex.access.narrowed
+            plan = self._flags[func] = tuple((i, d in _READS, d in _WRITES, i in narrowed)
+                                             for i, d in enumerate(func.param_directions))
         cache, narrow = self._region_cache, ex.access.region_arg
-        return tuple([(i, region_of(narrow(i, args), cache), *flags[i])
-                      for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i < len(flags)])
+        if len(args) < len(plan):
+            plan = plan[:len(args)]
+        out = []
+        for i, rd, wr, nar in plan:
+            a = args[i]
+            if isinstance(a, torch.Tensor):
+                out.append((i, region_of(narrow(i, args) if nar else a, cache), rd, wr))
+        return tuple(out)
 
     def submit_group(self, program: Program, group: Function, args: Sequence[Any],
                      span: Span | None = None, deps: Iterable[int] = ()) -> tuple | None:

@@ -34,11 +34,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from .cost_model import ddr_bytes_of, ddr_read_write_bytes
+from .l2rects import MAX_RECTS, LineRects, Rect, first_cell, range_rects
 from .regions import Region
 
 __all__ = ["L2Cache", "region_lines"]
 
 _NEVER = -(1 << 62)
+_MEMO_LIMIT = 1 << 16
+_FLAT = 1 << 40      # the grid width of a buffer without rows of whole lines: one grid row
 
 
 def region_lines(region: Region, elem_bytes: int, line: int) -> np.ndarray:
@@ -65,26 +69,39 @@ def region_lines(region: Region, elem_bytes: int, line: int) -> np.ndarray:
 class L2Cache:
     """The L2 state of one run (module docstring).
 
-    Per DDR buffer, one stamp per line: the number of lines filled into the cache when it was last
-    touched (a large negative number: never). A region's lines are a strided view of these stamps
-    when the buffer's row strides are whole lines (the common case: rows of a multiple of 512
-    bytes), else an index list (`region_lines`).
+    Per DDR buffer, the stamp of each line: the number of lines filled into the cache when it was
+    last touched (never touched: a large negative number). A buffer's stamps are kept as disjoint
+    rectangles of lines with one stamp each (`l2rects.LineRects`) while its regions are such
+    rectangles (tiles of a matrix, byte ranges); a buffer touched otherwise (rows not whole lines
+    apart, boxes of more than two dimensions, too many rectangles) keeps one stamp per line in an
+    array from then on. A region's lines are a strided view of that array when the buffer's row
+    strides are whole lines (rows of a multiple of 512 bytes), else an index list (`region_lines`).
+    Both forms give the same hits and misses.
 
     Args:
         capacity: bytes of the cache (`SoCModel.l2_bytes`).
         line: bytes of one line (`SoCModel.ddr_access_granularity`).
+        rects: keep stamps as rectangles where possible (False: always one stamp per line, the
+            straightforward form the tests compare the rectangles against).
+        memo: {id(region): (region, element bytes, grid width, its rectangles, their lines)}: the
+            rectangles are a function of the region, element size and width, so one dict may serve
+            the caches of many runs (the scheduler's does; regions are cached by the device).
 
     Attributes:
         hit_bytes / miss_bytes: bytes of read lines served by L2 / fetched from HBM so far.
     """
 
-    def __init__(self, capacity: int, line: int) -> None:
+    def __init__(self, capacity: int, line: int, rects: bool = True, memo: dict | None = None) -> None:
         self.line = line
         self.lines = max(1, capacity // line)
         self.fills = 0
         self.hit_bytes = 0
         self.miss_bytes = 0
         self._stamps: dict[int, np.ndarray] = {}
+        self._rects: dict[int, LineRects] = {}
+        self._use_rects = rects
+        self.max_rects = MAX_RECTS     # a buffer with more rectangles goes back to an array
+        self._memo: dict[int, tuple[Region, int, int, list[Rect] | None, int]] = {} if memo is None else memo
         self._charged: dict[int, tuple[Any, tuple[int, int]]] = {}   # id(TaskCost) -> (it, its bytes)
 
     def _stamps_of(self, key: int, arg: torch.Tensor, top: int) -> np.ndarray:
@@ -117,10 +134,79 @@ class L2Cache:
         lines = region_lines(region, isz, line)
         return self._stamps_of(region.key, arg, int(lines[-1])), lines
 
+    def _rects_of(self, region: Region, isz: int, k: int) -> list[Rect] | None:
+        """The lines of `region` as disjoint rectangles of a grid `k` lines wide; None when they
+        are not one rectangle or a byte range."""
+        line, box, strides = self.line, region.box, region.strides
+        if box is None or strides is None or len(box) < 2:
+            return range_rects(region.lo // line, (region.hi - 1) // line, k)
+        if len(box) > 2:
+            return None
+        (a, b), (c, d) = box
+        first = region.lo // line
+        last = (region.lo + (d - c - 1) * strides[1] * isz + isz - 1) // line
+        if b - a == 1:
+            return range_rects(first, last, k)
+        r0, c0 = divmod(first, k)
+        c1 = c0 + last - first + 1
+        if strides[0] * isz != k * line or c1 > k:
+            return None
+        return [(r0, r0 + b - a, c0, c1)]
+
+    def _new_rects(self, region: Region, arg: torch.Tensor) -> LineRects | None:
+        """The rectangle store of a buffer first touched through `region` (None: not possible)."""
+        line, isz = self.line, arg.element_size()
+        box, strides = region.box, region.strides
+        if box is not None and strides is not None and len(box) == 2 and strides[0] * isz % line == 0 \
+                and strides[0] * isz >= line:
+            k = strides[0] * isz // line
+        elif arg.dim() >= 2 and arg.stride(-2) * isz % line == 0 and arg.stride(-2) * isz >= line:
+            k = arg.stride(-2) * isz // line
+        else:
+            k = _FLAT
+        rects = self._rects_of(region, isz, k)
+        if rects is None:
+            return None
+        lr = self._rects[region.key] = LineRects(k, first_cell(rects[0]))
+        return lr
+
+    def _to_array(self, key: int, arg: torch.Tensor) -> None:
+        """Buffer `key` keeps one stamp per line from now on (its rectangles written out)."""
+        lr = self._rects.pop(key)
+        k = lr.k
+        for (r0, r1, c0, c1), stamp in lr.rects.items():
+            if r1 - r0 == 1:
+                self._stamps_of(key, arg, r0 * k + c1 - 1)[r0 * k + c0:r0 * k + c1] = stamp
+            else:
+                st = self._stamps_of(key, arg, r1 * k)
+                st[r0 * k:r1 * k].reshape(r1 - r0, k)[:, c0:c1] = stamp
+        self._stamps_of(key, arg, 0)
+
     def _touch(self, region: Region, arg: torch.Tensor) -> tuple[int, int]:
         """Look the lines of `region` up, fill the missing ones, refresh all. Returns (lines, misses)."""
         if region.hi <= region.lo:
             return 0, 0
+        key = region.key
+        if self._use_rects and key not in self._stamps:
+            lr = self._rects.get(key)
+            if lr is None:
+                lr = self._new_rects(region, arg)
+            if lr is not None:
+                isz = arg.element_size()
+                got = self._memo.get(id(region))
+                if got is None or got[0] is not region or got[1] != isz or got[2] != lr.k:
+                    if len(self._memo) >= _MEMO_LIMIT:
+                        self._memo.clear()
+                    rects = self._rects_of(region, isz, lr.k)
+                    got = self._memo[id(region)] = (region, isz, lr.k, rects, 0 if rects is None else
+                                                    sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in rects))
+                if got[3] is not None:
+                    missed = lr.touch(got[3], self.fills - self.lines, self.fills)
+                    self.fills += missed
+                    if len(lr.rects) > self.max_rects:
+                        self._to_array(key, arg)
+                    return got[4], missed
+                self._to_array(key, arg)
         view, lines = self._view(region, arg)
         if lines is not None:
             st, view = view, view[lines]
@@ -137,8 +223,6 @@ class L2Cache:
         without recorded accesses moves what its cost says (`cost_model.ddr_bytes_of`). The
         regions of one task are looked up one after another: a line two of them share is missed
         at most once."""
-        from .cost_model import ddr_bytes_of, ddr_read_write_bytes
-
         cost = task.cost
         if cost is None:
             return 0

@@ -106,6 +106,7 @@ class EventScheduler:
 
     def __init__(self, device: SimDevice) -> None:
         self.device = device
+        self._l2_memo: dict = {}     # the L2 caches' rectangles of regions, shared by runs (l2cache.py)
         self.reset()
 
     def reset(self, on_finish: Callable[[Task, int], None] | None = None) -> None:
@@ -125,7 +126,7 @@ class EventScheduler:
         self._submitted = 0
         self.ddr = DdrChannel()
         soc = self.device.soc
-        self.l2 = L2Cache(soc.l2_bytes, soc.ddr_access_granularity)
+        self.l2 = L2Cache(soc.l2_bytes, soc.ddr_access_granularity, memo=self._l2_memo)
 
     def _share_ddr(self, t: Task) -> None:
         """Grant `t` (started, run) its HBM traffic (what the L2 cache does not serve,
