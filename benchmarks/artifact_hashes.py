@@ -9,11 +9,13 @@ arguments) defined at the top of a module under `examples/` is compiled with pas
 (`dump_passes=True`, `skip_ptoas=True`), and every file of its build is hashed: the `.pto`
 kernels, the orchestration C++, `kernel_config.py`, `program.msgpack`, the printed IR after each
 pass (`passes_dump/`) and the reports — all but the two timing files (`report/compile_time.json`,
-`report/pass_timings.json`); the build folder's own path is replaced by `<OUT>` first.
+`report/pass_timings.json`, also those of the chip builds of a distributed program); the build
+folder's own path is replaced by `<OUT>` first.
 
 `tests`: runs pytest (default: the tensor-level pass tests, tests/passes/test_tile_tensor*.py and
-test_push_slices.py) with the compiler instrumented, and records, per test, in call order: the hash
-of every `ir.compile` build (as above), and the printed IR (`python_print`) of the result of every
+test_push_slices.py; property tests with a fixed hypothesis seed) with the compiler instrumented,
+and records, per test, in call order: the hash of every `ir.compile` build (as above), and the
+printed IR (`python_print`) of the result of every
 `PassManager.run` (what `ir.compile` and `lower` run) and of every direct `TileTensorBlocks().run`.
 
 `diff`: the entries that differ, are missing or are new; exit status 1 when any.
@@ -57,7 +59,7 @@ def build_hashes(out: Path) -> dict[str, str]:
     res: dict[str, str] = {}
     for p in sorted(out.rglob("*")):
         rel = p.relative_to(out).as_posix()
-        if not p.is_file() or rel in TIMING_FILES:
+        if not p.is_file() or any(rel == t or rel.endswith("/" + t) for t in TIMING_FILES):
             continue
         data = p.read_bytes()
         for m in marks:
@@ -163,8 +165,8 @@ def hash_tests(args: list[str]) -> dict[str, Any]:
 
     rec = _Recorder()
     rec.install()
-    status = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist", *(args or DEFAULT_TESTS)],
-                         plugins=[rec])
+    status = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--hypothesis-seed=0",
+                          *(args or DEFAULT_TESTS)], plugins=[rec])
     return {"pytest_status": int(status), **rec.records}
 
 

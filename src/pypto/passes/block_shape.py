@@ -11,6 +11,15 @@ its last use, a reduction's scratch tile only at its op, an elementwise result t
 an operand that dies there). So every temporary the lowering adds (scratch tiles, casts,
 broadcasts) is counted, and a block that fits here fits AllocateMemoryAddr.
 
+**Refused early** (`fits_core`, the yes/no question the block search asks): a candidate that
+surely does not fit is refused as soon as its tiles have their memory spaces (after
+InferTileMemorySpace, the fourth of `LOWERING`), without the rest of the lowering, when every tile
+is in Vec (a vector kernel: ExpandMixedKernel leaves it alone) and its largest tile — plus, when
+double buffering, every loaded tile — holds more elements' bytes (`tile_bytes`) than Vec. The answer
+is the one the whole lowering gives: the later passes keep each tile's elements, memory space and
+every load (ResolveBackendOpLayouts only re-lays out column vectors), InitMemRef sizes a buffer at
+least at its dense bytes, and MemoryReuse packs every buffer at its own size or more.
+
 **Double buffering.** A kernel that runs several blocks one after another (a column-block loop, or a
 row-block loop kept inside the kernel) leaves room for a second copy of each block's loaded tiles,
 so the loads of the next block can overlap the computation of this one: it fits when
@@ -48,7 +57,7 @@ from ..core.dtype import DataType
 from ..core.enums import MemorySpace
 from ..core.errors import PyPTOError
 from ..core.span import Span
-from ..ir.expr import Call
+from ..ir.expr import Call, ConstInt
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt
 from ..ir.types import TileType
@@ -62,14 +71,17 @@ from .init_memref import InitMemRef
 from .legalize_tile_cast import LegalizeTileCast
 from .memory_reuse import MemoryReuse
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
+from .tile_layout import tile_bytes
 
-__all__ = ["BlockPlan", "Footprint", "LOWERING", "footprint", "choose_blocks", "poor_shape_hint", "MIN_ROWS"]
+__all__ = ["BlockPlan", "Footprint", "LOWERING", "footprint", "fits_core", "choose_blocks", "poor_shape_hint",
+           "MIN_ROWS"]
 
 # The passes of the Default pipeline between TileTensorBlocks and AllocateMemoryAddr.
 LOWERING: tuple[type[Pass], ...] = (ConvertTensorToTileOps, FlattenTileNdTo2D, LegalizeTileCast,
                                     InferTileMemorySpace, ResolveBackendOpLayouts, ExpandMixedKernel,
                                     InitMemRef, MemoryReuse)
 MIN_ROWS = 8   # rows a block keeps before its columns are split
+_PLACED = LOWERING.index(InferTileMemorySpace) + 1   # LOWERING[:_PLACED]: every tile has its memory space
 
 
 @dataclass(frozen=True)
@@ -114,16 +126,70 @@ class _Loads(IRVisitor):
         super().visit_AssignStmt(s)
 
 
-def footprint(func: Function, ctx: PassContext) -> Footprint | None:
-    """The footprint of InCore function `func` (tensor-level) once lowered for `ctx.backend_type`;
-    None when the lowering refuses it (e.g. a tensor of dynamic shape that is not blocked)."""
+class _VecTiles(IRVisitor):
+    """Dense bytes (`tile_bytes`) of the tiles a kernel lowered up to InferTileMemorySpace defines:
+    the largest and the sum of the loaded ones; `all_vec` False when a tile is elsewhere than Vec."""
+
+    def __init__(self) -> None:
+        self.largest = self.loads = 0
+        self.all_vec = True
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        t = s.var.type
+        if isinstance(t, TileType):
+            if t.memory_space is not MemorySpace.Vec or not all(isinstance(d, ConstInt) for d in t.shape):
+                self.all_vec = False
+            else:
+                n = tile_bytes(t)
+                self.largest = max(self.largest, n)
+                if isinstance(s.value, Call) and s.value.op == "tile.load":
+                    self.loads += n
+        super().visit_AssignStmt(s)
+
+
+def _surely_over(program: Program, vec: int, double_buffer: bool) -> bool:
+    """True when `program`, lowered up to InferTileMemorySpace, cannot fit `vec` bytes of Vec
+    whatever the rest of the lowering does (module docstring "Refused early")."""
+    tiles = _VecTiles()
+    for f in program.functions:
+        tiles.visit_function(f)
+    return tiles.all_vec and tiles.largest + (tiles.loads if double_buffer else 0) > vec
+
+
+def _lower(func: Function, ctx: PassContext,
+           stop: Callable[[Program], bool] | None = None) -> tuple[Program, PassContext] | None:
+    """`func` alone run through `LOWERING` for `ctx.backend_type`, with the records of a fresh
+    context; None when a pass refuses it (PyPTOError) or `stop` says so after InferTileMemorySpace."""
     sub = PassContext(ctx.backend_type)
     program = Program(name=f"{func.name}_block", functions=(func,))
     try:
-        for cls in LOWERING:
+        for i, cls in enumerate(LOWERING):
             program = cls().run(program, sub)
+            if i + 1 == _PLACED and stop is not None and stop(program):
+                return None
     except PyPTOError:
         return None
+    return program, sub
+
+
+def fits_core(func: Function, ctx: PassContext, double_buffer: bool) -> bool:
+    """True when InCore function `func` (tensor-level), lowered, fits one core of `ctx.soc`:
+    `footprint(func, ctx)` is not None and `fits(capacity, double_buffer)` — the same answer, found
+    sooner for a candidate that surely does not fit (module docstring "Refused early")."""
+    vec = ctx.soc.capacity_of(MemorySpace.Vec)
+    lowered = _lower(func, ctx, lambda p: _surely_over(p, vec, double_buffer))
+    return lowered is not None and _measure(*lowered).fits(ctx.soc.capacity_of, double_buffer)
+
+
+def footprint(func: Function, ctx: PassContext) -> Footprint | None:
+    """The footprint of InCore function `func` (tensor-level) once lowered for `ctx.backend_type`;
+    None when the lowering refuses it (e.g. a tensor of dynamic shape that is not blocked)."""
+    lowered = _lower(func, ctx)
+    return _measure(*lowered) if lowered is not None else None
+
+
+def _measure(program: Program, sub: PassContext) -> Footprint:
+    """The footprint of the lowered `program` from MemoryReuse's records in `sub`."""
     packed: dict[MemorySpace, int] = {}
     for spaces in sub.records.get("memory_reuse", {}).values():
         for name, stats in spaces.items():

@@ -28,7 +28,7 @@ from ..ir.function import Function, Program
 from ..ir.types import MemRef
 from .base import FunctionPass, PassContext
 from .init_memref import align_up
-from .liveness import BufferKey, Interval, buffer_intervals, in_place_operands
+from .liveness import BufferKey, Interval, buffer_intervals_in_place
 from .rewrite import MemRefRewriter
 
 __all__ = ["MemoryReuse", "plan_reuse"]
@@ -95,10 +95,10 @@ class MemoryReuse(FunctionPass):
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         if func.func_type is FunctionType.Orchestration:
             return func
-        intervals = buffer_intervals(func)
+        intervals, in_place = buffer_intervals_in_place(func)
         if not intervals:
             return func
-        plan = plan_reuse(intervals, in_place_operands(func, intervals))
+        plan = plan_reuse(intervals, in_place)
         align = ctx.soc.alignment
         stats: dict[str, dict[str, int]] = {}
         for (space, mid), iv in sorted(intervals.items(), key=lambda kv: (kv[0][0].name, kv[0][1])):
