@@ -69,7 +69,7 @@ from .flatten_tile_nd_to_2d import FlattenTileNdTo2D
 from .infer_tile_memory_space import InferTileMemorySpace
 from .init_memref import InitMemRef
 from .legalize_tile_cast import LegalizeTileCast
-from .memory_reuse import MemoryReuse
+from .memory_reuse import MemoryReuse, reuse_plan
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
 from .tile_layout import tile_bytes
 
@@ -113,16 +113,21 @@ class Footprint:
 
 
 class _Loads(IRVisitor):
+    """Bytes of the loaded tiles (`tile.load` results, each once) of the visited kernels, at the
+    sizes of their buffers after MemoryReuse (`plan`: MemoryReuse's plan of the kernel visited)."""
+
     def __init__(self) -> None:
         self.bytes = 0
         self.seen: set[int] = set()
+        self.plan: dict[tuple[MemorySpace, int], tuple[int, int]] | None = None
 
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         v, t = s.var, s.var.type
         if isinstance(s.value, Call) and s.value.op == "tile.load" and isinstance(t, TileType) \
                 and t.memref is not None and id(v) not in self.seen:
             self.seen.add(id(v))
-            self.bytes += t.memref.size
+            m = t.memref
+            self.bytes += m.size if self.plan is None else self.plan[(m.memory_space, m.id)][1]
         super().visit_AssignStmt(s)
 
 
@@ -156,20 +161,20 @@ def _surely_over(program: Program, vec: int, double_buffer: bool) -> bool:
     return tiles.all_vec and tiles.largest + (tiles.loads if double_buffer else 0) > vec
 
 
-def _lower(func: Function, ctx: PassContext,
-           stop: Callable[[Program], bool] | None = None) -> tuple[Program, PassContext] | None:
-    """`func` alone run through `LOWERING` for `ctx.backend_type`, with the records of a fresh
-    context; None when a pass refuses it (PyPTOError) or `stop` says so after InferTileMemorySpace."""
+def _footprint(func: Function, ctx: PassContext, stop: Callable[[Program], bool] | None = None) -> Footprint | None:
+    """The footprint of `func` alone lowered by `LOWERING` for `ctx.backend_type` (with the records
+    of a fresh context); None when a pass refuses it (PyPTOError) or `stop` says so once the tiles
+    are placed (after InferTileMemorySpace)."""
     sub = PassContext(ctx.backend_type)
     program = Program(name=f"{func.name}_block", functions=(func,))
     try:
-        for i, cls in enumerate(LOWERING):
+        for i, cls in enumerate(LOWERING[:-1]):  # MemoryReuse: its plan is enough (`_measure`)
             program = cls().run(program, sub)
             if i + 1 == _PLACED and stop is not None and stop(program):
                 return None
+        return _measure(program, sub)
     except PyPTOError:
         return None
-    return program, sub
 
 
 def fits_core(func: Function, ctx: PassContext, double_buffer: bool) -> bool:
@@ -177,26 +182,30 @@ def fits_core(func: Function, ctx: PassContext, double_buffer: bool) -> bool:
     `footprint(func, ctx)` is not None and `fits(capacity, double_buffer)` — the same answer, found
     sooner for a candidate that surely does not fit (module docstring "Refused early")."""
     vec = ctx.soc.capacity_of(MemorySpace.Vec)
-    lowered = _lower(func, ctx, lambda p: _surely_over(p, vec, double_buffer))
-    return lowered is not None and _measure(*lowered).fits(ctx.soc.capacity_of, double_buffer)
+    fp = _footprint(func, ctx, lambda p: _surely_over(p, vec, double_buffer))
+    return fp is not None and fp.fits(ctx.soc.capacity_of, double_buffer)
 
 
 def footprint(func: Function, ctx: PassContext) -> Footprint | None:
     """The footprint of InCore function `func` (tensor-level) once lowered for `ctx.backend_type`;
     None when the lowering refuses it (e.g. a tensor of dynamic shape that is not blocked)."""
-    lowered = _lower(func, ctx)
-    return _measure(*lowered) if lowered is not None else None
+    return _footprint(func, ctx)
 
 
 def _measure(program: Program, sub: PassContext) -> Footprint:
-    """The footprint of the lowered `program` from MemoryReuse's records in `sub`."""
+    """The footprint of `program`, lowered up to MemoryReuse (the last of `LOWERING`), from what
+    MemoryReuse would make of each kernel (`reuse_plan`: its records and buffer sizes; the same
+    numbers as running the pass, without rewriting the kernels)."""
     packed: dict[MemorySpace, int] = {}
-    for spaces in sub.records.get("memory_reuse", {}).values():
-        for name, stats in spaces.items():
-            space = MemorySpace[name]
-            packed[space] = max(packed.get(space, 0), stats["reused"])
     loads = _Loads()
     for f in program.functions:
+        planned = reuse_plan(f, sub) if f.external is None else None
+        loads.plan = None
+        if planned is not None:
+            loads.plan, stats = planned
+            for name, used in stats.items():
+                space = MemorySpace[name]
+                packed[space] = max(packed.get(space, 0), used["reused"])
         loads.visit_function(f)
     return Footprint(packed, loads.bytes)
 

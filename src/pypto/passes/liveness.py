@@ -35,6 +35,7 @@ from ..ir.function import Function
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TileType
 from ..ir.visitor import IRVisitor
+from .analysis import in_place_operands_of
 
 __all__ = ["BufferKey", "Interval", "NumberedStmt", "buffer_intervals", "buffer_intervals_in_place", "value_intervals",
            "numbered_statements", "in_place_operands"]
@@ -221,8 +222,6 @@ def in_place_operands(func: Function, intervals: dict[BufferKey, Interval]) -> d
 
 
 def _in_place(w: _Walk, intervals: dict[BufferKey, Interval]) -> dict[BufferKey, frozenset[BufferKey]]:
-    from .analysis import in_place_operands_of
-
     out: dict[BufferKey, frozenset[BufferKey]] = {}
     for pos, s in w.assigns:
         v = s.var
