@@ -121,7 +121,15 @@ def test_a_candidate_refused_early_is_one_the_whole_lowering_refuses(backend, ex
         assert got == (fp is not None and fp.fits(ctx.soc.capacity_of, double_buffer)), func.name
         return got
 
+    blocks_surely_over = block_shape._blocks_surely_over
+
+    def spy_blocks_surely_over(func, vec, double_buffer):
+        over = blocks_surely_over(func, vec, double_buffer)
+        early.append(over)
+        return over
+
     monkeypatch.setattr(block_shape, "_surely_over", spy_surely_over)
+    monkeypatch.setattr(block_shape, "_blocks_surely_over", spy_blocks_surely_over)
     monkeypatch.setattr(tile_tensor_blocks, "fits_core", checked)
     for jit in (tensor_softmax.softmax, tensor_layernorm.layernorm, tensor_rmsnorm_matmul.rmsnorm_matmul):
         lower(jit.specialize(), backend_type=BackendType[backend])

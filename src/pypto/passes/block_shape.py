@@ -57,13 +57,14 @@ from ..core.dtype import DataType
 from ..core.enums import MemorySpace
 from ..core.errors import PyPTOError
 from ..core.span import Span
-from ..ir.expr import Call, ConstInt
+from ..ir.expr import Call, ConstInt, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt
-from ..ir.types import TileType
+from ..ir.types import TensorType, TileType, num_elements
 from ..ir.visitor import IRVisitor
+from ..ops import get_op
 from .base import Pass, PassContext
-from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
+from .convert_tensor_to_tile_ops import SPECIAL_LOWERINGS, ConvertTensorToTileOps
 from .expand_mixed_kernel import ExpandMixedKernel
 from .flatten_tile_nd_to_2d import FlattenTileNdTo2D
 from .infer_tile_memory_space import InferTileMemorySpace
@@ -152,6 +153,54 @@ class _VecTiles(IRVisitor):
         super().visit_AssignStmt(s)
 
 
+class _LoadedBlocks(IRVisitor):
+    """Tensor-level: the dense bytes of each tensor parameter or slice of one (a DDR block) that an
+    op of the vector unit reads, or `tensor.assemble` stores — ConvertTensorToTileOps loads each
+    such block once into a Vec tile of its shape (`as_tile`; a slice is a `region` until then)."""
+
+    def __init__(self, params: tuple[Var, ...]) -> None:
+        self.params = set(params)
+        # DDR block (tensor parameter or slice of one, of static shape) -> its dense bytes
+        self.blocks: dict[Var, int] = {p: _dense_bytes(p.type) for p in params if _dense_bytes(p.type)}
+        self.loaded: dict[Var, int] = {}   # those read on the vector unit or stored
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        v = s.value
+        if isinstance(v, Call) and isinstance(v.op, str) and v.op.startswith("tensor."):
+            spec = get_op(v.op)
+            if spec.lowering == "region":
+                if v.args and v.args[0] in self.params and _dense_bytes(s.var.type):
+                    self.blocks[s.var] = _dense_bytes(s.var.type)
+            elif spec.lowering == "store":
+                self._read(v.args[1:2])
+            elif spec.lowering not in SPECIAL_LOWERINGS and spec.tile_op is not None \
+                    and not get_op(spec.tile_op).has_trait("cube"):
+                self._read(v.args)
+        super().visit_AssignStmt(s)
+
+    def _read(self, args: tuple[Expr, ...]) -> None:
+        for a in args:
+            if isinstance(a, Var) and a in self.blocks:
+                self.loaded[a] = self.blocks[a]
+
+
+def _dense_bytes(t: object) -> int:
+    """Dense bytes of a tensor type of static shape; 0 for any other type."""
+    if isinstance(t, TensorType) and all(isinstance(d, ConstInt) for d in t.shape):
+        return t.dtype.storage_bytes(num_elements(t))
+    return 0
+
+
+def _blocks_surely_over(func: Function, vec: int, double_buffer: bool) -> bool:
+    """True when tensor-level `func` surely does not fit `vec` bytes of Vec, before any lowering:
+    the largest DDR block it loads into Vec — plus, when double buffering, all of them — is above
+    `vec` (module docstring "Refused early"; each becomes a Vec tile and a load of at least its bytes)."""
+    blocks = _LoadedBlocks(func.params)
+    blocks.visit_stmt(func.body)
+    sizes = blocks.loaded.values()
+    return bool(sizes) and max(sizes) + (sum(sizes) if double_buffer else 0) > vec
+
+
 def _surely_over(program: Program, vec: int, double_buffer: bool) -> bool:
     """True when `program`, lowered up to InferTileMemorySpace, cannot fit `vec` bytes of Vec
     whatever the rest of the lowering does (module docstring "Refused early")."""
@@ -182,6 +231,8 @@ def fits_core(func: Function, ctx: PassContext, double_buffer: bool) -> bool:
     `footprint(func, ctx)` is not None and `fits(capacity, double_buffer)` — the same answer, found
     sooner for a candidate that surely does not fit (module docstring "Refused early")."""
     vec = ctx.soc.capacity_of(MemorySpace.Vec)
+    if _blocks_surely_over(func, vec, double_buffer):
+        return False
     fp = _footprint(func, ctx, lambda p: _surely_over(p, vec, double_buffer))
     return fp is not None and fp.fits(ctx.soc.capacity_of, double_buffer)
 

@@ -63,7 +63,7 @@ from ..ops.typing_rules import const_dims
 from .base import FunctionPass, PassContext
 from .op_builder import build_call, zeros_like_offsets
 
-__all__ = ["ConvertTensorToTileOps"]
+__all__ = ["ConvertTensorToTileOps", "SPECIAL_LOWERINGS"]
 
 _INCORE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
@@ -561,6 +561,10 @@ class _Converter:
         self.tiles[var] = result
         for home in sorted(self.homes.get(var, ()), key=lambda m: m.name):  # moved once, right here
             self.placed(result, (home, (home,)), span)
+
+
+# The `OpSpec.lowering` values lowered by a rule of their own (the others: by their `tile_op`).
+SPECIAL_LOWERINGS = frozenset(_Converter._LOWERINGS)
 
 
 class ConvertTensorToTileOps(FunctionPass):
