@@ -65,3 +65,72 @@ def _budget(row_bytes, limit):
 ], ids=["whole", "rows", "dynamic", "columns", "reduction", "reduction-too-long", "narrow"])
 def test_choose_blocks(rows, cols, static, reduces, limit, want):
     assert choose_blocks(rows, cols, static, reduces, 128, _budget(4, limit)) == want
+
+
+def _footprint_by_running_memory_reuse(func, ctx):
+    """The footprint as the Default pipeline's passes give it: every pass of LOWERING run (MemoryReuse
+    included), its records read back and the loaded tiles' buffers measured on the rewritten kernels."""
+    from pypto.core.errors import PyPTOError
+    from pypto.ir import Program
+    from pypto.passes.block_shape import LOWERING, _Loads
+
+    sub = PassContext(ctx.backend_type)
+    program = Program(name=f"{func.name}_block", functions=(func,))
+    try:
+        for cls in LOWERING:
+            program = cls().run(program, sub)
+    except PyPTOError:
+        return None
+    packed = {}
+    for spaces in sub.records.get("memory_reuse", {}).values():
+        for name, stats in spaces.items():
+            packed[MemorySpace[name]] = max(packed.get(MemorySpace[name], 0), stats["reused"])
+    loads = _Loads()
+    for f in program.functions:
+        loads.visit_function(f)
+    return Footprint(packed, loads.bytes)
+
+
+@pytest.mark.parametrize("backend", ["Ascend910B", "Ascend950"])
+def test_a_candidate_refused_early_is_one_the_whole_lowering_refuses(backend, examples_dir, monkeypatch):
+    """fits_core (module docstring "Refused early") gives footprint's answer for every candidate block
+    the tensor-level examples try, and the early refusal happens (it is what makes the search cheap);
+    footprint (MemoryReuse's plan, the kernels not rewritten) is what running MemoryReuse gives."""
+    import tensor_layernorm
+    import tensor_rmsnorm_matmul
+    import tensor_softmax
+
+    from pypto.backend import BackendType
+    from pypto.compiler import lower
+    from pypto.passes import block_shape, tile_tensor_blocks
+
+    fits_core = block_shape.fits_core
+    calls, early = [], []
+    surely_over = block_shape._surely_over
+
+    def spy_surely_over(program, vec, double_buffer):
+        over = surely_over(program, vec, double_buffer)
+        early.append(over)
+        return over
+
+    def checked(func, ctx, double_buffer):
+        got = fits_core(func, ctx, double_buffer)
+        fp = footprint(func, ctx)
+        assert fp == _footprint_by_running_memory_reuse(func, ctx), func.name
+        calls.append((func.name, got))
+        assert got == (fp is not None and fp.fits(ctx.soc.capacity_of, double_buffer)), func.name
+        return got
+
+    blocks_surely_over = block_shape._blocks_surely_over
+
+    def spy_blocks_surely_over(func, vec, double_buffer):
+        over = blocks_surely_over(func, vec, double_buffer)
+        early.append(over)
+        return over
+
+    monkeypatch.setattr(block_shape, "_surely_over", spy_surely_over)
+    monkeypatch.setattr(block_shape, "_blocks_surely_over", spy_blocks_surely_over)
+    monkeypatch.setattr(tile_tensor_blocks, "fits_core", checked)
+    for jit in (tensor_softmax.softmax, tensor_layernorm.layernorm, tensor_rmsnorm_matmul.rmsnorm_matmul):
+        lower(jit.specialize(), backend_type=BackendType[backend])
+    assert len(calls) >= 20 and any(early) and not all(early)

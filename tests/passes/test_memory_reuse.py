@@ -159,15 +159,15 @@ def test_the_run_catches_a_reuse_that_ignores_lifetimes(tmp_path, monkeypatch):
     import pypto.passes.memory_reuse as mr
     from pypto.runtime.sim.sanitizer import SanitizerError
 
-    real = mr.buffer_intervals
+    real = mr.buffer_intervals_in_place
 
     def too_short(func):
-        ivs = real(func)
+        ivs, in_place = real(func)
         for iv in ivs.values():
             iv.end = iv.start  # as if every value died where it is made
-        return ivs
+        return ivs, in_place
 
-    monkeypatch.setattr(mr, "buffer_intervals", too_short)
+    monkeypatch.setattr(mr, "buffer_intervals_in_place", too_short)
     compiled = ir.compile(Chain, output_dir=tmp_path / "bad")
     x, z = torch.randn(N * R, C), torch.randn(R, C)
     y = torch.zeros(R, C)

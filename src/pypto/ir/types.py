@@ -125,14 +125,26 @@ def static_shape(ty: Type) -> tuple[int, ...]:
     Raises:
         InternalError: if a dimension is not a constant (call after dynamic dims are specialised).
     """
-    from .expr import ConstInt
-
+    const_int = _const_int()
     dims = []
     for d in ty.shape:  # type: ignore[attr-defined]
-        if not isinstance(d, ConstInt):
+        if not isinstance(d, const_int):
             raise InternalError(f"shape dimension {d!r} is not static")
         dims.append(d.value)
     return tuple(dims)
+
+
+def _const_int() -> type:
+    """`expr.ConstInt` (expr imports this module), looked up once."""
+    global _CONST_INT
+    if _CONST_INT is None:
+        from .expr import ConstInt
+
+        _CONST_INT = ConstInt
+    return _CONST_INT
+
+
+_CONST_INT: type | None = None
 
 
 def num_elements(ty: Type) -> int:

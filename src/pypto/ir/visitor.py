@@ -9,7 +9,6 @@ through `self.var_map` (a Var maps to any Expr).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from operator import is_
 from typing import Any
 
@@ -28,6 +27,7 @@ from .expr import (
     Var,
 )
 from .function import Function, Program
+from .replace import fast_replace as _replace
 from .stmt import (
     AssignStmt,
     BreakStmt,
@@ -108,11 +108,14 @@ class IRVisitor:
 
     def visit_type(self, t: Type) -> None:
         if isinstance(t, (TensorType, TileType)):
+            skip = self._skip
             for d in t.shape:
-                self.visit_expr(d)
+                if type(d) not in skip:
+                    self.visit_expr(d)
             vs = getattr(t.view, "valid_shape", None) if t.view is not None else None
             for d in vs or ():
-                self.visit_expr(d)
+                if type(d) not in skip:
+                    self.visit_expr(d)
         elif isinstance(t, TupleType):
             for x in t.types:
                 self.visit_type(x)
@@ -130,11 +133,15 @@ class IRVisitor:
     visit_ConstFloat = visit_ConstBool = visit_GlobalVar = visit_ConstInt
 
     def visit_BinaryExpr(self, e: BinaryExpr) -> None:
-        self.visit_expr(e.lhs)
-        self.visit_expr(e.rhs)
+        skip = self._skip
+        if type(e.lhs) not in skip:
+            self.visit_expr(e.lhs)
+        if type(e.rhs) not in skip:
+            self.visit_expr(e.rhs)
 
     def visit_UnaryExpr(self, e: UnaryExpr) -> None:
-        self.visit_expr(e.operand)
+        if type(e.operand) not in self._skip:
+            self.visit_expr(e.operand)
 
     def visit_Call(self, e: Call) -> None:
         if isinstance(e.op, GlobalVar):
@@ -185,8 +192,10 @@ class IRVisitor:
             self.visit_expr(v)
 
     def visit_ForStmt(self, s: ForStmt) -> None:
+        skip = self._skip
         for e in (s.start, s.stop, s.step):
-            self.visit_expr(e)
+            if type(e) not in skip:
+                self.visit_expr(e)
         for ia in s.iter_args:
             if ia.init is not None:
                 self.visit_expr(ia.init)
@@ -221,6 +230,15 @@ class IRVisitor:
         self.visit_stmt(s.body)
         if s.task_id is not None:
             self.visit_expr(s.task_id)
+
+
+def _get_op(name: str) -> Any:
+    """`pypto.ops.get_op`, imported on first use (ops imports the IR)."""
+    global _get_op
+    from ..ops import get_op
+
+    _get_op = get_op
+    return get_op(name)
 
 
 def _same(a: tuple, b: list) -> bool:
@@ -268,7 +286,7 @@ class IRMutator:
 
     def visit_program(self, p: Program) -> Program:
         funcs = [self.visit_function(f) for f in p.functions]
-        return p if _same(p.functions, funcs) else replace(p, functions=tuple(funcs))
+        return p if _same(p.functions, funcs) else _replace(p, functions=tuple(funcs))
 
     def visit_function(self, f: Function) -> Function:
         params = [self.visit_binding(v) for v in f.params]
@@ -276,7 +294,7 @@ class IRMutator:
         rets = [self.visit_type(t) for t in f.return_types]
         if _same(f.params, params) and body is f.body and _same(f.return_types, rets):
             return f
-        return replace(f, params=tuple(params), body=body, return_types=tuple(rets))
+        return _replace(f, params=tuple(params), body=body, return_types=tuple(rets))
 
     def visit_stmt(self, s: Stmt) -> Stmt:
         return self._table[type(s)](self, s)
@@ -300,10 +318,10 @@ class IRMutator:
             if isinstance(view, (TensorView, TileView)) and view.valid_shape is not None:
                 vs = [self.visit_expr(d) for d in view.valid_shape]
                 if not _same(view.valid_shape, vs):
-                    view = replace(view, valid_shape=tuple(vs))
+                    view = _replace(view, valid_shape=tuple(vs))
             if _same(t.shape, shape) and view is t.view:
                 return t
-            return replace(t, shape=tuple(shape), view=view)
+            return _replace(t, shape=tuple(shape), view=view)
         if isinstance(t, TupleType):
             ts = [self.visit_type(x) for x in t.types]
             return t if _same(t.types, ts) else TupleType(tuple(ts))
@@ -317,7 +335,7 @@ class IRMutator:
         t = self.visit_type(v.type)
         if t is v.type:
             return v
-        nv = replace(v, var_type=t)
+        nv = _replace(v, var_type=t)
         self.var_map[v] = nv
         return nv
 
@@ -334,11 +352,11 @@ class IRMutator:
 
     def visit_BinaryExpr(self, e: BinaryExpr) -> Expr:
         lhs, rhs = self.visit_expr(e.lhs), self.visit_expr(e.rhs)
-        return e if lhs is e.lhs and rhs is e.rhs else replace(e, lhs=lhs, rhs=rhs)
+        return e if lhs is e.lhs and rhs is e.rhs else _replace(e, lhs=lhs, rhs=rhs)
 
     def visit_UnaryExpr(self, e: UnaryExpr) -> Expr:
         o = self.visit_expr(e.operand)
-        return e if o is e.operand else replace(e, operand=o)
+        return e if o is e.operand else _replace(e, operand=o)
 
     def visit_Call(self, e: Call) -> Expr:
         args = self._exprs(e.args)
@@ -347,36 +365,34 @@ class IRMutator:
             rt = self.visit_type(e.result_type)
             if rt is e.result_type and _same(e.deps, deps):
                 return e
-            return replace(e, result_type=rt, deps=tuple(deps))
+            return _replace(e, result_type=rt, deps=tuple(deps))
         if isinstance(e.op, str):  # operands changed: re-run the op's type rule
-            from ..ops import get_op
-
-            rt = get_op(e.op).infer(args, dict(e.kwargs))
+            rt = _get_op(e.op).infer(args, dict(e.kwargs))
         else:
             rt = self.visit_type(e.result_type)
-        return replace(e, args=tuple(args), result_type=rt, deps=tuple(deps))
+        return _replace(e, args=tuple(args), result_type=rt, deps=tuple(deps))
 
     def visit_MakeTuple(self, e: MakeTuple) -> Expr:
         els = self._exprs(e.elements)
-        return e if _same(e.elements, els) else replace(e, elements=tuple(els))
+        return e if _same(e.elements, els) else _replace(e, elements=tuple(els))
 
     def visit_TupleGetItem(self, e: TupleGetItem) -> Expr:
         t = self.visit_expr(e.tuple_value)
-        return e if t is e.tuple_value else replace(e, tuple_value=t)
+        return e if t is e.tuple_value else _replace(e, tuple_value=t)
 
     # statements
     def visit_AssignStmt(self, s: AssignStmt) -> Stmt:
         value = self.visit_expr(s.value)
         var = self.visit_binding(s.var)
-        return s if value is s.value and var is s.var else replace(s, var=var, value=value)
+        return s if value is s.value and var is s.var else _replace(s, var=var, value=value)
 
     def visit_EvalStmt(self, s: EvalStmt) -> Stmt:
         e = self.visit_expr(s.expr)
-        return s if e is s.expr else replace(s, expr=e)
+        return s if e is s.expr else _replace(s, expr=e)
 
     def visit_ReturnStmt(self, s: ReturnStmt) -> Stmt:
         vals = self._exprs(s.values)
-        return s if _same(s.values, vals) else replace(s, values=tuple(vals))
+        return s if _same(s.values, vals) else _replace(s, values=tuple(vals))
 
     visit_YieldStmt = visit_ReturnStmt
 
@@ -390,7 +406,7 @@ class IRMutator:
                 out.extend(y.stmts)  # a statement expanded into several
             else:
                 out.append(y)
-        return replace(s, stmts=tuple(out)) if changed else s
+        return _replace(s, stmts=tuple(out)) if changed else s
 
     def visit_IfStmt(self, s: IfStmt) -> Stmt:
         cond = self.visit_expr(s.cond)
@@ -399,7 +415,7 @@ class IRMutator:
         rvs = [self.visit_binding(v) for v in s.return_vars]
         if cond is s.cond and then is s.then_body and els is s.else_body and _same(s.return_vars, rvs):
             return s
-        return replace(s, cond=cond, then_body=then, else_body=els, return_vars=tuple(rvs))
+        return _replace(s, cond=cond, then_body=then, else_body=els, return_vars=tuple(rvs))
 
     def _iter_args(self, ias: tuple[IterArg, ...]) -> list[IterArg]:
         out = []
@@ -407,7 +423,7 @@ class IRMutator:
             init = self.visit_expr(ia.init) if ia.init is not None else None
             nb = self.visit_binding(ia)
             if init is not ia.init or nb is not ia:
-                nia = replace(nb, init=init)
+                nia = _replace(nb, init=init)
                 self.var_map[ia] = nia
                 out.append(nia)
             else:
@@ -423,7 +439,7 @@ class IRMutator:
         if (start is s.start and stop is s.stop and step is s.step and _same(s.iter_args, ias)
                 and lv is s.loop_var and body is s.body and _same(s.return_vars, rvs)):
             return s
-        return replace(s, loop_var=lv, start=start, stop=stop, step=step, iter_args=tuple(ias),
+        return _replace(s, loop_var=lv, start=start, stop=stop, step=step, iter_args=tuple(ias),
                        body=body, return_vars=tuple(rvs))
 
     def visit_WhileStmt(self, s: WhileStmt) -> Stmt:
@@ -433,7 +449,7 @@ class IRMutator:
         rvs = [self.visit_binding(v) for v in s.return_vars]
         if cond is s.cond and _same(s.iter_args, ias) and body is s.body and _same(s.return_vars, rvs):
             return s
-        return replace(s, cond=cond, iter_args=tuple(ias), body=body, return_vars=tuple(rvs))
+        return _replace(s, cond=cond, iter_args=tuple(ias), body=body, return_vars=tuple(rvs))
 
     def visit_BreakStmt(self, s: Stmt) -> Stmt:
         return s
@@ -449,7 +465,7 @@ class IRMutator:
         if body is s.body and _same(s.deps, deps) and _same(s.no_dep_args, nda) and bv is s.block_var \
                 and tid is s.task_id:
             return s
-        return replace(s, body=body, deps=tuple(deps), no_dep_args=tuple(nda), block_var=bv, task_id=tid)
+        return _replace(s, body=body, deps=tuple(deps), no_dep_args=tuple(nda), block_var=bv, task_id=tid)
 
 
 

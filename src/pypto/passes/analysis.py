@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..ir.expr import Call, Expr, Var
+from ..ir.expr import Call, Expr, GlobalVar, TupleGetItem, Var
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, ScopeStmt, Stmt, WhileStmt
-from ..ir.types import TileType, Type
+from ..ir.types import TensorType, TileType, Type
 from ..ir.uses import UseVisitor, used_vars
 from ..ir.visitor import IRVisitor
+from ..ops import get_op, has_op
+from ..ops.typing_rules import dims_equal
 
 __all__ = ["defined_vars", "used_vars", "assigned_vars", "UseVisitor", "unwritten_outputs", "reads_var",
            "first_reader", "in_place_operands_of"]
@@ -118,9 +120,6 @@ def first_reader(body: Stmt, v: Var, skip: Stmt | None = None) -> Stmt | None:
 def in_place_operands_of(call: Expr, result: Type) -> list[Var]:
     """The tile operands of op call `call` that its result (of type `result`) may be written over:
     those at `OpSpec.inplace_args` with the result's shape, dtype and memory space."""
-    from ..ops import get_op, has_op
-    from ..ops.typing_rules import dims_equal
-
     if not (isinstance(call, Call) and isinstance(call.op, str) and has_op(call.op) and isinstance(result, TileType)):
         return []
     out = []
@@ -151,10 +150,6 @@ class _Roots(IRVisitor):
         return self.root.get(e, e) if isinstance(e, Var) else None
 
     def visit_AssignStmt(self, s: AssignStmt) -> None:
-        from ..ir.expr import Call, GlobalVar, TupleGetItem
-        from ..ir.types import TensorType
-        from ..ops import get_op
-
         v = s.value
         if isinstance(v, Var):
             r = self.root_of(v)

@@ -11,6 +11,15 @@ its last use, a reduction's scratch tile only at its op, an elementwise result t
 an operand that dies there). So every temporary the lowering adds (scratch tiles, casts,
 broadcasts) is counted, and a block that fits here fits AllocateMemoryAddr.
 
+**Refused early** (`fits_core`, the yes/no question the block search asks): a candidate that
+surely does not fit is refused as soon as its tiles have their memory spaces (after
+InferTileMemorySpace, the fourth of `LOWERING`), without the rest of the lowering, when every tile
+is in Vec (a vector kernel: ExpandMixedKernel leaves it alone) and its largest tile — plus, when
+double buffering, every loaded tile — holds more elements' bytes (`tile_bytes`) than Vec. The answer
+is the one the whole lowering gives: the later passes keep each tile's elements, memory space and
+every load (ResolveBackendOpLayouts only re-lays out column vectors), InitMemRef sizes a buffer at
+least at its dense bytes, and MemoryReuse packs every buffer at its own size or more.
+
 **Double buffering.** A kernel that runs several blocks one after another (a column-block loop, or a
 row-block loop kept inside the kernel) leaves room for a second copy of each block's loaded tiles,
 so the loads of the next block can overlap the computation of this one: it fits when
@@ -48,28 +57,32 @@ from ..core.dtype import DataType
 from ..core.enums import MemorySpace
 from ..core.errors import PyPTOError
 from ..core.span import Span
-from ..ir.expr import Call
+from ..ir.expr import Call, ConstInt, Expr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt
-from ..ir.types import TileType
+from ..ir.types import TensorType, TileType, num_elements
 from ..ir.visitor import IRVisitor
+from ..ops import get_op
 from .base import Pass, PassContext
-from .convert_tensor_to_tile_ops import ConvertTensorToTileOps
+from .convert_tensor_to_tile_ops import SPECIAL_LOWERINGS, ConvertTensorToTileOps
 from .expand_mixed_kernel import ExpandMixedKernel
 from .flatten_tile_nd_to_2d import FlattenTileNdTo2D
 from .infer_tile_memory_space import InferTileMemorySpace
 from .init_memref import InitMemRef
 from .legalize_tile_cast import LegalizeTileCast
-from .memory_reuse import MemoryReuse
+from .memory_reuse import MemoryReuse, reuse_plan
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
+from .tile_layout import tile_bytes
 
-__all__ = ["BlockPlan", "Footprint", "LOWERING", "footprint", "choose_blocks", "poor_shape_hint", "MIN_ROWS"]
+__all__ = ["BlockPlan", "Footprint", "LOWERING", "footprint", "fits_core", "choose_blocks", "poor_shape_hint",
+           "MIN_ROWS"]
 
 # The passes of the Default pipeline between TileTensorBlocks and AllocateMemoryAddr.
 LOWERING: tuple[type[Pass], ...] = (ConvertTensorToTileOps, FlattenTileNdTo2D, LegalizeTileCast,
                                     InferTileMemorySpace, ResolveBackendOpLayouts, ExpandMixedKernel,
                                     InitMemRef, MemoryReuse)
 MIN_ROWS = 8   # rows a block keeps before its columns are split
+_PLACED = LOWERING.index(InferTileMemorySpace) + 1   # LOWERING[:_PLACED]: every tile has its memory space
 
 
 @dataclass(frozen=True)
@@ -101,36 +114,149 @@ class Footprint:
 
 
 class _Loads(IRVisitor):
+    """Bytes of the loaded tiles (`tile.load` results, each once) of the visited kernels, at the
+    sizes of their buffers after MemoryReuse (`plan`: MemoryReuse's plan of the kernel visited)."""
+
     def __init__(self) -> None:
         self.bytes = 0
         self.seen: set[int] = set()
+        self.plan: dict[tuple[MemorySpace, int], tuple[int, int]] | None = None
 
     def visit_AssignStmt(self, s: AssignStmt) -> None:
         v, t = s.var, s.var.type
         if isinstance(s.value, Call) and s.value.op == "tile.load" and isinstance(t, TileType) \
                 and t.memref is not None and id(v) not in self.seen:
             self.seen.add(id(v))
-            self.bytes += t.memref.size
+            m = t.memref
+            self.bytes += m.size if self.plan is None else self.plan[(m.memory_space, m.id)][1]
         super().visit_AssignStmt(s)
+
+
+class _VecTiles(IRVisitor):
+    """Dense bytes (`tile_bytes`) of the tiles a kernel lowered up to InferTileMemorySpace defines:
+    the largest and the sum of the loaded ones; `all_vec` False when a tile is elsewhere than Vec."""
+
+    def __init__(self) -> None:
+        self.largest = self.loads = 0
+        self.all_vec = True
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        t = s.var.type
+        if isinstance(t, TileType):
+            if t.memory_space is not MemorySpace.Vec or not all(isinstance(d, ConstInt) for d in t.shape):
+                self.all_vec = False
+            else:
+                n = tile_bytes(t)
+                self.largest = max(self.largest, n)
+                if isinstance(s.value, Call) and s.value.op == "tile.load":
+                    self.loads += n
+        super().visit_AssignStmt(s)
+
+
+class _LoadedBlocks(IRVisitor):
+    """Tensor-level: the dense bytes of each tensor parameter or slice of one (a DDR block) that an
+    op of the vector unit reads, or `tensor.assemble` stores — ConvertTensorToTileOps loads each
+    such block once into a Vec tile of its shape (`as_tile`; a slice is a `region` until then)."""
+
+    def __init__(self, params: tuple[Var, ...]) -> None:
+        self.params = set(params)
+        # DDR block (tensor parameter or slice of one, of static shape) -> its dense bytes
+        self.blocks: dict[Var, int] = {p: _dense_bytes(p.type) for p in params if _dense_bytes(p.type)}
+        self.loaded: dict[Var, int] = {}   # those read on the vector unit or stored
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        v = s.value
+        if isinstance(v, Call) and isinstance(v.op, str) and v.op.startswith("tensor."):
+            spec = get_op(v.op)
+            if spec.lowering == "region":
+                if v.args and v.args[0] in self.params and _dense_bytes(s.var.type):
+                    self.blocks[s.var] = _dense_bytes(s.var.type)
+            elif spec.lowering == "store":
+                self._read(v.args[1:2])
+            elif spec.lowering not in SPECIAL_LOWERINGS and spec.tile_op is not None \
+                    and not get_op(spec.tile_op).has_trait("cube"):
+                self._read(v.args)
+        super().visit_AssignStmt(s)
+
+    def _read(self, args: tuple[Expr, ...]) -> None:
+        for a in args:
+            if isinstance(a, Var) and a in self.blocks:
+                self.loaded[a] = self.blocks[a]
+
+
+def _dense_bytes(t: object) -> int:
+    """Dense bytes of a tensor type of static shape; 0 for any other type."""
+    if isinstance(t, TensorType) and all(isinstance(d, ConstInt) for d in t.shape):
+        return t.dtype.storage_bytes(num_elements(t))
+    return 0
+
+
+def _blocks_surely_over(func: Function, vec: int, double_buffer: bool) -> bool:
+    """True when tensor-level `func` surely does not fit `vec` bytes of Vec, before any lowering:
+    the largest DDR block it loads into Vec — plus, when double buffering, all of them — is above
+    `vec` (module docstring "Refused early"; each becomes a Vec tile and a load of at least its bytes)."""
+    blocks = _LoadedBlocks(func.params)
+    blocks.visit_stmt(func.body)
+    sizes = blocks.loaded.values()
+    return bool(sizes) and max(sizes) + (sum(sizes) if double_buffer else 0) > vec
+
+
+def _surely_over(program: Program, vec: int, double_buffer: bool) -> bool:
+    """True when `program`, lowered up to InferTileMemorySpace, cannot fit `vec` bytes of Vec
+    whatever the rest of the lowering does (module docstring "Refused early")."""
+    tiles = _VecTiles()
+    for f in program.functions:
+        tiles.visit_function(f)
+    return tiles.all_vec and tiles.largest + (tiles.loads if double_buffer else 0) > vec
+
+
+def _footprint(func: Function, ctx: PassContext, stop: Callable[[Program], bool] | None = None) -> Footprint | None:
+    """The footprint of `func` alone lowered by `LOWERING` for `ctx.backend_type` (with the records
+    of a fresh context); None when a pass refuses it (PyPTOError) or `stop` says so once the tiles
+    are placed (after InferTileMemorySpace)."""
+    sub = PassContext(ctx.backend_type)
+    program = Program(name=f"{func.name}_block", functions=(func,))
+    try:
+        for i, cls in enumerate(LOWERING[:-1]):  # MemoryReuse: its plan is enough (`_measure`)
+            program = cls().run(program, sub)
+            if i + 1 == _PLACED and stop is not None and stop(program):
+                return None
+        return _measure(program, sub)
+    except PyPTOError:
+        return None
+
+
+def fits_core(func: Function, ctx: PassContext, double_buffer: bool) -> bool:
+    """True when InCore function `func` (tensor-level), lowered, fits one core of `ctx.soc`:
+    `footprint(func, ctx)` is not None and `fits(capacity, double_buffer)` — the same answer, found
+    sooner for a candidate that surely does not fit (module docstring "Refused early")."""
+    vec = ctx.soc.capacity_of(MemorySpace.Vec)
+    if _blocks_surely_over(func, vec, double_buffer):
+        return False
+    fp = _footprint(func, ctx, lambda p: _surely_over(p, vec, double_buffer))
+    return fp is not None and fp.fits(ctx.soc.capacity_of, double_buffer)
 
 
 def footprint(func: Function, ctx: PassContext) -> Footprint | None:
     """The footprint of InCore function `func` (tensor-level) once lowered for `ctx.backend_type`;
     None when the lowering refuses it (e.g. a tensor of dynamic shape that is not blocked)."""
-    sub = PassContext(ctx.backend_type)
-    program = Program(name=f"{func.name}_block", functions=(func,))
-    try:
-        for cls in LOWERING:
-            program = cls().run(program, sub)
-    except PyPTOError:
-        return None
+    return _footprint(func, ctx)
+
+
+def _measure(program: Program, sub: PassContext) -> Footprint:
+    """The footprint of `program`, lowered up to MemoryReuse (the last of `LOWERING`), from what
+    MemoryReuse would make of each kernel (`reuse_plan`: its records and buffer sizes; the same
+    numbers as running the pass, without rewriting the kernels)."""
     packed: dict[MemorySpace, int] = {}
-    for spaces in sub.records.get("memory_reuse", {}).values():
-        for name, stats in spaces.items():
-            space = MemorySpace[name]
-            packed[space] = max(packed.get(space, 0), stats["reused"])
     loads = _Loads()
     for f in program.functions:
+        planned = reuse_plan(f, sub) if f.external is None else None
+        loads.plan = None
+        if planned is not None:
+            loads.plan, stats = planned
+            for name, used in stats.items():
+                space = MemorySpace[name]
+                packed[space] = max(packed.get(space, 0), used["reused"])
         loads.visit_function(f)
     return Footprint(packed, loads.bytes)
 

@@ -40,7 +40,7 @@ from ..core.dtype import INDEX, DataType
 from ..core.enums import FunctionType, MemorySpace, PadValue
 from ..core.errors import CompileError
 from ..core.span import Span
-from ..ir.expr import Call, ConstFloat, ConstInt, Expr, IterArg, MakeTuple, Var
+from ..ir.expr import Call, ConstBool, ConstFloat, ConstInt, Expr, GlobalVar, IterArg, MakeTuple, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import (
     AssignStmt,
@@ -63,7 +63,7 @@ from ..ops.typing_rules import const_dims
 from .base import FunctionPass, PassContext
 from .op_builder import build_call, zeros_like_offsets
 
-__all__ = ["ConvertTensorToTileOps"]
+__all__ = ["ConvertTensorToTileOps", "SPECIAL_LOWERINGS"]
 
 _INCORE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
@@ -80,6 +80,7 @@ class _Region:
 
 
 _VEC, _MAT = MemorySpace.Vec, MemorySpace.Mat
+_CONSTANTS = frozenset({ConstInt, ConstFloat, ConstBool, GlobalVar})  # map to themselves in IRMutator
 _Home = tuple[MemorySpace, tuple[MemorySpace, ...]]
 
 
@@ -155,6 +156,12 @@ class _Converter:
     def sub(self, e: Expr) -> Expr:
         """Rewrite uses of renamed vars (re-created iter args and results); tensor values that now
         live in tiles are left alone (operands go through `as_tile`)."""
+        k = type(e)
+        if k is Var or k is IterArg:  # what IRMutator(self.renames()) does to a Var, without the map
+            t = self.tiles.get(e)  # type: ignore[arg-type]
+            return t if t is not None and type(e.type) is type(t.type) else e
+        if k in _CONSTANTS:
+            return e
         return IRMutator(self.renames()).visit_expr(e)  # renames, not tensor→tile
 
     def emit_assign(self, name: str, call: Call, span) -> Var:  # type: ignore[no-untyped-def]
@@ -554,6 +561,10 @@ class _Converter:
         self.tiles[var] = result
         for home in sorted(self.homes.get(var, ()), key=lambda m: m.name):  # moved once, right here
             self.placed(result, (home, (home,)), span)
+
+
+# The `OpSpec.lowering` values lowered by a rule of their own (the others: by their `tile_op`).
+SPECIAL_LOWERINGS = frozenset(_Converter._LOWERINGS)
 
 
 class ConvertTensorToTileOps(FunctionPass):

@@ -34,12 +34,12 @@ use lives in the source's buffer, so it moves no data.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 from ..backend import SoCModel
 from ..core.enums import FunctionType, MemorySpace
 from ..ir.expr import Call, Expr, Var
 from ..ir.function import Function, Program
+from ..ir.replace import fast_replace
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, SeqStmts, Stmt, WhileStmt, YieldStmt
 from ..ir.types import MemRef, TileType
 from ..ir.visitor import IRMutator
@@ -88,7 +88,7 @@ class _Donate(IRMutator):
                 y = self.donate_then(y)
             changed |= y is not st
             out.append(y)
-        return replace(s, stmts=tuple(out)) if changed else s
+        return fast_replace(s, stmts=tuple(out)) if changed else s
 
     def donate_inits(self, s: ForStmt | WhileStmt) -> tuple[Stmt, list[Stmt]]:
         pre: list[Stmt] = []
@@ -99,14 +99,14 @@ class _Donate(IRMutator):
                     (not isinstance(init, Var) or self.uses[init] != 1):
                 nv, st = _copy(init, s.span)
                 pre.append(st)
-                ias[i] = replace(ia, init=nv)
+                ias[i] = fast_replace(ia, init=nv)
         if not pre:
             return s, pre
         # The IterArgs are new objects: the body (and a while condition) must refer to them.
         rename = IRMutator({old: new for old, new in zip(s.iter_args, ias) if old is not new})
-        new = replace(s, iter_args=tuple(ias), body=rename.visit_seq(s.body))
+        new = fast_replace(s, iter_args=tuple(ias), body=rename.visit_seq(s.body))
         if isinstance(new, WhileStmt):
-            new = replace(new, cond=rename.visit_expr(new.cond))
+            new = fast_replace(new, cond=rename.visit_expr(new.cond))
         return new, pre
 
     def donate_then(self, s: IfStmt) -> IfStmt:
@@ -127,8 +127,8 @@ class _Donate(IRMutator):
                 seen.add(v)
         if not pre:
             return s
-        body = s.then_body.stmts[:-1] + tuple(pre) + (replace(y, values=tuple(vals)),)
-        return replace(s, then_body=replace(s.then_body, stmts=body))
+        body = s.then_body.stmts[:-1] + tuple(pre) + (fast_replace(y, values=tuple(vals)),)
+        return fast_replace(s, then_body=fast_replace(s.then_body, stmts=body))
 
 
 def _computed_in_place(loop: ForStmt | WhileStmt, ia: Var) -> Var | None:
@@ -162,7 +162,7 @@ class _Assign(IRMutator):
     def new_memref(self, t: TileType, dense: bool = False) -> MemRef:
         space = t.memory_space or MemorySpace.Vec
         size = align_up(tile_bytes(t), self.soc.alignment) if dense else \
-            buffer_bytes(replace(t, memory_space=space), self.soc)
+            buffer_bytes(fast_replace(t, memory_space=space), self.soc)
         m = MemRef(space, self.next_id, size)
         self.next_id += 1
         return m
@@ -174,7 +174,7 @@ class _Assign(IRMutator):
         if not isinstance(t, TileType) or t.memref is not None:
             return super().visit_binding(v)
         m = self.shared.get(v) or self.new_memref(t, v in self.rings)
-        nv = replace(v, var_type=replace(t, memory_space=m.memory_space, memref=m))
+        nv = fast_replace(v, var_type=fast_replace(t, memory_space=m.memory_space, memref=m))
         self.var_map[v] = nv
         return nv
 
@@ -188,7 +188,7 @@ class _Assign(IRMutator):
             t = s.var.type
             if m is not None and (t.memory_space or m.memory_space) is m.memory_space \
                     and tile_bytes(t) == tile_bytes(src.type) \
-                    and buffer_bytes(replace(t, memory_space=m.memory_space), self.soc) <= m.size:
+                    and buffer_bytes(fast_replace(t, memory_space=m.memory_space), self.soc) <= m.size:
                 # a whole-tile view (not a sub-block) that fits the source's physical layout
                 self.shared[s.var] = m
         return super().visit_AssignStmt(s)
@@ -223,7 +223,7 @@ class _Assign(IRMutator):
                 if isinstance(rv.type, TileType) and m is not None:
                     self.shared[rv] = m
         rvs = tuple(self.visit_binding(v) for v in s.return_vars)
-        return replace(s, cond=cond, then_body=then, else_body=els, return_vars=rvs)
+        return fast_replace(s, cond=cond, then_body=then, else_body=els, return_vars=rvs)
 
 
 class InitMemRef(FunctionPass):
@@ -235,7 +235,9 @@ class InitMemRef(FunctionPass):
         func = add_pipe_rings(func, program, ctx.soc)
         uses = _UseCount()
         uses.visit_stmt(func.body)
-        func = _Donate(uses.count).visit_function(func)
-        uses = _UseCount()
-        uses.visit_stmt(func.body)
+        donated = _Donate(uses.count).visit_function(func)
+        if donated is not func:  # copies inserted: count again
+            func = donated
+            uses = _UseCount()
+            uses.visit_stmt(func.body)
         return _Assign(ctx.soc, uses.count, frozenset(ring_uses(func))).visit_function(func)

@@ -35,8 +35,9 @@ from ..ir.function import Function
 from ..ir.stmt import AssignStmt, ForStmt, IfStmt, Stmt, WhileStmt, YieldStmt
 from ..ir.types import TileType
 from ..ir.visitor import IRVisitor
+from .analysis import in_place_operands_of
 
-__all__ = ["BufferKey", "Interval", "NumberedStmt", "buffer_intervals", "value_intervals",
+__all__ = ["BufferKey", "Interval", "NumberedStmt", "buffer_intervals", "buffer_intervals_in_place", "value_intervals",
            "numbered_statements", "in_place_operands"]
 
 BufferKey = tuple[MemorySpace, int]
@@ -160,11 +161,23 @@ def buffer_intervals(func: Function) -> dict[BufferKey, Interval]:
     return value_intervals(func, _key)
 
 
+def buffer_intervals_in_place(func: Function) -> tuple[dict[BufferKey, Interval], dict[BufferKey, frozenset[BufferKey]]]:
+    """`buffer_intervals(func)` and `in_place_operands` of them, from one walk of `func`."""
+    w = _Walk()
+    w.visit_stmt(func.body)
+    intervals = _intervals(w, _key)
+    return intervals, _in_place(w, intervals)
+
+
 def value_intervals(func: Function, key: Callable[[Var], Hashable]) -> dict[Hashable, Interval]:
     """Live interval of every group of tile Vars (those with a MemRef) of `func`, grouped by `key`,
     with the rules of the module docstring (`buffer_intervals` groups by MemRef space and id)."""
     w = _Walk()
     w.visit_stmt(func.body)
+    return _intervals(w, key)
+
+
+def _intervals(w: _Walk, key: Callable[[Var], Hashable]) -> dict[Hashable, Interval]:
     out: dict[Hashable, Interval] = {}
 
     def touch(v: Var, pos: int) -> None:
@@ -203,10 +216,12 @@ def in_place_operands(func: Function, intervals: dict[BufferKey, Interval]) -> d
     """For each buffer whose first definition is an op that may write its result over an operand
     (`OpSpec.inplace_args`, operand of the result's shape and dtype): the buffers of those operands
     whose live interval ends at that very statement — the result may then take their place."""
-    from .analysis import in_place_operands_of
-
     w = _Walk()
     w.visit_stmt(func.body)
+    return _in_place(w, intervals)
+
+
+def _in_place(w: _Walk, intervals: dict[BufferKey, Interval]) -> dict[BufferKey, frozenset[BufferKey]]:
     out: dict[BufferKey, frozenset[BufferKey]] = {}
     for pos, s in w.assigns:
         v = s.var

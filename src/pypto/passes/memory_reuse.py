@@ -28,10 +28,10 @@ from ..ir.function import Function, Program
 from ..ir.types import MemRef
 from .base import FunctionPass, PassContext
 from .init_memref import align_up
-from .liveness import BufferKey, Interval, buffer_intervals, in_place_operands
+from .liveness import BufferKey, Interval, buffer_intervals_in_place
 from .rewrite import MemRefRewriter
 
-__all__ = ["MemoryReuse", "plan_reuse"]
+__all__ = ["MemoryReuse", "plan_reuse", "reuse_plan"]
 
 
 @dataclass
@@ -93,21 +93,34 @@ class MemoryReuse(FunctionPass):
     name = "MemoryReuse"
 
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
-        if func.func_type is FunctionType.Orchestration:
+        planned = reuse_plan(func, ctx)
+        if planned is None:
             return func
-        intervals = buffer_intervals(func)
-        if not intervals:
-            return func
-        plan = plan_reuse(intervals, in_place_operands(func, intervals))
-        align = ctx.soc.alignment
-        stats: dict[str, dict[str, int]] = {}
-        for (space, mid), iv in sorted(intervals.items(), key=lambda kv: (kv[0][0].name, kv[0][1])):
-            s = stats.setdefault(space.name, {"naive": 0, "reused": 0, "buffers": 0, "groups": 0})
-            s["naive"] += align_up(iv.size, align)
-            s["buffers"] += 1
-            gid, size = plan[(space, mid)]
-            if gid == mid:
-                s["reused"] += align_up(size, align)
-                s["groups"] += 1
+        plan, stats = planned
         ctx.records.setdefault("memory_reuse", {})[func.name] = stats
         return _Share(plan).visit_function(func)
+
+
+def reuse_plan(func: Function, ctx: PassContext) -> tuple[dict[BufferKey, tuple[int, int]],
+                                                          dict[str, dict[str, int]]] | None:
+    """What MemoryReuse does to kernel `func`, without rewriting it: the plan (`plan_reuse`) and
+    the function's entry of `ctx.records["memory_reuse"]` (module docstring); None when the pass
+    leaves `func` as it is (an Orchestration function, or no buffers). Used as it is by the block
+    footprint of TileTensorBlocks (`block_shape.footprint`)."""
+    if func.func_type is FunctionType.Orchestration:
+        return None
+    intervals, in_place = buffer_intervals_in_place(func)
+    if not intervals:
+        return None
+    plan = plan_reuse(intervals, in_place)
+    align = ctx.soc.alignment
+    stats: dict[str, dict[str, int]] = {}
+    for (space, mid), iv in sorted(intervals.items(), key=lambda kv: (kv[0][0].name, kv[0][1])):
+        s = stats.setdefault(space.name, {"naive": 0, "reused": 0, "buffers": 0, "groups": 0})
+        s["naive"] += align_up(iv.size, align)
+        s["buffers"] += 1
+        gid, size = plan[(space, mid)]
+        if gid == mid:
+            s["reused"] += align_up(size, align)
+            s["groups"] += 1
+    return plan, stats

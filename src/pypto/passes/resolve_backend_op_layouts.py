@@ -18,11 +18,10 @@ layouts); op result types are re-inferred by the op type rules as usual.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..core.enums import FunctionType, MemorySpace, PadValue, TensorLayout
 from ..ir.expr import ConstInt, Var
 from ..ir.function import Function, Program
+from ..ir.replace import fast_replace
 from ..ir.types import TileType, TileView, static_shape
 from ..ir.visitor import IRMutator
 from .base import FunctionPass, PassContext
@@ -58,12 +57,12 @@ class _Resolve(IRMutator):
         nt = t
         if needs_column_layout(t):
             old = t.view
-            nt = replace(t, view=TileView(old.valid_shape if old else None, TensorLayout.DN,
-                                          old.pad if old else PadValue.null))
+            nt = fast_replace(t, view=TileView(old.valid_shape if old else None, TensorLayout.DN,
+                                               old.pad if old else PadValue.null))
         self.check(v, nt)
         if nt is t:
             return super().visit_binding(v)
-        nv = replace(v, var_type=nt)
+        nv = fast_replace(v, var_type=nt)
         self.var_map[v] = nv
         return nv
 

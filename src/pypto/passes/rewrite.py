@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..core.dtype import INDEX
 from ..ir.expr import Var
 from ..ir.function import Function
+from ..ir.replace import fast_replace
 from ..ir.stmt import ForStmt, IfStmt, ScopeStmt, SeqStmts, Stmt, WhileStmt
 from ..ir.types import MemRef, ScalarType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, stmt_children
@@ -21,7 +20,7 @@ class FreshBindings(IRMutator):
     def visit_binding(self, v: Var) -> Var:
         if v in self.var_map:
             return self.var_map[v]  # type: ignore[return-value]
-        nv = replace(v, var_type=self.visit_type(v.type))
+        nv = fast_replace(v, var_type=self.visit_type(v.type))
         self.var_map[v] = nv
         return nv
 
@@ -57,10 +56,10 @@ def rebuild_children(s: Stmt, fn) -> Stmt:  # type: ignore[no-untyped-def]
     if not stmt_children(s):
         return s
     if isinstance(s, IfStmt):
-        return replace(s, then_body=fn(s.then_body),
+        return fast_replace(s, then_body=fn(s.then_body),
                        else_body=fn(s.else_body) if s.else_body is not None else None)
     if isinstance(s, (ForStmt, WhileStmt, ScopeStmt)):
-        return replace(s, body=fn(s.body))
+        return fast_replace(s, body=fn(s.body))
     return s
 
 
@@ -79,7 +78,7 @@ class MemRefRewriter(IRMutator):
             m = t.memref
             new = self.rewrite_memref(m)
             if (new.memory_space, new.id, new.size, new.addr) != (m.memory_space, m.id, m.size, m.addr):
-                nv = replace(v, var_type=replace(t, memref=new))
+                nv = fast_replace(v, var_type=fast_replace(t, memref=new))
                 self.var_map[v] = nv
                 return nv
         return super().visit_binding(v)

@@ -63,7 +63,7 @@ from ..ir.types import ScalarType, TensorType
 from ..ir.visitor import IRMutator, IRVisitor
 from ..ops import get_op
 from .base import Pass, PassContext
-from .block_shape import BlockPlan, choose_blocks, footprint, poor_shape_hint
+from .block_shape import BlockPlan, choose_blocks, fits_core, footprint, poor_shape_hint
 from .op_builder import build_call
 
 __all__ = ["TileTensorBlocks"]
@@ -532,9 +532,7 @@ def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, B
     chain = _analyse(func)
     if chain is None:
         return None
-    capacity = ctx.soc.capacity_of
-    whole = footprint(func, ctx)
-    if whole is not None and whole.fits(capacity, double_buffer=False):
+    if fits_core(func, ctx, double_buffer=False):
         return None
     if chain.reduces_cols:
         from .col_reduce_blocks import col_reducible
@@ -546,9 +544,8 @@ def _plan(func: Function, program: Program, ctx: PassContext) -> tuple[_Chain, B
 
     def fits(r: int, c: int) -> bool:
         if (r, c) not in tried:
-            fp = footprint(_candidate(func, chain, BlockPlan(r, c), hoist), ctx)
             several = (r < R or (not hoist and c < C)) if chain.reduces_cols else (c < C or (not hoist and r < R))
-            tried[(r, c)] = fp is not None and fp.fits(capacity, double_buffer=several)
+            tried[(r, c)] = fits_core(_candidate(func, chain, BlockPlan(r, c), hoist), ctx, double_buffer=several)
         return tried[(r, c)]
 
     widest = max((v.type.dtype for v in chain.values), key=lambda d: d.get_byte())  # type: ignore[attr-defined]
