@@ -260,15 +260,22 @@ def test_manual_scopes_are_not_batched(tmp_path) -> None:
     assert all(c is None for _, c in _plan_steps(dev))
 
 
-def test_the_switch_turns_batching_off(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv(batch.ENV_VAR, "0")
+def test_the_switch_turns_batching_off_at_once(tmp_path, monkeypatch) -> None:
+    """PYPTO_SIM_BATCH=0 is read by every replay, also of a plan recorded before it was set."""
     cp = _rows_program(tmp_path, 64, """        for i in pl.range(0, 4):
             sa = pl.slice(a, [16, 32], [i * 16, 0])
             sc = pl.slice(c, [16, 32], [i * 16, 0])
             sc = self.k(sa, sc)""")
-    dev = _batched_run(cp, lambda s: [torch.randn(64, 32, generator=torch.Generator().manual_seed(s)),
-                                      torch.zeros(64, 32)], [1])
-    assert [c for _, c in _plan_steps(dev)] == [None] * 4
+    batches = []
+    real = BatchKernel.run_lanes
+    monkeypatch.setattr(BatchKernel, "run_lanes", lambda self, env, lanes: batches.append(1) or real(self, env, lanes))
+    dev = SimDevice(cp.backend_type)
+    a = torch.randn(64, 32)
+    for switch, want in (("1", 0), ("1", 1), ("0", 1), ("1", 2)):
+        monkeypatch.setenv(batch.ENV_VAR, switch)
+        c = torch.zeros(64, 32)
+        cp.run_on(dev, [a, c], None)
+        assert torch.equal(c, torch.exp(a)) and len(batches) == want
 
 
 def test_a_failing_lane_names_its_own_task(tmp_path, monkeypatch) -> None:
@@ -316,3 +323,108 @@ def test_results_do_not_depend_on_the_host_thread_count(threads, tmp_path) -> No
             assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
+
+
+# ---- regressions found by a trial (tensor values carried by control flow, data-dependent checks) ----
+_CARRIED = """
+import pypto.language as pl
+
+@pl.program
+class Carried:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[32, 64], pl.FP32], n: pl.Scalar[pl.INDEX],
+          c: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        for i in pl.range(0, 32, 16):
+            ta = pl.load(a, [i, 0], [16, 64])
+            c = pl.store(pl.exp(ta), [i, 0], c)
+        t = pl.load(a, [0, 0], [16, 64])
+        if n > 3:
+            c = pl.store(pl.neg(t), [0, 0], c)
+        else:
+            c = pl.store(pl.abs(t), [0, 0], c)
+        d = c
+        u = pl.load(a, [16, 0], [8, 64])
+        d = pl.store(pl.exp(pl.neg(u)), [16, 0], d)
+        return d
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[128, 64], pl.FP32], n: pl.Scalar[pl.INDEX],
+             c: pl.Out[pl.Tensor[[128, 64], pl.FP32]]) -> pl.Tensor[[128, 64], pl.FP32]:
+        for i in pl.range(0, 4):
+            sa = pl.slice(a, [32, 64], [i * 32, 0])
+            sc = pl.slice(c, [32, 64], [i * 32, 0])
+            sc = self.k(sa, n, sc)
+        return c
+"""
+
+
+@pytest.mark.parametrize("n", [5, 1])
+def test_a_tensor_carried_by_a_loop_an_if_or_an_assignment_is_rebound_in_every_lane(n, tmp_path) -> None:
+    """`c = pl.store(..., c)` in a loop or in both branches of an if, then `d = c`: the carried
+    tensor is each lane's own (it was once only rebound in the batch environment: a crash)."""
+    cp = ir.compile(pl.parse(_CARRIED), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    make = lambda s: [torch.randn(128, 64, generator=torch.Generator().manual_seed(s)), n,  # noqa: E731
+                      torch.zeros(128, 64)]
+    dev = _batched_run(cp, make, [2])
+    assert [len(u) for u, _ in _plan_steps(dev)] == [4]
+    a, _, c = args = make(2)
+    cp.run_on(dev, args, None)
+    want = torch.exp(a).view(4, 32, 64).clone()
+    want[:, :16] = (torch.neg if n > 3 else torch.abs)(a.view(4, 32, 64)[:, :16])
+    want[:, 16:24] = torch.exp(-a.view(4, 32, 64)[:, 16:24])
+    assert torch.equal(c, want.view(128, 64))
+
+
+def test_the_gemm_check_does_not_trust_exact_data(tmp_path) -> None:
+    """One-row products over a K loop, whose batched GEMM may round differently: a first replay on
+    exact data (ones) must not make the batched form trusted for later random data."""
+    src = _MATMUL.format(dt="FP32", m=1, rows=TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+
+    def make(s):
+        if s == 1:
+            return [torch.ones(TASKS, 64), torch.ones(64, 32), torch.zeros(TASKS, 32)]
+        g = torch.Generator().manual_seed(s)
+        return [torch.randn(TASKS, 64, generator=g), torch.randn(64, 32, generator=g), torch.zeros(TASKS, 32)]
+
+    check_replay(cp, make, [2], runs=4)
+
+
+def test_scalars_of_opposite_zero_signs_are_different_values(tmp_path) -> None:
+    """0.0 and -0.0 are different scalars (recip of a product with them is +inf or -inf): tasks given
+    each are not one batch, and a run with -0.0 does not replay a plan recorded with 0.0."""
+    src = """
+import pypto.language as pl
+
+@pl.program
+class Zeros:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 64], pl.FP32], s: pl.Scalar[pl.FP32],
+          c: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 64])
+        r = pl.recip(pl.muls(t, s))
+        c = pl.store(r, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.FP32], s0: pl.Scalar[pl.FP32], s1: pl.Scalar[pl.FP32],
+             c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        for i in pl.range(0, 4):
+            sc = pl.slice(c, [16, 64], [i * 16, 0])
+            if i < 2:
+                sc = self.k(pl.slice(a, [16, 64], [i * 16, 0]), s0, sc)
+            else:
+                sc = self.k(pl.slice(a, [16, 64], [i * 16, 0]), s1, sc)
+        return c
+"""
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    a = torch.rand(64, 64) + 1.0
+    dev = SimDevice(cp.backend_type)
+    for s0, s1 in ((0.0, -0.0), (0.0, -0.0), (-0.0, -0.0), (-0.0, 0.0), (-0.0, 0.0)):
+        c = torch.zeros(64, 64)
+        cp.run_on(dev, [a, s0, s1, c], None)
+        signs = torch.sign(c[::16, 0]).tolist()
+        assert signs == [1.0 if s0 == 0 and str(s0)[0] != "-" else -1.0] * 2 + \
+            [1.0 if str(s1)[0] != "-" else -1.0] * 2
+    assert dev.run_plans.replays == 2 and len(dev.run_plans) == 3

@@ -281,10 +281,12 @@ def _mm_batch_site(with_acc: bool) -> Any:
     of this site per lane count), then `torch.bmm(out=)`, `baddbmm_` when the result is `acc`'s
     own buffer, or `torch.baddbmm(out=)` — per lane the torch calls of `_mm_site`.
 
-    A batched GEMM computes each product like the one-lane GEMM on the BLAS libraries torch ships
-    with; as that is not promised, the first call of each lane count (and intra-op thread count)
-    compares the batched products with one-lane `torch.mm` / `addmm_` on the same operands and, if
-    any bit differs, computes lane by lane for that count from then on (`runtime/sim/batch.py`)."""
+    A batched GEMM computes each product like the one-lane GEMM for most shapes on the BLAS
+    libraries torch ships with, but not for all (a one-row product may take another kernel) and
+    nothing promises it: the first call of each lane count (and intra-op thread count) compares the
+    batched call with one-lane `torch.mm` / `addmm_`, byte for byte, on its own operands, on random
+    ones and on signed zeros, and if any byte differs computes lane by lane for that count from
+    then on (`runtime/sim/batch.py`)."""
     one = _mm_site(with_acc)
 
     def batch(site: KernelSite) -> Any:
@@ -332,19 +334,37 @@ def _mm_batch_site(with_acc: bool) -> Any:
                 return torch.stack([torch.mm(a[j], b[j]) for j in range(a.shape[0])])
             return torch.stack([acc[j].clone().addmm_(a[j], b[j]) for j in range(a.shape[0])])
 
+        def agrees(dst: Any, acc: Any, a: Any, b: Any) -> bool:
+            """Whether the batched call gives the one-lane bits: on these operands, on random ones
+            and on ones whose products are zeros of mixed signs — in a buffer laid out like `dst`
+            (the same call path), compared byte for byte (so -0.0 differs from 0.0)."""
+            g = torch.Generator().manual_seed(0)
+            cases = [(acc, a, b)]
+            for zeros in (False, True):
+                ra = torch.randn(a.shape, generator=g).to(a.dtype)
+                rb = torch.randn(b.shape, generator=g).to(b.dtype)
+                rc = torch.randn(dst.shape, generator=g) if with_acc else None
+                if zeros:   # signed zeros: which sign a sum of zeros gets depends on the order
+                    signs = [torch.where(torch.rand(x.shape, generator=g) < 0.5, -1.0, 1.0) for x in (ra, rb)]
+                    ra = torch.where(torch.rand(ra.shape, generator=g) < 0.5, 0.0 * signs[0], ra)
+                    rb = 0.0 * signs[1]
+                    rc = None if rc is None else 0.0 * torch.where(rc < 0, -1.0, 1.0)
+                cases.append((rc, ra, rb))
+            for c, x, y in cases:
+                want = lane(None, c, x, y)
+                got = torch.empty_strided(dst.shape, dst.stride(), dtype=dst.dtype)
+                if same:
+                    got.copy_(c)
+                product(got, c, x, y)
+                if not torch.equal(got.contiguous().view(torch.int32), want.view(torch.int32)):
+                    return False
+            return True
+
         def run(dst: Any, acc: Any, a: Any, b: Any) -> None:
             n = (a.shape[0], torch.get_num_threads())
             mode = lanewise.get(n)
-            if mode is None:    # first call with n lanes: check the batched products bit for bit
-                want = lane(dst, acc, a, b)
-                got = torch.empty_like(want)
-                if not with_acc:
-                    torch.bmm(a, b, out=got)
-                else:
-                    torch.baddbmm(acc, a, b, out=got)
-                mode = lanewise[n] = not torch.equal(got, want)
-                dst.copy_(want)
-                return
+            if mode is None:    # first call with n lanes (and threads): check the batched call
+                mode = lanewise[n] = not agrees(dst, acc, a, b)
             if mode:
                 dst.copy_(lane(dst, acc, a, b))
             else:

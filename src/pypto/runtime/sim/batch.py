@@ -165,6 +165,8 @@ class _BatchCompiler(_KernelCompiler):
     def compile_assign(self, s: AssignStmt) -> StmtFn:
         v = s.value
         if self._in_lane or not _memory_call(v):
+            if not self._in_lane and isinstance(s.var.type, TensorType):   # `d = c`: in every lane too
+                return self._lane(lambda: _KernelCompiler.compile_assign(self, s), v, s.var)
             return super().compile_assign(s)
         if isinstance(s.var.type, TileType):
             run = self._batched(s.var, v)
@@ -175,6 +177,28 @@ class _BatchCompiler(_KernelCompiler):
             if run is not None:
                 return run
         return self._lane(lambda: _KernelCompiler.compile_assign(self, s), v, s.var)
+
+    def compile_parallel_assign(self, dsts: Sequence[Var], srcs: Sequence[Expr], span: Any) -> Callable[[Env], None]:
+        """A carried assignment (loop entry / yield / exit, if results) runs once on the batch
+        environment — tile copies move all lanes, tensor Vars rebind to their `Lanes` — and the
+        tensor Vars it rebinds are rebound in every lane's environment too, from the lane's own
+        values (what a lane op reads)."""
+        run = super().compile_parallel_assign(dsts, srcs, span)
+        if self._in_lane:
+            return run
+        pairs = [(self.slots[d], self.compile_expr(x)) for d, x in zip(dsts, srcs)
+                 if isinstance(d.type, TensorType)]
+        if not pairs:
+            return run
+        holder = self.lanes
+
+        def both(env: Env) -> None:
+            for lane in holder[0]:
+                vals = [f(lane) for _, f in pairs]
+                for (slot, _), v in zip(pairs, vals):
+                    lane[slot] = v
+            run(env)
+        return both
 
     def compile_call(self, call: Call) -> ExprFn:
         if not self._in_lane and _memory_call(call):
@@ -207,9 +231,12 @@ class _BatchCompiler(_KernelCompiler):
             return None
         self.batched_ops.append(spec.name)
         slot = self.define(var)
+        holder = self.lanes
 
         def run(env: Env) -> None:
-            env[slot] = fn(env)
+            res = env[slot] = fn(env)
+            for lane, t in zip(holder[0], res):   # each lane's own tensor too (what lane ops read)
+                lane[slot] = t
         return run
 
     def _lane(self, make: Callable[[], StmtFn], expr: Expr, var: Var | None) -> StmtFn:

@@ -37,6 +37,7 @@ simulate in full (for debugging the simulator; the results are the same).
 from __future__ import annotations
 
 import os
+import struct
 import weakref
 from collections.abc import Sequence
 from dataclasses import replace
@@ -149,7 +150,11 @@ def reads_block(ex: KernelExecutor) -> bool:
 
 
 def _scalar_key(v: Any) -> tuple | None:
-    if v is None or isinstance(v, (bool, int, float, str)):
+    """A key equal for two scalars exactly when they are the same value bit for bit (a float by
+    its bits: 0.0 and -0.0 differ, a NaN equals itself); None for a value that is not a scalar."""
+    if isinstance(v, float):
+        return (float, struct.pack("<d", v))
+    if v is None or isinstance(v, (bool, int, str)):
         return (type(v), v)
     return None
 
@@ -295,7 +300,8 @@ class RunPlan:
             self.tasks.append(replace(t, args=(), accesses=(), deps=dict(t.deps),
                                       pipe_ops=list(t.pipe_ops) if t.pipe_ops is not None else None))
         self.in_block = [blocks[id(t.executor)] for t in device.tasks]
-        self.steps = _batches(self, device) if batching_enabled() else [(u, None) for u in self.units]
+        self.unbatched: list[tuple[tuple[int, ...], range | None]] = [(u, None) for u in self.units]
+        self.steps = _batches(self, device)
         # the last replay, weakly (a plan keeps no tensor alive): its roots, their buffers, its record
         self._last: tuple[list[weakref.ref], list[int], weakref.ref] | None = None
         self.result = None if result is None else roots.spec(tuple(result))
@@ -367,7 +373,7 @@ class RunPlan:
         envs: list[Any] = [None] * len(tasks)
         run.kernel_envs = envs
         arena, in_block, groups = device.arena, self.in_block, self.groups
-        for unit, cores in self.steps:
+        for unit, cores in (self.steps if batching_enabled() else self.unbatched):
             k = unit[0]
             t = tasks[k]
             if cores is not None:
@@ -402,9 +408,15 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
     steps: list[tuple[tuple[int, ...], range | None]] = []
     run: list[int] = []
 
+    def spec_key(s: tuple) -> Any:   # a value by its bits, a tensor view by its shape
+        if s[0] == "value":
+            return _scalar_key(s[1])
+        if s[0] == "tuple":
+            return ("tuple", tuple(spec_key(x) for x in s[1]))
+        return s if s[0] in ("param", "root") else (s[0], s[2])
+
     def shape_key(k: int) -> tuple:
-        return tuple(s if s[0] in ("value", "param", "root") else (s[0], s[1] if s[0] == "tuple" else s[2])
-                     for s in plan.arg_specs[k])
+        return tuple(spec_key(s) for s in plan.arg_specs[k])
 
     def close() -> None:
         if len(run) < 2:
