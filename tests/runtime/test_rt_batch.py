@@ -428,3 +428,67 @@ class Zeros:
         assert signs == [1.0 if s0 == 0 and str(s0)[0] != "-" else -1.0] * 2 + \
             [1.0 if str(s1)[0] != "-" else -1.0] * 2
     assert dev.run_plans.replays == 2 and len(dev.run_plans) == 3
+
+
+# ---- lane scalars: scalar arguments that differ between the tasks of a batch ---------------------
+_OFFSETS = """
+import pypto.language as pl
+
+@pl.program
+class Offsets:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[128, 32], pl.FP32], off: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32],
+          n: pl.Scalar[pl.INDEX], c: pl.Out[pl.Tensor[[128, 32], pl.FP32]]) -> pl.Tensor[[128, 32], pl.FP32]:
+        row = off + 8
+        t = pl.load(a, [off, 0], [8, 32])
+        u = pl.load(a, [row, 0], [8, 32])
+        for j, (acc,) in pl.range(0, n, init_values=(t,)):
+            nxt = pl.add(acc, u)
+            out = pl.yield_(nxt)
+        r = pl.muls(out, s)
+        c = pl.store(r, [off, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[128, 32], pl.FP32], n0: pl.Scalar[pl.INDEX], n1: pl.Scalar[pl.INDEX],
+             c: pl.Out[pl.Tensor[[128, 32], pl.FP32]]) -> pl.Tensor[[128, 32], pl.FP32]:
+        for i in pl.range(0, 8):
+            if i < 4:
+                c = self.k(a, i * 16, 0.5 + i, n0, c)
+            else:
+                c = self.k(a, i * 16, 0.5 + i, n1, c)
+        return c
+"""
+
+
+@pytest.mark.parametrize("n1", [2, 3])
+def test_tasks_given_other_offsets_and_factors_batch_with_lane_scalars(n1, tmp_path) -> None:
+    """`off` (and `row`, computed from it) place the loads and the store, `s` scales: they differ
+    between tasks and run lane by lane; `n` counts a loop, so tasks batch only where it agrees."""
+    cp = ir.compile(pl.parse(_OFFSETS), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    make = lambda s: [torch.randn(128, 32, generator=torch.Generator().manual_seed(s)), 2, n1,  # noqa: E731
+                      torch.zeros(128, 32)]
+    dev = _batched_run(cp, make, [3])
+    (plan,) = dev.run_plans._plans.values()
+    batches = [(len(u), plan.lane_params[u]) for u, c in plan.steps if c is not None]
+    assert batches == ([(8, frozenset({1, 2}))] if n1 == 2 else [(4, frozenset({1, 2}))] * 2)
+    bk = batch_kernel(dev.tasks[0].executor, frozenset({1, 2}))
+    assert "tile.add" in bk.batched_ops and "tile.muls" in bk.lane_ops and "tile.load" in bk.lane_ops
+    a, _, _, c = args = make(3)
+    cp.run_on(dev, args, None)
+    blocks = a.view(8, 2, 8, 32)
+    n = torch.tensor([2] * 4 + [n1] * 4).view(8, 1, 1)
+    want = (blocks[:, 0] + n * blocks[:, 1]) * (0.5 + torch.arange(8.0)).view(8, 1, 1)
+    assert torch.allclose(c.view(8, 16, 32)[:, :8], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_scalar_that_counts_a_loop_is_not_a_lane_scalar(tmp_path) -> None:
+    cp = ir.compile(pl.parse(_OFFSETS), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    dev = SimDevice(cp.backend_type)
+    cp.run_on(dev, [torch.randn(128, 32), 1, 2, torch.zeros(128, 32)], None)
+    from pypto.runtime.sim.batch import NotBatchable, lane_scalars
+    ex = dev.tasks[0].executor
+    assert lane_scalars(ex) == frozenset({1, 2})
+    assert batch_kernel(ex, frozenset({3})) is None
+    with pytest.raises(NotBatchable, match="loop's bounds"):
+        BatchKernel(ex.func, ex.soc, frozenset({3}))

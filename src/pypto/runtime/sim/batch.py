@@ -56,7 +56,7 @@ from .exprs import Env, ExprFn
 from .interp import StmtFn
 from .kernel import KernelExecutor, _KernelCompiler
 
-__all__ = ["BatchKernel", "Lanes", "NotBatchable", "batch_kernel", "batching_enabled", "ENV_VAR"]
+__all__ = ["BatchKernel", "Lanes", "NotBatchable", "batch_kernel", "batching_enabled", "lane_scalars", "ENV_VAR"]
 
 ENV_VAR = "PYPTO_SIM_BATCH"
 BYTES_VAR = "PYPTO_SIM_BATCH_BYTES"
@@ -145,9 +145,94 @@ class _ScalarVars(IRVisitor):
             self.found.append(e)
 
 
+class _Refs(IRVisitor):
+    """Every Var an expression reads, with the Vars in the shapes and valid shapes of the tiles and
+    tensors it reads (an op reads those too: `valid=`, dynamic dimensions)."""
+
+    def __init__(self) -> None:
+        self.found: set[Var] = set()
+
+    def visit_Var(self, e: Var) -> None:
+        if e not in self.found:
+            self.found.add(e)
+            if isinstance(e.type, (TileType, TensorType)):
+                self.visit_type(e.type)
+
+    visit_IterArg = visit_Var
+
+
+def _refs(*exprs: Expr | None) -> set[Var]:
+    v = _Refs()
+    for e in exprs:
+        if e is not None:
+            v.visit_expr(e)
+    return v.found
+
+
+class _Taint(IRVisitor):
+    """The scalars computed from lane scalars (`_lane_tainted`); NotBatchable when one steers
+    control flow, is carried by it, or is returned."""
+
+    def __init__(self, tainted: set[Var]) -> None:
+        self.tainted = tainted
+        self.changed = False
+
+    def _hit(self, *exprs: Expr | None) -> bool:
+        return bool(_refs(*exprs) & self.tainted)
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        if isinstance(s.var.type, ScalarType) and s.var not in self.tainted and self._hit(s.value):
+            self.tainted.add(s.var)
+            self.changed = True
+
+    def visit_ForStmt(self, s: Any) -> None:
+        if self._hit(s.start, s.stop, s.step, *(ia.init for ia in s.iter_args)):
+            raise NotBatchable("a lane scalar sets a loop's bounds or carried values")
+        self.visit_stmt(s.body)
+
+    def visit_WhileStmt(self, s: Any) -> None:
+        if self._hit(s.cond, *(ia.init for ia in s.iter_args)):
+            raise NotBatchable("a lane scalar steers a while loop")
+        self.visit_stmt(s.body)
+
+    def visit_IfStmt(self, s: Any) -> None:
+        if self._hit(s.cond):
+            raise NotBatchable("a lane scalar steers an if")
+        self.visit_stmt(s.then_body)
+        if s.else_body is not None:
+            self.visit_stmt(s.else_body)
+
+    def visit_YieldStmt(self, s: Any) -> None:
+        if any(isinstance(v.type, ScalarType) and self._hit(v) for v in s.values):
+            raise NotBatchable("a lane scalar is carried by control flow")
+
+    def visit_ReturnStmt(self, s: Any) -> None:
+        if self._hit(*s.values):
+            raise NotBatchable("a lane scalar is returned")
+
+
+def _lane_tainted(func: Function, lane_params: frozenset[int]) -> set[Var]:
+    """The scalar parameters `lane_params` (indices) and every scalar computed from them: values
+    that may differ between the lanes of a batch, so only lane-by-lane statements may read them.
+
+    Raises:
+        NotBatchable: one of them steers control flow, is carried by it or returned."""
+    tainted = {func.params[i] for i in lane_params}
+    if not tainted:
+        return tainted
+    t = _Taint(tainted)
+    t.changed = True
+    while t.changed:
+        t.changed = False
+        t.visit_stmt(func.body)
+    return tainted
+
+
 class _BatchCompiler(_KernelCompiler):
     """`_KernelCompiler` building the batch closures (module docstring). `lanes[0]` holds the lane
     environments of the batch running now."""
+
+    lane_params: frozenset[int] = frozenset()   # set by BatchKernel before compiling
 
     def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False,
                  clock: bool = False, specialize: bool = True) -> None:
@@ -155,15 +240,22 @@ class _BatchCompiler(_KernelCompiler):
         self._in_lane = 0
         self.batched_ops: list[str] = []
         self.lane_ops: list[str] = []
+        self.tainted = _lane_tainted(func, self.lane_params)
         super().__init__(func, soc, None, False, False, specialize)
 
+    def _lane_only(self, *exprs: Expr | None) -> bool:
+        """Whether a statement over `exprs` reads a lane scalar (it then runs lane by lane)."""
+        return bool(self.tainted) and bool(_refs(*exprs) & self.tainted)
+
     def compile_stmt(self, s: Stmt) -> StmtFn:
-        if not self._in_lane and isinstance(s, EvalStmt) and _memory_call(s.expr):
+        if not self._in_lane and isinstance(s, EvalStmt) and (_memory_call(s.expr) or self._lane_only(s.expr)):
             return self._lane(lambda: _KernelCompiler.compile_stmt(self, s), s.expr, None)
         return super().compile_stmt(s)
 
     def compile_assign(self, s: AssignStmt) -> StmtFn:
         v = s.value
+        if not self._in_lane and self._lane_only(v, s.var):
+            return self._lane(lambda: _KernelCompiler.compile_assign(self, s), v, s.var)
         if self._in_lane or not _memory_call(v):
             if not self._in_lane and isinstance(s.var.type, TensorType):   # `d = c`: in every lane too
                 return self._lane(lambda: _KernelCompiler.compile_assign(self, s), v, s.var)
@@ -250,14 +342,16 @@ class _BatchCompiler(_KernelCompiler):
             self._in_lane -= 1
         if isinstance(expr, Call) and not isinstance(expr.op, GlobalVar):
             spec = self.lookup_op(expr)
-            if var is not None and isinstance(var.type, ScalarType) and spec.lowering != "shape":
+            if var is not None and isinstance(var.type, ScalarType) and spec.lowering != "shape" \
+                    and _memory_call(expr):
                 raise NotBatchable(f"scalar '{var.name}' is computed from tile or tensor data ({spec.name})")
             self.lane_ops.append(spec.name)
         v = _ScalarVars()
         v.visit_expr(expr)
-        reads = tuple(sorted({self.slots[x] for x in v.found if x in self.slots}))
+        reads = tuple(sorted({self.slots[x] for x in v.found if x in self.slots and x not in self.tainted}))
         holder = self.lanes
-        out = self.slots[var] if var is not None and not isinstance(var.type, TileType) else None
+        out = self.slots[var] if var is not None and not isinstance(var.type, TileType) \
+            and var not in self.tainted else None   # a lane scalar stays in the lanes
         gather = out is not None and not isinstance(var.type, ScalarType)  # type: ignore[union-attr]
 
         def run(env: Env) -> None:
@@ -292,7 +386,10 @@ class BatchKernel(KernelExecutor):
 
     compiler_class = _BatchCompiler
 
-    def __init__(self, func: Function, soc: SoCModel) -> None:
+    def __init__(self, func: Function, soc: SoCModel, lane_params: frozenset[int] = frozenset()) -> None:
+        self.lane_params = lane_params
+        self.compiler_class = type("_LaneCompiler", (_BatchCompiler,), {"lane_params": lane_params}) \
+            if lane_params else _BatchCompiler
         super().__init__(func, soc)
         if any(b.dtype.is_packed() for _, b in self._buffers):
             raise NotBatchable("a packed 4-bit tile")
@@ -324,7 +421,9 @@ class BatchKernel(KernelExecutor):
         views, `Lanes` of the tensor arguments, the first lane's scalars."""
         env = self.lane_template(chip, cores).copy()
         first = lanes[0]
-        for _, slot, is_tensor, *_rest in self._params:
+        for i, (_, slot, is_tensor, *_rest) in enumerate(self._params):
+            if i in self.lane_params:
+                continue        # read by lane-by-lane statements only, from each lane's own value
             env[slot] = Lanes([lane[slot] for lane in lanes]) if is_tensor else first[slot]
         for _, _, slot in self._c.dim_binders:
             env[slot] = first[slot]
@@ -345,14 +444,29 @@ class BatchKernel(KernelExecutor):
             holder[0] = ()
 
 
-def batch_kernel(ex: KernelExecutor) -> BatchKernel | None:
-    """The `BatchKernel` of executor `ex` (built once and kept on it), or None when its kernel
-    cannot run as a batch."""
-    bk = getattr(ex, "_batch", None)
+def batch_kernel(ex: KernelExecutor, lane_params: frozenset[int] = frozenset()) -> BatchKernel | None:
+    """The `BatchKernel` of executor `ex` whose scalar parameters `lane_params` (indices) may differ
+    between lanes (built once and kept on `ex`), or None when the kernel cannot run as such a batch."""
+    cache = ex.__dict__.setdefault("_batch", {})
+    bk = cache.get(lane_params)
     if bk is None:
         try:
-            bk = BatchKernel(ex.func, ex.soc)
+            bk = BatchKernel(ex.func, ex.soc, lane_params)
         except (NotBatchable, RuntimeSimError):
             bk = False
-        ex._batch = bk  # type: ignore[attr-defined]
+        cache[lane_params] = bk
     return bk or None
+
+
+def lane_scalars(ex: KernelExecutor) -> frozenset[int]:
+    """The scalar parameters of kernel `ex` that may differ between the lanes of a batch: those
+    read only by statements that can run lane by lane (not steering control flow; an offset of a
+    load, say). Computed once per executor."""
+    got = ex.__dict__.get("_lane_scalars")
+    if got is None:
+        scalars = [i for i, p in enumerate(ex.func.params) if isinstance(p.type, ScalarType)]
+        got = frozenset(i for i in scalars if batch_kernel(ex, frozenset({i})) is not None)
+        if got and batch_kernel(ex, got) is None:
+            got = frozenset()
+        ex._lane_scalars = got  # type: ignore[attr-defined]
+    return got

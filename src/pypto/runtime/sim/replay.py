@@ -53,7 +53,7 @@ from ...ir.types import ScalarType, TensorType, TileType
 from ...ir.visitor import IRVisitor
 from ...ops.block import block_context
 from ...ops.registry import get_op
-from .batch import batch_kernel, batching_enabled
+from .batch import batch_kernel, batching_enabled, lane_scalars
 from .cost_model import CONSTANTS
 from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import touches_data
@@ -301,6 +301,7 @@ class RunPlan:
                                       pipe_ops=list(t.pipe_ops) if t.pipe_ops is not None else None))
         self.in_block = [blocks[id(t.executor)] for t in device.tasks]
         self.unbatched: list[tuple[tuple[int, ...], range | None]] = [(u, None) for u in self.units]
+        self.lane_params: dict[tuple[int, ...], frozenset[int]] = {}   # per batch: its lane scalars
         self.steps = _batches(self, device)
         # the last replay, weakly (a plan keeps no tensor alive): its roots, their buffers, its record
         self._last: tuple[list[weakref.ref], list[int], weakref.ref] | None = None
@@ -377,7 +378,7 @@ class RunPlan:
             k = unit[0]
             t = tasks[k]
             if cores is not None:
-                _run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs)
+                _run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
                 continue
             if k in groups:
                 device.execute_group([tasks[i] for i in unit])
@@ -415,8 +416,14 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
             return ("tuple", tuple(spec_key(x) for x in s[1]))
         return s if s[0] in ("param", "root") else (s[0], s[2])
 
-    def shape_key(k: int) -> tuple:
-        return tuple(spec_key(s) for s in plan.arg_specs[k])
+    def shape_key(k: int) -> tuple:   # lane scalars (`batch.lane_scalars`) may differ
+        free = lane_scalars(plan.tasks[k].executor)
+        return tuple(None if i in free else spec_key(s) for i, s in enumerate(plan.arg_specs[k]))
+
+    def varying(lanes: Sequence[int]) -> frozenset[int]:
+        first = plan.arg_specs[lanes[0]]
+        return frozenset(i for i in lane_scalars(plan.tasks[lanes[0]].executor)
+                         if any(_scalar_key(plan.arg_specs[k][i][1]) != _scalar_key(first[i][1]) for k in lanes))
 
     def close() -> None:
         if len(run) < 2:
@@ -425,8 +432,11 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
             lanes = sorted(run, key=lambda k: plan.tasks[k].core_index)  # type: ignore[arg-type, return-value]
             cores = [plan.tasks[k].core_index for k in lanes]
             step = cores[1] - cores[0]  # type: ignore[operator]
-            if all(b - a == step for a, b in zip(cores, cores[1:])):  # type: ignore[operator]
+            free = varying(lanes)
+            if all(b - a == step for a, b in zip(cores, cores[1:])) \
+                    and batch_kernel(plan.tasks[lanes[0]].executor, free) is not None:  # type: ignore[operator]
                 steps.append((tuple(lanes), range(cores[0], cores[-1] + 1, step)))  # type: ignore[arg-type, operator]
+                plan.lane_params[tuple(lanes)] = free
             else:
                 steps.extend(((k,), None) for k in run)
         run.clear()
@@ -454,10 +464,12 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
     return steps
 
 
-def _run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list | None, envs: list) -> None:
-    """Run `tasks` (one kernel, lanes in core order) as one batch (`batch.py`); a task's bound
-    environment is reused from the last replay like a single task's (`RunPlan.replay`)."""
-    bk = batch_kernel(tasks[0].executor)
+def _run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list | None, envs: list,
+               lane_params: frozenset[int]) -> None:
+    """Run `tasks` (one kernel, lanes in core order) as one batch (`batch.py`) whose scalar
+    parameters `lane_params` differ between lanes; a task's bound environment is reused from the
+    last replay like a single task's (`RunPlan.replay`)."""
+    bk = batch_kernel(tasks[0].executor, lane_params)
     assert bk is not None
     k0 = tasks[0].task_id
     old = old_envs[k0] if old_envs is not None else None
