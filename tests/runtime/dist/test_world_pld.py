@@ -210,7 +210,7 @@ def skew_host(rt, inp, out, scratch):
 
 def _skew_call(programs, host=skew_host, calls=1):
     """Run `host` (rank 0: busy, then ring_store; rank 1: ring_store) `calls` times in one worker;
-    the records of each call, and the outputs of the last."""
+    returns the records of each call (and checks the ring shift of the last)."""
     p = 2
     inp, out, scratch = torch.randn(p, 1, N), torch.zeros(p, 1, N), torch.zeros(256, 256)
     progs = dict(programs, busy=busy.compile(scratch, scratch))

@@ -209,7 +209,12 @@ def _stuck_host_process(ready_fd: int) -> None:
     except KeyboardInterrupt:
         code = 0 if not w.procs else 5      # wait_all closed the world: ranks stopped, segments unlinked
     except BaseException:
-        os.write(ready_fd, traceback.format_exc().encode())
+        try:     # how this process handled signals then (SigBlk: blocked, SigIgn: ignored, SigCgt: caught)
+            with open("/proc/self/status", encoding="ascii") as f:
+                sigs = "".join(line for line in f if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+        except OSError:
+            sigs = ""
+        os.write(ready_fd, (traceback.format_exc() + sigs).encode())
     finally:
         os._exit(code)
 
