@@ -2,6 +2,8 @@
 across rank processes at P = 2, 3, 4, simulated time across ranks (a wait stalls until the notify
 arrives), and the deadlock report of a real kernel (SPEC §8; issue 10 items 3-5)."""
 
+import time
+
 import pytest
 import torch
 
@@ -206,22 +208,70 @@ def skew_host(rt, inp, out, scratch):
     rt.sync()
 
 
-def test_a_late_notify_stalls_the_waiting_task(programs) -> None:
+def _skew_call(programs, host=skew_host, calls=1):
+    """Run `host` (rank 0: busy, then ring_store; rank 1: ring_store) `calls` times in one worker;
+    returns the records of each call (and checks the ring shift of the last)."""
     p = 2
-    inp, out, scratch = torch.randn(p, 1, N), torch.zeros(p, 1, N), torch.zeros(512, 512)
+    inp, out, scratch = torch.randn(p, 1, N), torch.zeros(p, 1, N), torch.zeros(256, 256)
     progs = dict(programs, busy=busy.compile(scratch, scratch))
-    build = DistributedBuild("skew", skew_host, [*PARAMS, HostParam("scratch", "In", None)], progs)
+    build = DistributedBuild("skew", host, [*PARAMS, HostParam("scratch", "In", None)], progs)
+    runs = []
     with DistributedWorker(build, _cfg(p), _stage_all=True) as rt:
-        rt(inp, out, scratch)
-        recs = rt.last_records
+        for _ in range(calls):
+            out.zero_()
+            rt(inp, out, scratch)
+            runs.append(rt.last_records)
     torch.testing.assert_close(out[1], inp[0])
+    return runs
+
+
+def test_a_late_notify_stalls_the_waiting_task(programs) -> None:
+    (recs,) = _skew_call(programs)
     busy_end = next(r.end for r in recs if r.program == "busy")
-    (ring1,) = [r for r in recs if r.rank == 1]
-    (w,) = [e for e in ring1.events if e.kind == "wait"]
-    (task,) = ring1.tasks
-    assert w.arrival > busy_end > w.time                   # released by rank 0's late notify
-    assert task.stall >= w.arrival - w.time                # the task grew by the stall
-    assert task.end >= w.arrival
+    ring = {r.rank: r for r in recs if r.program == "ring_store"}
+    (t0,), (t1,) = ring[0].tasks, ring[1].tasks
+    (n0,) = [e for e in ring[0].events if e.kind == "notify"]
+    (n1,) = [e for e in ring[1].events if e.kind == "notify"]
+    (w,) = [e for e in ring[1].events if e.kind == "wait"]
+    # rank 0's clock continues after busy: its ring_store, hence its notify, starts late ...
+    assert t0.start >= busy_end and n0.time > busy_end
+    assert n0.time - n1.time == t0.start - t1.start        # the same kernel, shifted by the later start
+    assert n0.arrival == n0.time + int(const("link_latency"))
+    # ... and arrives after rank 1 began to wait: the wait is released by it, and stalls. (Not
+    # "busy ends after rank 1 reaches its wait": the notify comes a kernel prefix + link latency
+    # after rank 0's ring_store starts, so even a short busy program delays the release.)
+    assert w.cause == n0.eid and w.arrival == n0.arrival > w.time
+    assert t1.stall >= w.arrival - w.time                  # the task grew by the stall
+    assert t1.end >= w.arrival
+
+
+def _hold(comm, seconds):
+    time.sleep(seconds)
+
+
+def _held_back(rank):
+    """skew_host with rank `rank` held back in wall-clock time (not in simulated time) first."""
+    def host(rt, inp, out, scratch):
+        rt._world.send(rank, "call", _hold, [0.3])          # test only: a rank message that just sleeps
+        return skew_host(rt, inp, out, scratch)
+    return host
+
+
+def _times(recs):
+    return sorted((r.rank, r.program, r.end, [(t.task_id, t.kernel, t.core, t.start, t.end, t.stall) for t in r.tasks],
+                   [(e.kind, e.peer, e.time, e.arrival, e.value, e.cause >> 40 if e.cause else -1) for e in r.events])
+                  for r in recs if r.program != "_hold")
+
+
+def test_simulated_time_does_not_follow_the_wall_clock_order(programs) -> None:
+    """Rank 1 blocks in its wait until rank 0's notify comes (wall-clock), or, held back, finds the
+    cell already notified; rank 0 held back instead makes rank 1 wait longer in wall-clock time.
+    The simulated times are the same each way, and for every repeated call."""
+    first, again = _skew_call(programs, calls=2)
+    assert _times(again) == _times(first)
+    for rank in (0, 1):
+        (held,) = _skew_call(programs, host=_held_back(rank))
+        assert _times(held) == _times(first), f"rank {rank} held back"
 
 
 def test_deadlock_report_of_a_real_kernel(programs) -> None:

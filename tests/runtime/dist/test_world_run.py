@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import time
+import traceback
 
 import pytest
 import torch
@@ -196,7 +197,8 @@ def test_spawned_ranks(axpy_program) -> None:
 
 def _stuck_host_process(ready_fd: int) -> None:
     """Body of a forked host process: start 2 ranks blocked in a wait forever, report ready, and
-    exit 0 after a KeyboardInterrupt (3 when the wait returns, 4 on another error)."""
+    exit 0 after a KeyboardInterrupt (3 when the wait returns, 4 on another error, whose traceback
+    it writes to `ready_fd` after the ready byte)."""
     code = 4
     try:
         w = World({}, None, DistributedConfig(device_ids=[0, 1], deadlock_timeout=60))
@@ -206,6 +208,13 @@ def _stuck_host_process(ready_fd: int) -> None:
         code = 3
     except KeyboardInterrupt:
         code = 0 if not w.procs else 5      # wait_all closed the world: ranks stopped, segments unlinked
+    except BaseException:
+        try:     # how this process handled signals then (SigBlk: blocked, SigIgn: ignored, SigCgt: caught)
+            with open("/proc/self/status", encoding="ascii") as f:
+                sigs = "".join(line for line in f if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+        except OSError:
+            sigs = ""
+        os.write(ready_fd, (traceback.format_exc() + sigs).encode())
     finally:
         os._exit(code)
 
@@ -226,9 +235,14 @@ def test_ctrl_c_leaves_nothing_in_dev_shm() -> None:
         time.sleep(0.3)                       # the ranks are blocked in their wait now
         os.kill(pid, signal.SIGINT)
         _, status = os.waitpid(pid, 0)
+        os.set_blocking(r, False)    # what the child wrote before it exited (its ranks may hold the pipe open)
+        try:
+            said = os.read(r, 1 << 16).decode(errors="replace")
+        except BlockingIOError:
+            said = ""
     finally:
         os.close(r)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"the host process failed:\n{said}"
     assert [n for n in os.listdir("/dev/shm") if n.startswith(prefix)] == []
 
 
