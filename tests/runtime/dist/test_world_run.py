@@ -233,8 +233,21 @@ def test_ctrl_c_leaves_nothing_in_dev_shm() -> None:
         prefix = f"pypto_{pid}_"
         assert any(n.startswith(prefix) for n in os.listdir("/dev/shm"))
         time.sleep(0.3)                       # the ranks are blocked in their wait now
-        os.kill(pid, signal.SIGINT)
-        _, status = os.waitpid(pid, 0)
+        # Ctrl-C, pressed again every 5 s like a user would: on a loaded machine the first one can
+        # come while the ranks are still starting (seen twice in loaded full-suite runs, never alone)
+        deadline = time.monotonic() + 40
+        while True:
+            os.kill(pid, signal.SIGINT)
+            done, status = os.waitpid(pid, os.WNOHANG)
+            t_next = time.monotonic() + 5
+            while not done and time.monotonic() < t_next:
+                time.sleep(0.05)
+                done, status = os.waitpid(pid, os.WNOHANG)
+            if done or time.monotonic() > deadline:
+                break
+        if not done:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
         os.set_blocking(r, False)    # what the child wrote before it exited (its ranks may hold the pipe open)
         try:
             said = os.read(r, 1 << 16).decode(errors="replace")
