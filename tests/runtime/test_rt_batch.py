@@ -14,6 +14,7 @@ import pypto.language as pl
 from pypto import ir
 from pypto.core.errors import RuntimeSimError
 from pypto.ops.registry import all_ops
+from pypto.runtime import RunConfig
 from pypto.runtime.sim import SimDevice, batch
 from pypto.runtime.sim.batch import BatchKernel, batch_kernel
 
@@ -278,26 +279,52 @@ def test_the_switch_turns_batching_off_at_once(tmp_path, monkeypatch) -> None:
         assert torch.equal(c, torch.exp(a)) and len(batches) == want
 
 
-def test_a_failing_lane_names_its_own_task(tmp_path, monkeypatch) -> None:
-    cp = _rows_program(tmp_path, 64, """        for i in pl.range(0, 4):
-            sa = pl.slice(a, [16, 32], [i * 16, 0])
-            sc = pl.slice(c, [16, 32], [i * 16, 0])
-            sc = self.k(sa, sc)""")
+_DIVIDES = """
+import pypto.language as pl
+
+@pl.program
+class Divides:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 64], pl.INT32], b: pl.Tensor[[16, 64], pl.INT32], d: pl.Tensor[[16, 64], pl.INT32],
+          c: pl.Out[pl.Tensor[[16, 64], pl.INT32]]) -> pl.Tensor[[16, 64], pl.INT32]:
+        t = pl.load(a, [0, 0], [16, 64])
+        u = pl.load(b, [0, 0], [16, 64])
+        e = pl.load(d, [0, 0], [16, 64])
+        v = pl.div(t, u)
+        w = pl.div(v, e)
+        c = pl.store(w, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[128, 64], pl.INT32], b: pl.Tensor[[128, 64], pl.INT32],
+             d: pl.Tensor[[128, 64], pl.INT32], c: pl.Out[pl.Tensor[[128, 64], pl.INT32]]) -> pl.Tensor[[128, 64], pl.INT32]:
+        for i in pl.range(0, 8):
+            sc = pl.slice(c, [16, 64], [i * 16, 0])
+            sc = self.k(pl.slice(a, [16, 64], [i * 16, 0]), pl.slice(b, [16, 64], [i * 16, 0]),
+                        pl.slice(d, [16, 64], [i * 16, 0]), sc)
+        return c
+"""
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_a_failing_batch_reports_the_error_a_one_at_a_time_run_reports(replay, tmp_path) -> None:
+    """Task 3 divides by zero in its second division, task 5 in its first: running statement by
+    statement over the lanes, task 5 fails first; the batch then runs its tasks one at a time, in
+    their order, and the error names task 3 at the second division, as a full simulation does."""
+    cp = ir.compile(pl.parse(_DIVIDES), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-100, 100, (128, 64), dtype=torch.int32, generator=g)
+    b = torch.randint(1, 9, (128, 64), dtype=torch.int32, generator=g)
+    d = torch.randint(1, 9, (128, 64), dtype=torch.int32, generator=g)
     dev = SimDevice(cp.backend_type)
-    args = [torch.randn(64, 32), torch.zeros(64, 32)]
-    cp.run_on(dev, args, None)
-    real = BatchKernel.run_lanes
-
-    def failing(self, env, lanes):
-        real(self, env, lanes)
-        err = RuntimeSimError("injected failure")
-        err.lane = 2
-        raise err
-
-    monkeypatch.setattr(BatchKernel, "run_lanes", failing)
-    with pytest.raises(RuntimeSimError, match=r"task 2 \(kernel 'k'.*injected failure"):
-        cp.run_on(dev, args, None)
-    assert len(dev.run_plans) == 0       # a failed replay drops its plan
+    cfg = RunConfig(platform=cp.platform, sim_replay=replay)
+    cp.run_on(dev, [a, b, d, torch.zeros(128, 64, dtype=torch.int32)], cfg)
+    b[5 * 16 + 3, 7] = 0
+    d[3 * 16 + 1, 2] = 0
+    with pytest.raises(RuntimeSimError, match=r"task 3 \(kernel 'k' on AIV3\)") as ei:
+        cp.run_on(dev, [a, b, d, torch.zeros(128, 64, dtype=torch.int32)], cfg)
+    assert ei.value.span is not None and "w = pl.div(v, e)" in str(ei.value)
+    assert dev.run_plans.replays == (1 if replay else 0)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

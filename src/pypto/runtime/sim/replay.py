@@ -302,6 +302,7 @@ class RunPlan:
         self.in_block = [blocks[id(t.executor)] for t in device.tasks]
         self.unbatched: list[tuple[tuple[int, ...], range | None]] = [(u, None) for u in self.units]
         self.lane_params: dict[tuple[int, ...], frozenset[int]] = {}   # per batch: its lane scalars
+        self.lane_order: dict[tuple[int, ...], tuple[int, ...]] = {}   # per batch: its tasks in run order
         self.steps = _batches(self, device)
         # the last replay, weakly (a plan keeps no tensor alive): its roots, their buffers, its record
         self._last: tuple[list[weakref.ref], list[int], weakref.ref] | None = None
@@ -378,8 +379,16 @@ class RunPlan:
             k = unit[0]
             t = tasks[k]
             if cores is not None:
-                _run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
-                continue
+                try:
+                    _run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
+                except RuntimeSimError:   # run its tasks one at a time, in their order: the error of the
+                    for i in self.lane_order[unit]:     # first failing one, as a one-at-a-time run gives it
+                        t = tasks[i]
+                        try:
+                            t.executor.run(t.args, arena(t.core_type, t.core_index), False)
+                        except RuntimeSimError as err:
+                            raise named_error(err, t) from err
+                continue      # (none failed alone: their one-at-a-time results stand)
             if k in groups:
                 device.execute_group([tasks[i] for i in unit])
                 continue
@@ -426,19 +435,24 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
                          if any(_scalar_key(plan.arg_specs[k][i][1]) != _scalar_key(first[i][1]) for k in lanes))
 
     def close() -> None:
-        if len(run) < 2:
-            steps.extend(((k,), None) for k in run)
-        else:
-            lanes = sorted(run, key=lambda k: plan.tasks[k].core_index)  # type: ignore[arg-type, return-value]
-            cores = [plan.tasks[k].core_index for k in lanes]
-            step = cores[1] - cores[0]  # type: ignore[operator]
-            free = varying(lanes)
-            if all(b - a == step for a, b in zip(cores, cores[1:])) \
-                    and batch_kernel(plan.tasks[lanes[0]].executor, free) is not None:  # type: ignore[operator]
-                steps.append((tuple(lanes), range(cores[0], cores[-1] + 1, step)))  # type: ignore[arg-type, operator]
-                plan.lane_params[tuple(lanes)] = free
+        order = {k: n for n, k in enumerate(run)}
+        lanes = sorted(run, key=lambda k: plan.tasks[k].core_index)  # type: ignore[arg-type, return-value]
+        while lanes:     # pieces whose cores are evenly spaced, each one batch (or a lone task)
+            n = 2
+            if len(lanes) > 1:
+                step = plan.tasks[lanes[1]].core_index - plan.tasks[lanes[0]].core_index  # type: ignore[operator]
+                while n < len(lanes) and plan.tasks[lanes[n]].core_index - plan.tasks[lanes[n - 1]].core_index == step:  # type: ignore[operator]
+                    n += 1
+            piece, lanes = lanes[:n], lanes[n:]
+            free = varying(piece) if len(piece) > 1 else frozenset()
+            if len(piece) > 1 and batch_kernel(plan.tasks[piece[0]].executor, free) is not None:
+                c0, c1 = plan.tasks[piece[0]].core_index, plan.tasks[piece[-1]].core_index
+                key = tuple(piece)
+                steps.append((key, range(c0, c1 + 1, step)))  # type: ignore[arg-type, operator]
+                plan.lane_params[key] = free
+                plan.lane_order[key] = tuple(sorted(piece, key=order.__getitem__))
             else:
-                steps.extend(((k,), None) for k in run)
+                steps.extend(((k,), None) for k in sorted(piece, key=order.__getitem__))
         run.clear()
 
     for unit in plan.units:
@@ -484,7 +498,7 @@ def _run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: lis
             envs[t.task_id] = e
         bk.run_lanes(e[3], e[2])
     except RuntimeSimError as err:
-        raise named_error(err, tasks[getattr(err, "lane", 0)]) from err
+        raise named_error(err, tasks[getattr(err, "lane", 0)]) from err   # (RunPlan.replay reruns the tasks)
 
 
 def _flat(specs: Sequence[tuple]) -> list[tuple]:
