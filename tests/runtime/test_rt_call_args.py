@@ -113,3 +113,18 @@ def test_internal_errors_keep_their_traceback(cp, monkeypatch) -> None:
     with pytest.raises(InternalError) as e:
         cp(*_abc())
     assert _pypto_frames(e.tb) >= 3
+
+
+def test_an_out_tensor_that_broadcasts_one_element_is_refused_before_the_run(cp) -> None:
+    """Results are copied back into Out/InOut host tensors: a broadcast view (stride 0) cannot take
+    them (it was a bare torch RuntimeError after the whole run); an In tensor may be one."""
+    a, b, _ = _abc()
+    c = torch.zeros(1, 32).expand(16, 32)
+    with pytest.raises(ArgumentValueError, match=r"argument 'c' of 'main' is written by the program, but its 16 "
+                                                 r"elements along axis 0 share one memory location \(stride 0"):
+        cp(a, b, c)
+    assert torch.equal(c, torch.zeros(16, 32))
+    row = torch.randn(1, 32)
+    out = torch.zeros(16, 32)
+    cp(row.expand(16, 32), b, out)
+    torch.testing.assert_close(out, row + b)

@@ -32,6 +32,7 @@ import torch
 
 from ..core import packed
 from ..core.dtype import DataType
+from ..core.enums import ParamDirection
 from ..core.errors import ArgumentTypeError, ArgumentValueError, PyPTOError
 from ..ir.expr import ConstInt, Var
 from ..ir.function import Function
@@ -159,6 +160,20 @@ def _check_tensor(func: Function, name: str, t: TensorType, a: Any, dims: dict[s
                                          f"but it is {seen[0]} in argument '{seen[1]}'")
 
 
+def _check_writable(func: Function, p: Var, a: torch.Tensor) -> None:
+    """An Out/InOut host tensor must own each of its elements: the run's results are copied back
+    into it, which a broadcast view (`expand`, a stride of 0 over more than one element) cannot
+    take."""
+    if func.param_directions[func.params.index(p)] is ParamDirection.In:
+        return
+    for axis, (n, st) in enumerate(zip(a.shape, a.stride())):
+        if st == 0 and n > 1:
+            raise ArgumentValueError(
+                f"argument '{p.name}' of '{func.name}' is written by the program, but its {n} elements "
+                f"along axis {axis} share one memory location (stride 0: a broadcast view such as "
+                f"`expand`); pass a tensor that owns its elements (e.g. `.clone()` or `.contiguous()`)")
+
+
 def _check_scalar(func: Function, name: str, dtype: DataType, a: Any) -> Any:
     where = f"argument '{name}' of '{func.name}'"
     if isinstance(a, torch.Tensor) and a.dim() == 0:
@@ -206,6 +221,7 @@ def _bind_one(func: Function, p: Var, a: Any, dims: dict[str, tuple[int, str]], 
         return resident
     if isinstance(t, TensorType):
         _check_tensor(func, p.name, t, a, dims)
+        _check_writable(func, p, a)
         return to_device_tensor(a, t.dtype) if copy else a
     if isinstance(t, ScalarType):
         return _check_scalar(func, p.name, t.dtype, a)
