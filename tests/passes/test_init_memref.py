@@ -131,3 +131,45 @@ def test_matmul_acc_accumulates_into_the_carried_acc_tile():
     a, w, c = torch.randn(R, 4 * R).half(), torch.randn(4 * R, R).half(), torch.zeros(R, R)
     compiled(a, w, c)
     torch.testing.assert_close(c, a.float() @ w.float(), rtol=1e-4, atol=1e-4)
+
+
+# Found by tests/properties/test_differential.py: an inner loop started from a tile computed
+# before an enclosing loop restarts from it on every outer iteration, so the inner loop must not
+# carry its value in that tile's buffer (it did, and the second outer iteration read 4c for c).
+@pl.program
+class RestartFromOuter:
+    @pl.function
+    def f(self, a: pl.Tensor[[R, C], pl.FP32]) -> pl.Tensor[[R, C], pl.FP32]:
+        c = pl.add(a, 2.0)
+        out = a
+        for j in pl.range(2):
+            for i, (acc,) in pl.range(2, init_values=(c,)):
+                out = pl.add(acc, out)
+                _r = pl.yield_(pl.mul(acc, 2.0))
+        return out
+
+
+# The same through a whole-tile view made in the outer loop: the view must not live in the
+# buffer of `c` when the inner loop then carries its value there.
+@pl.program
+class RestartFromOuterView:
+    @pl.function
+    def f(self, a: pl.Tensor[[R, C], pl.FP32]) -> pl.Tensor[[R, C], pl.FP32]:
+        c = pl.add(a, 2.0)
+        out = a
+        for j in pl.range(2):
+            v = pl.reshape(c, [R // 2, 2 * C])
+            for i, (acc,) in pl.range(2, init_values=(v,)):
+                out = pl.add(pl.reshape(acc, [R, C]), out)
+                _r = pl.yield_(pl.mul(acc, 2.0))
+        return out
+
+
+@pytest.mark.parametrize("prog", [RestartFromOuter, RestartFromOuterView])
+def test_an_inner_loop_restarted_by_an_outer_loop_keeps_its_init_value(prog):
+    compiled = ir.compile(prog, dump_passes=False, skip_ptoas=True,
+                          verification_level=ir.VerificationLevel.ROUNDTRIP)
+    b = _buffers(compiled, "f_incore_0")
+    assert b["c_tile"] != b["acc"]
+    a = torch.randn(R, C)
+    torch.testing.assert_close(compiled(a.clone()), a + 6 * (a + 2.0))  # 2 x (c + 2c)

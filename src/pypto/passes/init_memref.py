@@ -16,9 +16,11 @@ Structured control flow shares buffers so that carried values need no copies and
 read back from printed IR (the parser types results the same way):
 - a loop's iter arg and its return var live in the buffer of the iter arg's *init* value;
 - an if's return var lives in the buffer of the value its then-branch yields.
-A buffer can only be donated by a value that has no other use; otherwise the pass first copies the
-value (`tile.move` within the same memory) and donates the copy, so a value still read after the
-loop is never overwritten by the loop (SPEC §9, "buffer reused while a value still lives in it").
+A buffer can only be donated by a value that has no other use and that is defined in the same loop
+body as the loop it starts (a value from outside an enclosing loop is read again by that loop's
+next iteration); otherwise the pass first copies the value (`tile.move` within the same memory)
+and donates the copy, so a value still read after the loop is never overwritten by the loop
+(SPEC §9, "buffer reused while a value still lives in it").
 Yielded values are copied into the shared buffer at run time when their buffers differ — except a
 value computed *in place*: when the yielded value is made, directly in the loop body, by an op that
 may write its result over the carried value (`OpSpec.inplace_args`: elementwise ops, matmul_acc's
@@ -28,7 +30,7 @@ data to carry their value.
 
 A view op (trait "view") of a whole tile — `tile.reshape` (which FlattenTileNdTo2D inserts),
 `tile.view`, `tile.transpose_view`; not a sub-block `tile.slice` — whose source tile has no other
-use lives in the source's buffer, so it moves no data.
+use and is defined in the same loop body lives in the source's buffer, so it moves no data.
 """
 
 from __future__ import annotations
@@ -68,8 +70,40 @@ def _copy(v: Expr, span) -> tuple[Var, AssignStmt]:  # type: ignore[no-untyped-d
     return nv, AssignStmt(nv, call, span=span)
 
 
-class _Donate(IRMutator):
-    """Insert copies so that every donated buffer belongs to a value with no other use."""
+class _LoopScopes(IRMutator):
+    """Tracks the Vars bound in the body of the innermost loop being visited: a value bound
+    outside it is read again by every iteration, so no buffer of the body may be that value's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop_locals: list[dict[Var, None]] = []
+
+    def bound_per_iteration(self, v: Var) -> bool:
+        """Whether `v` is bound anew in each iteration of the innermost enclosing loop (or no loop
+        encloses the current statement)."""
+        return not self.loop_locals or v in self.loop_locals[-1]
+
+    def _in_loop(self, s: ForStmt | WhileStmt, visit):  # type: ignore[no-untyped-def]
+        local = dict.fromkeys(s.iter_args)
+        if isinstance(s, ForStmt):
+            local[s.loop_var] = None
+        local.update(defined_vars(s.body))
+        self.loop_locals.append(local)
+        try:
+            return visit(s)
+        finally:
+            self.loop_locals.pop()
+
+    def visit_ForStmt(self, s: ForStmt) -> Stmt:
+        return self._in_loop(s, super().visit_ForStmt)
+
+    def visit_WhileStmt(self, s: WhileStmt) -> Stmt:
+        return self._in_loop(s, super().visit_WhileStmt)
+
+
+class _Donate(_LoopScopes):
+    """Insert copies so that every donated buffer belongs to a value with no other use, bound in
+    the loop body (or function body) that holds the loop it starts."""
 
     def __init__(self, uses: Counter[Var]) -> None:
         super().__init__()
@@ -96,7 +130,7 @@ class _Donate(IRMutator):
         for i, ia in enumerate(ias):
             init = ia.init
             if isinstance(ia.type, TileType) and init is not None and \
-                    (not isinstance(init, Var) or self.uses[init] != 1):
+                    (not isinstance(init, Var) or self.uses[init] != 1 or not self.bound_per_iteration(init)):
                 nv, st = _copy(init, s.span)
                 pre.append(st)
                 ias[i] = fast_replace(ia, init=nv)
@@ -150,7 +184,7 @@ def _computed_in_place(loop: ForStmt | WhileStmt, ia: Var) -> Var | None:
     return y if any(a is ia for a in in_place_operands_of(stmts[k].value, y.type)) else None
 
 
-class _Assign(IRMutator):
+class _Assign(_LoopScopes):
     def __init__(self, soc: SoCModel, uses: Counter[Var], rings: frozenset[Var] = frozenset()) -> None:
         super().__init__()
         self.soc = soc
@@ -182,7 +216,8 @@ class _Assign(IRMutator):
         """A view (`tile.reshape`, ...) that is its source's only use lives in the source's buffer."""
         v = s.value
         if isinstance(v, Call) and isinstance(v.op, str) and get_op(v.op).has_trait("view") and v.args \
-                and isinstance(v.args[0], Var) and self.uses[v.args[0]] == 1 and isinstance(s.var.type, TileType):
+                and isinstance(v.args[0], Var) and self.uses[v.args[0]] == 1 and isinstance(s.var.type, TileType) \
+                and self.bound_per_iteration(v.args[0]):
             src = self.visit_expr(v.args[0])
             m = getattr(src.type, "memref", None)
             t = s.var.type
