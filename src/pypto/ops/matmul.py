@@ -29,6 +29,7 @@ from ..ir.types import TensorType, TileType, Type
 from .cost import cube
 from .registry import OpSpec, OpTypeError, register, register_unified
 from .site import KernelSite, static_dims, torch_dtype
+from .threads import WIDE_MACS, wide, wide_copy, wide_threads
 from .typing_rules import (
     FLOAT,
     DTypeClass,
@@ -284,9 +285,10 @@ def _mm_batch_site(with_acc: bool) -> Any:
     A batched GEMM computes each product like the one-lane GEMM for most shapes on the BLAS
     libraries torch ships with, but not for all (a one-row product may take another kernel) and
     nothing promises it: the first call of each lane count (and intra-op thread count) compares the
-    batched call with one-lane `torch.mm` / `addmm_`, byte for byte, on its own operands, on random
-    ones and on signed zeros, and if any byte differs computes lane by lane for that count from
-    then on (`runtime/sim/batch.py`)."""
+    batched call with one-lane `torch.mm` / `addmm_` on one thread, byte for byte, on its own
+    operands, on random ones and on signed zeros, and if any byte differs computes lane by lane for
+    that count from then on (`runtime/sim/batch.py`). A call of at least `threads.WIDE_MACS`
+    multiply-accumulates runs on the caller's intra-op threads (`ops/threads.py`)."""
     one = _mm_site(with_acc)
 
     def batch(site: KernelSite) -> Any:
@@ -301,6 +303,7 @@ def _mm_batch_site(with_acc: bool) -> Any:
         k = min([full] + ([] if va is None else [va[0] if at else va[1]])
                 + ([] if vb is None else [vb[1] if bt else vb[0]]))
         convert = torch_dtype(site.types[i]) is not f32
+        macs = (sa[1] if at else sa[0]) * k * (sb[0] if bt else sb[1])   # per lane
         buffers: dict[int, tuple[Any, Any]] = {}
         lanewise: dict[tuple[int, int], bool] = {}   # (lanes, threads) -> lane by lane (a batched product differed)
 
@@ -315,12 +318,29 @@ def _mm_batch_site(with_acc: bool) -> Any:
             w = buffers.get(n)
             if w is None:
                 w = buffers[n] = (torch.empty((n, *sa), dtype=f32), torch.empty((n, *sb), dtype=f32))
-            return w[0].copy_(a), w[1].copy_(b)
+            wide_copy(w[0], a)
+            wide_copy(w[1], b)
+            return w
 
         same = with_acc and site.same[0]
 
-        def product(dst: Any, acc: Any, a: Any, b: Any) -> None:
-            """The batched call for all lanes."""
+        temps: dict[int, Any] = {}
+
+        def product(dst: Any, acc: Any, a: Any, b: Any, threads: int) -> None:
+            """The batched call for all lanes. On several threads into a strided `dst` (lanes of
+            the chip's memory), into a contiguous buffer first: torch splits a batched GEMM over
+            its threads only for a contiguous result (measured: 10 lanes of 128^3, 192 -> 160 us)."""
+            if threads > 1 and not dst.is_contiguous():
+                n = a.shape[0]
+                tmp = temps.get(n)
+                if tmp is None:
+                    tmp = temps[n] = torch.empty(dst.shape, dtype=dst.dtype)
+                if with_acc:
+                    torch.baddbmm(acc, a, b, out=tmp)
+                else:
+                    torch.bmm(a, b, out=tmp)
+                dst.copy_(tmp)
+                return
             if not with_acc:
                 torch.bmm(a, b, out=dst)
             elif same:
@@ -334,10 +354,11 @@ def _mm_batch_site(with_acc: bool) -> Any:
                 return torch.stack([torch.mm(a[j], b[j]) for j in range(a.shape[0])])
             return torch.stack([acc[j].clone().addmm_(a[j], b[j]) for j in range(a.shape[0])])
 
-        def agrees(dst: Any, acc: Any, a: Any, b: Any) -> bool:
-            """Whether the batched call gives the one-lane bits: on these operands, on random ones
-            and on ones whose products are zeros of mixed signs — in a buffer laid out like `dst`
-            (the same call path), compared byte for byte (so -0.0 differs from 0.0)."""
+        def agrees(dst: Any, acc: Any, a: Any, b: Any, threads: int) -> bool:
+            """Whether the batched call on `threads` intra-op threads gives the bits of the one-lane
+            calls on one thread: on these operands, on random ones and on ones whose products are
+            zeros of mixed signs — in a buffer laid out like `dst` (the same call path), compared
+            byte for byte (so -0.0 differs from 0.0)."""
             g = torch.Generator().manual_seed(0)
             cases = [(acc, a, b)]
             for zeros in (False, True):
@@ -351,24 +372,30 @@ def _mm_batch_site(with_acc: bool) -> Any:
                     rc = None if rc is None else 0.0 * torch.where(rc < 0, -1.0, 1.0)
                 cases.append((rc, ra, rb))
             for c, x, y in cases:
-                want = lane(None, c, x, y)
+                with wide(1):
+                    want = lane(None, c, x, y)
                 got = torch.empty_strided(dst.shape, dst.stride(), dtype=dst.dtype)
                 if same:
                     got.copy_(c)
-                product(got, c, x, y)
+                with wide(threads):
+                    product(got, c, x, y, threads)
                 if not torch.equal(got.contiguous().view(torch.int32), want.view(torch.int32)):
                     return False
             return True
 
         def run(dst: Any, acc: Any, a: Any, b: Any) -> None:
-            n = (a.shape[0], torch.get_num_threads())
+            lanes = a.shape[0]
+            threads = wide_threads() if lanes * macs >= WIDE_MACS else 1
+            n = (lanes, threads)
             mode = lanewise.get(n)
             if mode is None:    # first call with n lanes (and threads): check the batched call
-                mode = lanewise[n] = not agrees(dst, acc, a, b)
+                mode = lanewise[n] = not agrees(dst, acc, a, b, threads)
             if mode:
-                dst.copy_(lane(dst, acc, a, b))
+                with wide(1):
+                    dst.copy_(lane(dst, acc, a, b))
             else:
-                product(dst, acc, a, b)
+                with wide(threads):
+                    product(dst, acc, a, b, threads)
 
         if not with_acc:
             def mm(dst: Any, a: Any, b: Any) -> None:

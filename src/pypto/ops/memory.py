@@ -24,7 +24,8 @@ from ..ir.expr import ConstInt, Expr
 from ..ir.types import ScalarType, TileType, TupleType, Type
 from .cost import mte, scalar
 from .registry import OpSpec, OpTypeError, register, register_unified
-from .site import KernelSite, const_args, stacked, static_dims
+from .site import KernelSite, const_args, pieces, static_dims
+from .threads import wide_copy
 from .typing_rules import (
     ANY,
     ON_CHIP,
@@ -241,34 +242,59 @@ def _move_site(site: KernelSite) -> Any:
     return move
 
 
+def _lane_box(offs: Any, sizes: tuple, shape: Any) -> tuple | None:
+    """The slices (after the lane axis) of the box at run-time `offs` of `sizes` in a stacked
+    tensor of per-lane `shape`, or None when it is not wholly inside (lane by lane then raises the
+    one-lane error)."""
+    if len(offs) != len(sizes) or len(shape) != len(sizes):
+        return None
+    out = [slice(None)]
+    for o, n, d in zip(offs, sizes, shape):
+        if type(o) is not int or not 0 <= o <= d - n:
+            return None
+        out.append(slice(o, o + n))
+    return tuple(out)
+
+
 def _load_batch(site: KernelSite) -> Any:
-    """`OpSpec.batch` of `tile.load` at the sites `_load_site` specialises: when the lanes' tensors
-    stack (`site.stacked`) and the box has constant offsets inside a declared static shape, one
-    copy of the stacked box into the lanes' tiles (each element copied as the one-lane copy does);
-    otherwise the one-lane function lane after lane."""
+    """`OpSpec.batch` of `tile.load` at the sites `_load_site` specialises: the lanes' tensors in
+    runs that stack (`site.pieces`); for each run whose box lies inside its tensors — constant
+    offsets inside a declared static shape, or run-time offsets (the same in every lane) checked
+    against the run's shape — one copy of the stacked box into the run's tiles (each element copied
+    as the one-lane copy does); otherwise the one-lane function lane after lane."""
     one = _load_site(site)
     if one is None:
         return None
     c, offsets = const_args(site, 2, 3), const_args(site, 1)
     box = _box(site, 0, offsets[0], tuple(c[0])) if offsets is not None and c is not None else None
     proven, slices = box if box is not None else (None, None)
+    fixed = (slice(None), *slices) if slices is not None else None
+    sizes = tuple(c[0]) if c is not None else None
+
+    def box_of(st: Any, rest: tuple) -> tuple | None:
+        if proven is not None:
+            return fixed if st.shape[1:] == proven else None
+        return _lane_box(rest[0], sizes, st.shape[1:]) if sizes is not None and rest else None
 
     def load(dst: Any, lanes: Any, *rest: Any) -> None:
-        st = stacked(lanes)
-        if st is not None and proven is not None and st.shape[1:] == proven:
-            dst.copy_(st[(slice(None), *slices)])
-            return
-        for k, t in enumerate(lanes):
-            r = one(dst[k], t, *rest)
-            if r is not None:
-                dst[k].copy_(r)
+        for k0, k1, st in pieces(lanes) or ((0, len(lanes), None),):
+            sl = None if st is None else box_of(st, rest)
+            if sl is not None:
+                wide_copy(dst[k0:k1], st[sl])
+                continue
+            for k in range(k0, k1):
+                r = one(dst[k], lanes[k], *rest)
+                if r is not None:
+                    dst[k].copy_(r)
     return load
 
 
 def _store_batch(site: KernelSite) -> Any:
-    """`OpSpec.batch` of `tile.store` at the sites `_store_site` specialises: when the output
-    tensors stack with a nonzero step and the box is fixed, one copy of the lanes' tiles into the
-    stacked box; otherwise the one-lane function lane after lane. Returns the output lanes."""
+    """`OpSpec.batch` of `tile.store` at the sites `_store_site` specialises: the output tensors in
+    runs that stack (`site.pieces`); for each run of one lane, or of lanes a nonzero step apart,
+    whose box lies inside its tensors (fixed, or at run-time offsets checked against the run's
+    shape), one copy of the run's tiles into the stacked box; otherwise the one-lane function lane
+    after lane. Returns the output lanes."""
     one = _store_site(site)
     if one is None:
         return None
@@ -277,17 +303,32 @@ def _store_batch(site: KernelSite) -> Any:
     offsets = const_args(site, 1)
     box = _box(site, 2, offsets[0], vs) if offsets is not None else None
     proven, slices = box if box is not None else (None, None)
+    fixed = (slice(None), *slices) if slices is not None else None
     part = (slice(None), *(slice(0, v) for v in vs))
 
     def store(t: Any, offs: Any, lanes: Any) -> Any:
-        st = stacked(lanes)
-        if st is not None and proven is not None and st.stride(0) and st.shape[1:] == proven:
-            st[(slice(None), *slices)].copy_(t[part])
-            return lanes
-        for k, out in enumerate(lanes):
-            one(t[k], offs, out)
+        for k0, k1, st in pieces(lanes) or ((0, len(lanes), None),):
+            sl = None
+            if st is not None and (st.stride(0) or k1 - k0 == 1):
+                sl = (fixed if st.shape[1:] == proven else None) if proven is not None \
+                    else _lane_box(offs, vs, st.shape[1:])
+            if sl is not None:
+                wide_copy(st[sl], t[k0:k1][part])
+                continue
+            for k in range(k0, k1):
+                one(t[k], offs, lanes[k])
         return lanes
     return store
+
+
+def _move_batch(site: KernelSite) -> Any:
+    """`OpSpec.batch` of `tile.move` at the sites `_move_site` specialises: one copy of all lanes'
+    tiles (`threads.wide_copy`)."""
+    if _move_site(site) is None:
+        return None
+    if site.same[0]:
+        return lambda dst, t: None
+    return wide_copy
 
 
 def _move(args: list[Expr], attrs: dict[str, Any]) -> Type:
@@ -368,7 +409,7 @@ register(OpSpec("tile.store", ("tile", "offsets", "output_tensor"), _store, _sto
                 doc="Write the valid region of a Vec/Acc/Mat tile into `output_tensor` at `offsets`; "
                     "returns the tensor."))
 register(OpSpec("tile.move", ("tile",), _move, lambda t, **_: t, attrs={"target_memory": None},
-                specialize=_move_site, batch=_move_site,
+                specialize=_move_site, batch=_move_batch,
                 reads=(0,), traits=_MEM, pto="pto.tmov", cost=mte("MTE1"), family="memory", dtypes=ANY.text,
                 doc="Copy a tile into another on-chip memory (e.g. Mat -> Left/Right); keeps its valid region."))
 for _ns in ("tensor", "tile"):

@@ -18,7 +18,7 @@ import torch
 
 from ..ir.types import TensorType, TileType, Type
 
-__all__ = ["KernelSite", "NOT_CONST", "static_dims", "torch_dtype", "const_args", "stacked"]
+__all__ = ["KernelSite", "NOT_CONST", "static_dims", "torch_dtype", "const_args", "stacked", "pieces"]
 
 
 class _NotConst:
@@ -105,3 +105,11 @@ def stacked(lanes: Any) -> Any:
     `first + k * step`, step >= 0; step 0: every lane the same tensor); else None."""
     return getattr(lanes, "stacked", None)
 
+
+
+def pieces(lanes: Any) -> Any:
+    """The tensors of a batch's lanes split into runs that stack (see `stacked`): a list of
+    (first lane, end lane, view [end - first, *shape]) covering every lane in order, each run as
+    long as possible (a run of one lane is a view with a lane axis of 1); None when a lane is not a
+    plain tensor."""
+    return getattr(lanes, "pieces", None)

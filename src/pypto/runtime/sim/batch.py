@@ -95,32 +95,55 @@ class Lanes(tuple):
 
     `stacked` (computed on first use) is the lanes' tensors as one view [lanes, *shape] when they
     are views of one buffer with one shape, dtype and strides whose storage offsets are a constant
-    step >= 0 apart (`ops.site.stacked`); else None."""
+    step >= 0 apart (`ops.site.stacked`); else None. `pieces` splits the lanes into such runs
+    (`ops.site.pieces`): lanes of tasks (i, 6), (i, 7), (i + 1, 0), ... stack in two runs."""
 
     @property
     def stacked(self) -> Any:
         try:
             return self.__dict__["_stacked"]
         except KeyError:
-            v = self.__dict__["_stacked"] = _stack(self)
+            p = self.pieces
+            v = self.__dict__["_stacked"] = p[0][2] if p is not None and len(p) == 1 else None
+            return v
+
+    @property
+    def pieces(self) -> Any:
+        """The lanes as runs that stack (`ops.site.pieces`): [(first lane, end lane, stacked
+        view)] covering every lane in order, each run as long as possible; None when a lane is
+        not a plain tensor."""
+        try:
+            return self.__dict__["_pieces"]
+        except KeyError:
+            v = self.__dict__["_pieces"] = _pieces(self)
             return v
 
 
-def _stack(ts: Sequence[Any]) -> Any:
-    t0 = ts[0]
-    if type(t0) is not torch.Tensor:
+def _pieces(ts: Sequence[Any]) -> list[tuple[int, int, Any]] | None:
+    if any(type(t) is not torch.Tensor for t in ts):
         return None
-    ptr, shape, stride, dtype = t0.untyped_storage().data_ptr(), t0.shape, t0.stride(), t0.dtype
-    offs = [t0.storage_offset()]
-    for t in ts[1:]:
-        if type(t) is not torch.Tensor or t.dtype != dtype or t.shape != shape or t.stride() != stride \
-                or t.untyped_storage().data_ptr() != ptr:
-            return None
-        offs.append(t.storage_offset())
-    step = offs[1] - offs[0] if len(offs) > 1 else 0
-    if step < 0 or any(b - a != step for a, b in zip(offs, offs[1:])):
-        return None
-    return torch.as_strided(t0, (len(ts), *shape), (step, *stride), offs[0])
+    out: list[tuple[int, int, Any]] = []
+    k, n = 0, len(ts)
+    while k < n:
+        t0 = ts[k]
+        ptr, shape, stride, dtype = t0.untyped_storage().data_ptr(), t0.shape, t0.stride(), t0.dtype
+        first = t0.storage_offset()
+        end, step = k + 1, None
+        while end < n:
+            t = ts[end]
+            if t.dtype != dtype or t.shape != shape or t.stride() != stride or t.untyped_storage().data_ptr() != ptr:
+                break
+            d = t.storage_offset() - first
+            if step is None:
+                if d < 0:
+                    break
+                step = d
+            elif d != step * (end - k):
+                break
+            end += 1
+        out.append((k, end, torch.as_strided(t0, (end - k, *shape), (step or 0, *stride), first)))
+        k = end
+    return out
 
 
 class NotBatchable(Exception):
@@ -399,8 +422,15 @@ class BatchKernel(KernelExecutor):
         for ext in self._c.extents.values():
             spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))
         self.lane_bytes = sum(_union(v) for v in spans.values())   # on-chip bytes one lane touches
-        self.max_lanes = max(2, lane_budget() // max(1, self.lane_bytes))
+        self.max_lanes = self.lanes_for(1)
         self._lane_templates: dict[tuple[int, int, int, int], tuple[ChipMemory, list]] = {}
+
+    def lanes_for(self, threads: int) -> int:
+        """The most lanes a batch of this kernel takes when its large ops run on `threads` host
+        threads (`ops/threads.py`): `lane_budget()` bytes per thread, a multiple of `threads`
+        (so that torch splits a batched op evenly over them), at least 2."""
+        n = max(2, lane_budget() * threads // max(1, self.lane_bytes))
+        return n - n % threads if n >= threads > 1 else n
 
     def lane_template(self, chip: ChipMemory, cores: range) -> list:
         """The batch environment template of `cores` (tile slots: `ChipMemory.lanes` views)."""

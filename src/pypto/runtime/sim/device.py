@@ -38,7 +38,9 @@ With `sanitize=True`, kernels run instrumented (`sanitizer.py`) and the run rais
 
 Threads: tile ops are small (at most a few hundred KiB), so torch's intra-op threading costs more
 than it gains on them — and oversubscribes the cores when several processes simulate at once. A
-run therefore executes with one intra-op thread and restores the caller's setting afterwards.
+run therefore executes with one intra-op thread and restores the caller's setting afterwards. The
+exception is a large batched GEMM of a replayed run, which uses the caller's intra-op threads
+(`ops/threads.py`); `torch.set_num_threads(1)` before the call keeps a whole run on one thread.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from ...ir.function import Function, Program
 from ...ops.block import BlockContext, block_context, current_block
 from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
+from ...ops.threads import host_threads
 from .arena import ChipMemory, CoreArena
 from .argdump import ArgDumper
 from .cluster import ClusterMember, ClusterRun, PipeStats
@@ -124,7 +127,7 @@ class SimDevice:
         self._orch_submit = int(const("orch_submit"))
         self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
         self.run_plans = RunPlans()
-        self.host_threads = 1   # torch's intra-op threads outside runs (a batch may use them: batch.py)
+        self.host_threads = 1   # torch's intra-op threads outside runs (a large batched GEMM uses them: ops/threads.py)
 
     def __repr__(self) -> str:
         return f"SimDevice({self.backend.name})"
@@ -654,7 +657,7 @@ class SimDevice:
         threads = self.host_threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            with chip_context(self.soc.num_aiv, self.soc.num_aic):  # pl.system.available_*_count
+            with chip_context(self.soc.num_aiv, self.soc.num_aic), host_threads(threads):  # pl.system.available_*_count
                 if not sanitize and not dump_args and replay_enabled(replay):
                     return self.run_plans.run(self, program, entry, args, auto_deps, rings)
                 return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)

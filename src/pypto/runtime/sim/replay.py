@@ -53,6 +53,7 @@ from ...ir.types import ScalarType, TensorType, TileType
 from ...ir.visitor import IRVisitor
 from ...ops.block import block_context
 from ...ops.registry import get_op
+from ...ops.threads import wide_threads
 from .batch import batch_kernel, batching_enabled, lane_scalars
 from .cost_model import CONSTANTS
 from .kernel import KERNEL_TYPES, KernelExecutor
@@ -414,7 +415,7 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
     tasks of one kernel as one batch on `cores` (`batch.py`: consecutive, independent tasks with
     derived dependencies on distinct cores of one type, with the same scalars and tensor shapes,
     not reading their block index; lanes ordered by core, the cores an arithmetic progression)."""
-    auto = device._auto_deps
+    auto, threads = device._auto_deps, wide_threads()
     steps: list[tuple[tuple[int, ...], range | None]] = []
     run: list[int] = []
 
@@ -433,6 +434,16 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
         first = plan.arg_specs[lanes[0]]
         return frozenset(i for i in lane_scalars(plan.tasks[lanes[0]].executor)
                          if any(_scalar_key(plan.arg_specs[k][i][1]) != _scalar_key(first[i][1]) for k in lanes))
+
+    def breaks_progression(core: int) -> bool:
+        """Whether the run's cores, so far evenly spaced in submission order, would not be with
+        `core` next (the scheduler wrapped around to core 0, say): cutting the run there keeps
+        batches whole instead of splitting the wrapped run into uneven pieces."""
+        if len(run) < 2:
+            return False
+        cores = [plan.tasks[j].core_index for j in run]
+        step = cores[1] - cores[0]  # type: ignore[operator]
+        return all(b - a == step for a, b in zip(cores, cores[1:])) and core - cores[-1] != step  # type: ignore[operator]
 
     def close() -> None:
         order = {k: n for n, k in enumerate(run)}
@@ -463,8 +474,9 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
         if run and ok:
             first = plan.tasks[run[0]]
             ok_here = (t.executor is first.executor and t.core_type == first.core_type
-                       and len(run) < batch_kernel(t.executor).max_lanes  # type: ignore[union-attr]
+                       and len(run) < batch_kernel(t.executor).lanes_for(threads)  # type: ignore[union-attr]
                        and all(plan.tasks[j].core_index != t.core_index for j in run)
+                       and not breaks_progression(t.core_index)
                        and not any(j in t.deps for j in run) and shape_key(k) == shape_key(run[0]))
             if not ok_here:
                 close()
