@@ -23,9 +23,12 @@ converted to FP32, multiplied and accumulated, the result copied back. "x floor"
 Tensors are resident DeviceTensors of a `ChipWorker`, so the timings are the simulator's own work
 (orchestration, dependency tracking, scheduling, kernel interpretation), not host copies. Torch
 eager does the same math in one call each: `a + b`, and `a.float() @ b.float()`. Times are the
-median of `--repeat` runs, measured in the same process; wall time decides the targets, and the
-process CPU time is printed too, since wall time means little on a machine shared with other jobs.
-The simulator runs tile ops on one intra-op thread (see `SimDevice`); torch eager uses its default.
+median of `--repeat` runs, measured in the same process, a replayed, a full and an eager call in
+turn (so none of them runs with the CPU caches the others left warm); wall time decides the
+targets, and the process CPU time is printed too, since wall time means little on a machine shared
+with other jobs. The simulator runs single tile ops on one intra-op thread (see `SimDevice`) and the
+large batched ops of a replayed run on the caller's threads (`ops/threads.py`); torch eager uses its
+default (all cores).
 
 Three kinds of simulator run are timed separately, since they differ by several times:
 - "cold": the first call of the handle after `register` — a full simulation that also prepares
@@ -40,14 +43,15 @@ Three kinds of simulator run are timed separately, since they differ by several 
 
 Tile-ops/s is printed for (a) and (b), whose tasks all run one kernel with a known op count, and
 "-" for (c), whose tasks run three different kernels. On a machine shared with other jobs the
-two-threaded eager figures suffer more than the one-threaded simulator, so the "x eager" ratios
-swing (the FFN can even come out below 1x); compare runs on an idle machine.
+two-threaded figures (eager, and the simulator's batched ops) suffer more than one-threaded work,
+so the "x eager" ratios swing (the FFN can even come out below 1x); compare runs on an idle machine.
 
 Targets on the 2-core CI machines (issue 14 item 5): (a) at most 75 us per task; (b) within 3x of
 torch eager; each is printed for replayed runs and for full simulations, in wall time (what the
 issue measures) and in CPU time (what to trust on a machine shared with other jobs). Torch eager
-runs the whole product as one two-threaded GEMM, while the simulator works in 128-tiles on one
-intra-op thread; the tile-level floor each run prints shows what working in tiles costs by itself.
+runs the whole product as one two-threaded GEMM, while the simulator works in 128-tiles; the
+tile-level floor each run prints (on one thread) shows what working in tiles costs by itself, and a
+replayed run can go below it by running a batch's GEMMs and copies on both cores.
 """
 
 from __future__ import annotations
@@ -175,9 +179,10 @@ def profile(fn: Callable[[], object], top: int = 15) -> str:
 
 def run_case(name: str, program: object, host: list[torch.Tensor], expected: Callable[[], torch.Tensor],
              ops_per_task: int, repeat: int, do_profile: bool, tol: float) -> dict[str, float]:
-    """Time the three kinds of run (module docstring). The full and replayed calls alternate, on
-    two workers (replay off / on), so both see the same load on a shared machine; each worker's
-    first call is its cold run. Checks the results, and that the replayed calls were replays."""
+    """Time the three kinds of run (module docstring) and torch eager. The replayed, full and eager
+    calls take turns (the simulator's on two workers, replay on / off), so all three see the same
+    load and the same state of the CPU caches; each worker's first call is its cold run. Checks the
+    results, and that the replayed calls were replays."""
     compiled = ir.compile(program, dump_passes=False)
     want = expected()
     with ChipWorker(config=RunConfig(platform="a2a3sim")) as wr, \
@@ -189,9 +194,10 @@ def run_case(name: str, program: object, host: list[torch.Tensor], expected: Cal
             runs.append((lambda h=handle, d=dev: h(*d), dev))
         cold, cold_cpu = median_time(runs[0][0], 1)   # full simulation + preparing kernels and arenas
         runs[1][0]()
-        times: list[list[tuple[float, float]]] = [[], []]
-        for _ in range(repeat):
-            for k, (call, _) in enumerate(runs):
+        expected()
+        times: list[list[tuple[float, float]]] = [[], [], []]
+        for _ in range(repeat):     # replayed, full and eager calls in turn: all see the same machine
+            for k, call in enumerate((runs[0][0], runs[1][0], expected)):
                 times[k].append(median_time(call, 1))
         for _, dev in runs:
             torch.testing.assert_close(dev[-1].to_host(), want, rtol=tol, atol=tol)
@@ -206,7 +212,7 @@ def run_case(name: str, program: object, host: list[torch.Tensor], expected: Cal
                 print(profile(call))
     sim, sim_cpu = (statistics.median(t[i] for t in times[0]) for i in (0, 1))
     full, full_cpu = (statistics.median(t[i] for t in times[1]) for i in (0, 1))
-    eager, eager_cpu = median_time(expected, max(repeat, 5))
+    eager, eager_cpu = (statistics.median(t[i] for t in times[2]) for i in (0, 1))
     tasks = len(rec.tasks)
     return {"tasks": tasks, "sim_s": sim, "eager_s": eager, "tasks_per_s": tasks / sim,
             "tile_ops_per_s": tasks * ops_per_task / sim if ops_per_task else None, "us_per_task": sim / tasks * 1e6,

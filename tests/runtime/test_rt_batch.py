@@ -329,8 +329,9 @@ def test_a_failing_batch_reports_the_error_a_one_at_a_time_run_reports(replay, t
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_results_do_not_depend_on_the_host_thread_count(threads, tmp_path) -> None:
-    """The simulator runs tile ops on one intra-op thread whatever torch is set to outside runs, so
-    batched, one-at-a-time and full runs give the same bits at any host thread count."""
+    """The simulator runs small tile ops on one intra-op thread whatever torch is set to outside
+    runs (and large batched ones on the host's threads, checked below), so batched, one-at-a-time
+    and full runs give the same bits at any host thread count."""
     src = _MATMUL.format(dt="FP16", m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
                          acc="pl.tile.matmul_acc")
     cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
@@ -350,6 +351,95 @@ def test_results_do_not_depend_on_the_host_thread_count(threads, tmp_path) -> No
             assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dt", ["FP16", "FP32"])
+def test_batched_ops_on_the_host_threads_give_the_bits_of_one_thread(threads, dt, tmp_path, monkeypatch) -> None:
+    """With the thresholds of `ops/threads.py` at 1, every batched GEMM and copy of a replay (loads
+    at run-time offsets in a K loop, moves, FP16 -> FP32 operands, the GEMM through its contiguous
+    buffer) runs on `threads` host threads: outputs, records and on-chip memories are those of the
+    one-thread full simulation, and the host's threads were used exactly when there are several."""
+    import pypto.ops.matmul as mm_mod
+    from pypto.ops import threads as threads_mod
+    monkeypatch.setattr(threads_mod, "WIDE_COPY", 1)
+    monkeypatch.setattr(mm_mod, "WIDE_MACS", 1)
+    monkeypatch.setenv("PYPTO_SIM_THREADS", str(threads))   # whatever the load of the machine
+    seen: list[int] = []     # the intra-op threads of every batched GEMM with an accumulator
+    real_mm, real_bmm, real_baddbmm = torch.Tensor.baddbmm_, torch.bmm, torch.baddbmm
+
+    def spied(f):
+        def call(*a, **k):
+            seen.append(torch.get_num_threads())
+            return f(*a, **k)
+        return call
+
+    monkeypatch.setattr(torch.Tensor, "baddbmm_", spied(real_mm))
+    monkeypatch.setattr(torch, "bmm", spied(real_bmm))
+    monkeypatch.setattr(torch, "baddbmm", spied(real_baddbmm))
+    real = torch.set_num_threads
+    src = _MATMUL.format(dt=dt, m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    before = torch.get_num_threads()
+    try:
+        real(threads)
+        check_replay(cp, lambda s: [_values(dt, (16 * TASKS, 64), s) - 1, _values(dt, (64, 32), s + 3) - 1,
+                                    torch.zeros(16 * TASKS, 32)], [2], runs=3)
+        assert torch.get_num_threads() == threads
+    finally:
+        real(before)
+    assert seen and set(seen) == {threads}
+
+
+def test_runs_use_the_host_threads_only_while_cores_are_idle(monkeypatch) -> None:
+    """`available_threads`: the caller's threads capped by the idle cores (CPUs less the load
+    average not counting this process), `PYPTO_SIM_THREADS` when set; never below 1."""
+    from pypto.ops.threads import available_threads
+    monkeypatch.delenv("PYPTO_SIM_THREADS", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    for load, requested, want in [(1.0, 2, 2), (0.2, 8, 2), (1.6, 2, 1), (3.5, 2, 1), (0.0, 1, 1)]:
+        monkeypatch.setattr("os.getloadavg", lambda load=load: (load, load, load))
+        assert available_threads(requested) == want, (load, requested)
+    monkeypatch.setenv("PYPTO_SIM_THREADS", "3")
+    assert available_threads(1) == 3
+    monkeypatch.setenv("PYPTO_SIM_THREADS", "0")
+    assert available_threads(2) == 1
+
+
+def test_lanes_that_stack_in_several_runs_copy_once_per_run(tmp_path) -> None:
+    """Rows 0, 2, 4, 6, 1, 3, 5, 7 in task order: two runs of lanes two rows apart, each loaded and
+    stored with one copy (`Lanes.pieces`), bit-identical to one-at-a-time runs."""
+    from pypto.runtime.sim.batch import Lanes
+    src = _ELEMENTWISE.format(dt="FP32", odt="FP32", expr="pl.tile.add(ta, tb)", rows=16 * TASKS, tasks=TASKS,
+                              tb="tb").replace("[i * 16, 0]", "[((i % 4) * 2 + i // 4) * 16, 0]")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    rows = 16 * TASKS
+    dev = _batched_run(cp, lambda s: [_values("FP32", (rows, 32), s), _values("FP32", (rows, 32), s + 7),
+                                      torch.zeros(rows, 32)], [2])
+    (unit, _), = _plan_steps(dev)
+    lanes = Lanes([dev.tasks[k].args[0] for k in unit])
+    assert lanes.stacked is None
+    assert [(k0, k1, v.stride(0)) for k0, k1, v in lanes.pieces] == [(0, 4, 2 * 16 * 32), (4, 8, 2 * 16 * 32)]
+
+
+def test_batches_hold_a_multiple_of_the_host_threads(tmp_path) -> None:
+    """`BatchKernel.lanes_for`: the lane budget per thread, a multiple of the thread count, at least 2;
+    and a replay's batches are cut where the scheduler wraps round to core 0 (no uneven pieces)."""
+    n = 100
+    cp = _rows_program(tmp_path, 16 * n, f"""        for i in pl.range(0, {n}):
+            sa = pl.slice(a, [16, 32], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, sc)""")
+    dev = _batched_run(cp, lambda s: [torch.randn(16 * n, 32, generator=torch.Generator().manual_seed(s)),
+                                      torch.zeros(16 * n, 32)], [1])
+    bk = batch_kernel(dev.tasks[0].executor)
+    for t in (1, 2, 3):
+        m = bk.lanes_for(t)
+        assert m >= 2 and (t == 1 or m % t == 0) and m >= bk.lanes_for(1)
+    for unit, cores in _plan_steps(dev):
+        got = [dev.tasks[k].core_index for k in unit]
+        assert got == sorted(got) and (cores is None or got == list(cores))
 
 
 # ---- regressions found by a trial (tensor values carried by control flow, data-dependent checks) ----

@@ -3,9 +3,17 @@
 The simulator runs tile ops on one torch intra-op thread: a single tile op is too small for a second
 thread to pay (`runtime/sim/device.py`). A *batched* op of a replayed run (`runtime/sim/batch.py`)
 can be large — a GEMM for 24 cube cores at once is 24 tile products — and torch splits it over its
-intra-op threads with the GIL released. `SimDevice.run` records the caller's intra-op thread count
-(`torch.get_num_threads()` when the run starts) with `host_threads`; a batch form whose call is at
-least `WIDE_MACS` multiply-accumulates runs it under `wide()` on that many threads.
+intra-op threads with the GIL released. `SimDevice.run` gives `host_threads` the caller's intra-op
+thread count (`torch.get_num_threads()` when the run starts) capped by the cores idle at that moment
+(`available_threads`); a batch form whose call is at least `WIDE_MACS` multiply-accumulates runs it
+under `wide()` on that many threads.
+
+Idle cores only: torch's OpenMP threads wait for each other at the end of every op, so on a machine
+whose cores are all busy (a `pytest -n 2` run, other jobs) a thread that loses its core stalls the
+op — measured here, a replayed run of 256 batched tasks took 340 ms on two threads against 18 ms on
+one while two other processes ran. `available_threads` reads the 1-minute load average, so a
+machine that just became busy may still get two threads for some seconds; `PYPTO_SIM_THREADS=N`
+fixes the count (1: never more than one thread).
 
 Copies go wide the same way (`wide_copy`): a copy moves or exactly widens each element alone, so
 its bytes cannot depend on how torch splits it.
@@ -18,12 +26,16 @@ computes lane by lane if any byte differs (`ops/matmul.py`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 
-__all__ = ["WIDE_COPY", "WIDE_MACS", "host_threads", "wide", "wide_copy", "wide_threads"]
+__all__ = ["ENV_VAR", "WIDE_COPY", "WIDE_MACS", "available_threads", "host_threads", "wide", "wide_copy",
+           "wide_threads"]
+
+ENV_VAR = "PYPTO_SIM_THREADS"
 
 WIDE_MACS = 1 << 18
 """Multiply-accumulates from which a batched GEMM runs on the host's threads: measured with torch
@@ -37,6 +49,28 @@ runs on the host's threads. Torch splits a copy into chunks of 32,768 elements; 
 24 lanes of 128 x 128 FP16 -> FP32 take 166 us on one thread and 59 us on two."""
 
 _HOST = [1]
+
+
+def available_threads(requested: int) -> int:
+    """The threads a run's large batched ops may use: `PYPTO_SIM_THREADS` when set (an integer >= 1),
+    else `requested` (the caller's torch intra-op threads) capped by the cores idle now — the CPUs
+    this process may run on, less the 1-minute load average not counting this process's own running
+    thread — and at least 1."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            pass
+    if requested <= 1:
+        return 1
+    try:
+        load = os.getloadavg()[0]
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    except (OSError, AttributeError):
+        return 1
+    idle = cpus - max(0.0, load - 1.0)
+    return max(1, min(requested, int(idle + 0.5)))
 
 
 @contextmanager

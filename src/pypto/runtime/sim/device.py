@@ -39,8 +39,9 @@ With `sanitize=True`, kernels run instrumented (`sanitizer.py`) and the run rais
 Threads: tile ops are small (at most a few hundred KiB), so torch's intra-op threading costs more
 than it gains on them — and oversubscribes the cores when several processes simulate at once. A
 run therefore executes with one intra-op thread and restores the caller's setting afterwards. The
-exception is a large batched GEMM of a replayed run, which uses the caller's intra-op threads
-(`ops/threads.py`); `torch.set_num_threads(1)` before the call keeps a whole run on one thread.
+exception is a large batched GEMM or copy of a replayed run, which uses the caller's intra-op threads
+while cores are idle (`ops/threads.py`); `torch.set_num_threads(1)` before the call, or
+`PYPTO_SIM_THREADS=1`, keeps a whole run on one thread.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from ...ir.function import Function, Program
 from ...ops.block import BlockContext, block_context, current_block
 from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
-from ...ops.threads import host_threads
+from ...ops.threads import available_threads, host_threads
 from .arena import ChipMemory, CoreArena
 from .argdump import ArgDumper
 from .cluster import ClusterMember, ClusterRun, PipeStats
@@ -657,7 +658,7 @@ class SimDevice:
         threads = self.host_threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            with chip_context(self.soc.num_aiv, self.soc.num_aic), host_threads(threads):  # pl.system.available_*_count
+            with chip_context(self.soc.num_aiv, self.soc.num_aic), host_threads(available_threads(threads)):  # pl.system.available_*_count
                 if not sanitize and not dump_args and replay_enabled(replay):
                     return self.run_plans.run(self, program, entry, args, auto_deps, rings)
                 return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
