@@ -344,6 +344,9 @@ class Recorder:
             self.violations.append(f"{'store' if write else 'load'} {act} outside the declared {declared}")
 
     def wrap(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # every task's ops run when it starts, through the ops' general `compute` (no deferred,
+        # batched numbers: `runtime/sim/deferred.py`), so each access is seen with its task
+        monkeypatch.setenv("PYPTO_SIM_BATCH", "0")
         load, store = registry.get_op("tile.load"), registry.get_op("tile.store")
 
         def load_compute(*args, **kw):

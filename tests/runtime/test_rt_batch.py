@@ -262,7 +262,8 @@ def test_manual_scopes_are_not_batched(tmp_path) -> None:
 
 
 def test_the_switch_turns_batching_off_at_once(tmp_path, monkeypatch) -> None:
-    """PYPTO_SIM_BATCH=0 is read by every replay, also of a plan recorded before it was set."""
+    """PYPTO_SIM_BATCH=0 is read by every run: a replay, also of a plan recorded before it was set,
+    and a full simulation (whose deferred tasks batch too: `deferred.py`)."""
     cp = _rows_program(tmp_path, 64, """        for i in pl.range(0, 4):
             sa = pl.slice(a, [16, 32], [i * 16, 0])
             sc = pl.slice(c, [16, 32], [i * 16, 0])
@@ -272,7 +273,7 @@ def test_the_switch_turns_batching_off_at_once(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(BatchKernel, "run_lanes", lambda self, env, lanes: batches.append(1) or real(self, env, lanes))
     dev = SimDevice(cp.backend_type)
     a = torch.randn(64, 32)
-    for switch, want in (("1", 0), ("1", 1), ("0", 1), ("1", 2)):
+    for switch, want in (("1", 1), ("1", 2), ("0", 2), ("1", 3), ("0", 3)):
         monkeypatch.setenv(batch.ENV_VAR, switch)
         c = torch.zeros(64, 32)
         cp.run_on(dev, [a, c], None)

@@ -65,6 +65,7 @@ from .arena import ChipMemory, CoreArena
 from .argdump import ArgDumper
 from .cluster import ClusterMember, ClusterRun, PipeStats
 from .cost_model import const
+from .deferred import Deferral, deferral_allowed
 from .deps import DepTracker
 from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import Orchestrator
@@ -127,6 +128,7 @@ class SimDevice:
         self._dumper: ArgDumper | None = None
         self._orch_submit = int(const("orch_submit"))
         self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
+        self._deferred: Deferral | None = None   # a full simulation's deferred tasks (deferred.py)
         self.run_plans = RunPlans()
         self.host_threads = 1   # torch's intra-op threads outside runs (a large batched GEMM uses them: ops/threads.py)
 
@@ -479,6 +481,8 @@ class SimDevice:
         """
         if self._observer is not None:
             self._observer.executed(tasks)
+        if self._deferred is not None:
+            self._deferred.flush()
         stats: PipeStats = tasks[0].pipes
         members: list[ClusterMember] = []
         runner = ClusterRun(stats.group, members)
@@ -565,15 +569,23 @@ class SimDevice:
         `wait` event when it had to). Returns the current orchestrator cycle."""
         start = self._clock
         end = self.scheduler.drain()
+        if self._deferred is not None:
+            self._deferred.flush()
         self._clock = max(self._clock, end)
         if self._clock > start and self.last_run is not None:
             self.last_run.orch_events.append(OrchEvent("wait", f"wait: {reason}", start, self._clock, {}))
         return self._clock
 
     def execute(self, task: Task) -> None:
-        """Run `task` on its assigned core now (called by the scheduler); sets `task.cost`."""
+        """Run `task` on its assigned core now (called by the scheduler), or defer its tile ops
+        when its cost is known without them (`deferred.py`); sets `task.cost`."""
         if self._observer is not None:
             self._observer.executed((task,))
+        deferred = self._deferred
+        if deferred is not None:
+            if deferred.take(task):
+                return
+            deferred.flush()
         arena = self.arena(task.core_type, task.core_index)  # type: ignore[arg-type]
         san = self._sanitizer[0]
         if san is not None:
@@ -587,6 +599,8 @@ class SimDevice:
             task.pipe_ops = timeline() if timeline is not None else None
         if dumper is not None:
             dumper.after(task, snap)
+        if deferred is not None:
+            deferred.learn(task)
 
     # ---- a whole run ---------------------------------------------------------------------------
     def begin_run(self, program: str = "", entry: str = "", *, sanitize: bool = False,
@@ -669,6 +683,7 @@ class SimDevice:
              auto_deps: bool, rings: RingSizes | None, dump_args: int) -> tuple | None:
         self.begin_run(program.name, entry.name, sanitize=sanitize, auto_deps=auto_deps, rings=rings,
                        dump_args=dump_args)
+        self._deferred = Deferral(self) if deferral_allowed(self, sanitize, dump_args) else None
         try:
             self.last_run.inputs = [(p.name, region_of(a).key) for p, a in zip(entry.params, args)  # type: ignore[union-attr]
                                     if isinstance(a, torch.Tensor)]
@@ -680,14 +695,36 @@ class SimDevice:
                 result = self.submit_group(program, entry, args, entry.span)
             else:
                 result = self.orchestrator(program, entry).run(args)
-        except BaseException:
-            san = self._sanitizer[0]
-            self._sanitizer[0] = None
-            if san is not None:
-                self.last_run.findings = list(san.findings)  # type: ignore[union-attr]
+        except Exception as failure:
+            self._fail_deferred(failure)
+            self._forget_sanitizer()
             raise
-        self.end_run()
+        except BaseException:
+            self._deferred = None
+            self._forget_sanitizer()
+            raise
+        try:
+            self.end_run()
+        finally:
+            self._deferred = None
         return result
+
+    def _forget_sanitizer(self) -> None:
+        san = self._sanitizer[0]
+        self._sanitizer[0] = None
+        if san is not None:
+            self.last_run.findings = list(san.findings)  # type: ignore[union-attr]
+
+    def _fail_deferred(self, failure: Exception) -> None:
+        """A run failed with `failure`: its deferred tasks run first (a one-at-a-time run had run
+        them before it failed); a kernel error among them is raised instead (it came first)."""
+        deferred, self._deferred = self._deferred, None
+        if deferred is None or isinstance(failure, RuntimeSimError) and getattr(failure, "task_named", False):
+            return   # (a task's own error: the tasks deferred before it have run already)
+        try:
+            deferred.flush()
+        except RuntimeSimError as err:
+            raise err from failure
 
 
 def _add_explicit(found: dict[int, str], deps: Iterable[int]) -> None:

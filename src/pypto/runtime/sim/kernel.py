@@ -486,6 +486,12 @@ class KernelExecutor:
     def __repr__(self) -> str:
         return f"KernelExecutor({self.name}, {self.core_type})"
 
+    @property
+    def static_cost(self) -> TaskCost | None:
+        """The cost of every run of a kernel without control flow (None: it has control flow, so
+        the cost follows the executed ops)."""
+        return self._static_cost
+
     def cycles_so_far(self) -> int:
         """Cycles of the run in progress up to now: launch plus the ops executed so far (exact only
         for an executor built with `count=True` or with control flow)."""

@@ -150,7 +150,7 @@ def reads_block(ex: KernelExecutor) -> bool:
                                                     or spec.has_trait("block")) for c in _calls(ex.func))
 
 
-def _scalar_key(v: Any) -> tuple | None:
+def scalar_key(v: Any) -> tuple | None:
     """A key equal for two scalars exactly when they are the same value bit for bit (a float by
     its bits: 0.0 and -0.0 differ, a NaN equals itself); None for a value that is not a scalar."""
     if isinstance(v, float):
@@ -175,7 +175,7 @@ def _args_key(args: Sequence[Any]) -> tuple | None:
                         bases.setdefault(id(b), len(bases)), storages.setdefault(ptr, len(storages)),
                         tuple(b.shape), b.stride(), b.storage_offset(), b.is_contiguous()))
         else:
-            k = _scalar_key(a)
+            k = scalar_key(a)
             if k is None:
                 return None
             out.append(k)
@@ -243,7 +243,7 @@ class _Roots:
             return ("view", r, tuple(v.shape), v.stride(), v.storage_offset())
         if isinstance(v, tuple):
             return ("tuple", tuple(self.spec(x) for x in v))
-        if _scalar_key(v) is None:
+        if scalar_key(v) is None:
             raise _Unplannable(f"a value of type {type(v).__name__}")
         return ("value", v)
 
@@ -381,7 +381,7 @@ class RunPlan:
             t = tasks[k]
             if cores is not None:
                 try:
-                    _run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
+                    run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
                 except RuntimeSimError:   # run its tasks one at a time, in their order: the error of the
                     for i in self.lane_order[unit]:     # first failing one, as a one-at-a-time run gives it
                         t = tasks[i]
@@ -421,7 +421,7 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
 
     def spec_key(s: tuple) -> Any:   # a value by its bits, a tensor view by its shape
         if s[0] == "value":
-            return _scalar_key(s[1])
+            return scalar_key(s[1])
         if s[0] == "tuple":
             return ("tuple", tuple(spec_key(x) for x in s[1]))
         return s if s[0] in ("param", "root") else (s[0], s[2])
@@ -433,7 +433,7 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
     def varying(lanes: Sequence[int]) -> frozenset[int]:
         first = plan.arg_specs[lanes[0]]
         return frozenset(i for i in lane_scalars(plan.tasks[lanes[0]].executor)
-                         if any(_scalar_key(plan.arg_specs[k][i][1]) != _scalar_key(first[i][1]) for k in lanes))
+                         if any(scalar_key(plan.arg_specs[k][i][1]) != scalar_key(first[i][1]) for k in lanes))
 
     def breaks_progression(core: int) -> bool:
         """Whether the run's cores, so far evenly spaced in submission order, would not be with
@@ -490,11 +490,15 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
     return steps
 
 
-def _run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list | None, envs: list,
-               lane_params: frozenset[int]) -> None:
+def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list | None, envs: Any,
+              lane_params: frozenset[int]) -> None:
     """Run `tasks` (one kernel, lanes in core order) as one batch (`batch.py`) whose scalar
     parameters `lane_params` differ between lanes; a task's bound environment is reused from the
-    last replay like a single task's (`RunPlan.replay`)."""
+    last replay like a single task's (`RunPlan.replay`), and stored in `envs[task_id]`.
+
+    Raises:
+        RuntimeSimError: a lane failed, named with its task (the caller reruns the tasks one at a
+            time for the error a one-at-a-time run gives)."""
     bk = batch_kernel(tasks[0].executor, lane_params)
     assert bk is not None
     k0 = tasks[0].task_id

@@ -62,11 +62,14 @@ def run_task(device: SimDevice, task: Task) -> None:
 
 
 def named_error(err: RuntimeSimError, task: Task) -> RuntimeSimError:
-    """`err` prefixed with the task, kernel and core it happened in (sanitizer reports as they are)."""
-    if getattr(err, "findings", None):   # sanitizer reports keep their own text
+    """`err` prefixed with the task, kernel and core it happened in (sanitizer reports, and errors
+    already named — a deferred task's, raised while another task starts — as they are)."""
+    if getattr(err, "findings", None) or getattr(err, "task_named", False):
         return err
-    return RuntimeSimError(f"task {task.task_id} (kernel '{task.kernel}' on {task.core}): {err.message}",
-                           err.span)
+    named = RuntimeSimError(f"task {task.task_id} (kernel '{task.kernel}' on {task.core}): {err.message}",
+                            err.span)
+    named.task_named = True  # type: ignore[attr-defined]
+    return named
 
 
 class _Cores:

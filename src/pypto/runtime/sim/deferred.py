@@ -1,0 +1,260 @@
+"""Deferred numbers: a full simulation runs the tile ops of tasks whose cost it knows later, in batches.
+
+A full simulation (the first call of a program, or `sim_replay=False`) executes each task when the
+scheduler starts it, because the task's cost — its cycles, pipes and DDR bytes, which the schedule
+needs at once — is formed by running the kernel. For most kernels the cost does not need the
+numbers:
+
+- a kernel without control flow has one static cost (`KernelExecutor.static_cost`);
+- a kernel with control flow whose scalars never come from tile or tensor data
+  (`replay.kernel_cost_is_static`) runs the same ops for arguments of the same layout and scalar
+  values, so the cost (and the swimlane's pipe timeline) of its first task with a layout holds for
+  every later one (`_layout`).
+
+Such a task is *deferred*: it gets its cost now, the scheduler goes on, and its tile ops run
+later, when something needs the numbers — before a task that cannot be deferred runs (a first task
+of a layout, a Group call, an SPMD block), when the orchestration reads or writes tensor data
+(`SimDevice.sync`), at the end of the run, and when the run fails. They run in start order, so
+every task still sees exactly the bytes it sees in a one-at-a-time run; consecutive deferred tasks
+of one kernel that could run together in a replayed run (`batch.py`: independent, on cores evenly
+spaced in start order, the same layout and scalars but lane scalars) run as one batch, with the
+host's threads for large ops (`ops/threads.py`) — the speed-up of replayed runs, for the first run.
+
+Results are those of running each task when it starts: outputs, on-chip memories, records and
+every simulated cycle (`tests/runtime/test_rt_deferred.py` compares with `PYPTO_SIM_BATCH=0`, which
+turns deferral off with batching). A failing batch runs its tasks again one at a time and reports
+the error of the first that fails, as a one-at-a-time run would; when the run fails for another
+reason, the deferred tasks run first, and a kernel error among them is the one reported (it
+happened earlier in simulated time). Not deferred: runs with the sanitizer or argument dumps, a
+device that observes task execution (a rank of a distributed run), hand-written C++ kernels.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ...core.errors import RuntimeSimError
+from ...ops.block import block_context
+from ...ops.threads import wide_threads
+from .batch import batch_kernel, batching_enabled, lane_scalars
+from .kernel import KernelExecutor
+from .replay import scalar_key, kernel_cost_is_static, reads_block, run_batch
+from .scheduler import named_error
+
+if TYPE_CHECKING:
+    from .device import SimDevice
+    from .task import Task
+
+__all__ = ["Deferral", "deferral_allowed"]
+
+_NO = object()
+
+
+def deferral_allowed(device: SimDevice, sanitize: bool, dump_args: int) -> bool:
+    """Whether a full simulation on `device` may defer tasks (module docstring): batching on
+    (`PYPTO_SIM_BATCH`), no sanitizer, no argument dump, and a device that does not hook task
+    execution."""
+    from .device import SimDevice
+
+    cls = type(device)
+    return (not sanitize and not dump_args and batching_enabled()
+            and all(getattr(cls, m) is getattr(SimDevice, m) for m in ("execute", "execute_group", "kernel")))
+
+
+def _layout(args: tuple) -> tuple | None:
+    """The key of a task's arguments that fixes a data-independent kernel's executed ops: each
+    tensor's shape, strides and dtype, each scalar bit for bit; None for any other argument."""
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append((tuple(a.shape), a.stride(), a.dtype))
+        else:
+            k = scalar_key(a)
+            if k is None:
+                return None
+            out.append(k)
+    return tuple(out)
+
+
+class _Kernel:
+    """What deferral needs to know of one kernel executor, computed once (kept on the executor)."""
+
+    __slots__ = ("ok", "static", "reads_block", "costs", "free")
+
+    def __init__(self, ex: KernelExecutor) -> None:
+        self.ok = kernel_cost_is_static(ex)
+        self.static = ex.static_cost
+        self.reads_block = self.ok and reads_block(ex)
+        self.costs: dict[tuple, tuple[Any, Any]] = {}     # layout -> (TaskCost, pipe timeline)
+        self.free: frozenset[int] | None = None           # lane scalars (computed on first batch)
+
+
+def _kernel(ex: Any) -> _Kernel | None:
+    if type(ex) is not KernelExecutor:
+        return None
+    k = ex.__dict__.get("_deferral")
+    if k is None:
+        k = ex.__dict__["_deferral"] = _Kernel(ex)
+    return k
+
+
+class Deferral:
+    """The deferred tasks of one full simulation on `device` (module docstring)."""
+
+    def __init__(self, device: SimDevice) -> None:
+        self.device = device
+        self.pending: list[Task] = []
+        # per deferred task, the lengths of the run's lists when it started (`_rewind`)
+        self.marks: list[tuple[int, int, int, int, int]] = []
+
+    def take(self, task: Task) -> bool:
+        """Defer `task` if its cost is known without running it: sets `task.cost` (and its pipe
+        timeline when the swimlane asks for pipes) and returns True; else False (run it now, then
+        `learn` from it)."""
+        if task.block_num != 1 or task.group is not None:
+            return False
+        k = _kernel(task.executor)
+        if k is None or not k.ok:
+            return False
+        if k.static is not None:
+            cost, timeline = k.static, _NO
+        else:
+            hit = k.costs.get(_layout(task.args))  # type: ignore[arg-type]
+            if hit is None:
+                return False
+            cost, timeline = hit
+        task.cost = cost
+        dev = self.device
+        if dev.pipe_timeline:
+            task.pipe_ops = task.executor.pipe_timeline() if timeline is _NO else list(timeline)
+        rec = dev.last_run
+        self.pending.append(task)
+        self.marks.append((len(dev.tasks), len(rec.orch_events), len(rec.scope_events), len(rec.scopes),  # type: ignore[union-attr]
+                           len(rec.created)))  # type: ignore[union-attr]
+        return True
+
+    def learn(self, task: Task) -> None:
+        """After `task` ran now: remember its cost for later tasks of its kernel and layout."""
+        k = _kernel(task.executor)
+        if k is None or not k.ok or k.static is not None or task.block_num != 1 or task.group is not None:
+            return
+        key = _layout(task.args)
+        if key is not None and key not in k.costs:
+            if len(k.costs) >= 256:
+                k.costs.clear()
+            timeline = task.pipe_ops if task.pipe_ops is not None else task.executor.pipe_timeline()
+            k.costs[key] = (task.cost, tuple(timeline) if timeline is not None else None)
+
+    def flush(self) -> None:
+        """Run every deferred task's tile ops, in start order, in batches where they form.
+
+        Raises:
+            RuntimeSimError: the first deferred task that fails, named like a one-at-a-time run's;
+                the run's record is first rewound to the moment that task started (`_rewind`).
+        """
+        pending, marks = self.pending, self.marks
+        self.pending, self.marks = [], []
+        i, n = 0, len(pending)
+        while i < n:
+            run = self._batch_at(pending, i)
+            if run is None:
+                self._one(pending, marks, i)
+                i += 1
+                continue
+            tasks, cores, free = run
+            try:
+                run_batch(self.device, tasks, cores, None, {}, free)
+            except RuntimeSimError:
+                for j in range(i, i + len(tasks)):   # one at a time, in order: the first failing task's own error
+                    self._one(pending, marks, j)
+            i += len(tasks)
+
+    def _one(self, pending: list[Task], marks: list[tuple], j: int) -> None:
+        t = pending[j]
+        arena = self.device.arena(t.core_type, t.core_index)  # type: ignore[arg-type]
+        try:
+            with block_context(t.block_idx, t.block_num):
+                t.executor.run(t.args, arena, False)
+        except RuntimeSimError as err:
+            self._rewind(pending[j:], marks[j])
+            raise named_error(err, t) from err
+
+    def _rewind(self, failed: list[Task], mark: tuple[int, int, int, int, int]) -> None:
+        """`failed[0]` failed: leave the run's record as a run that executed each task when it
+        started would have left it — no task submitted after that moment, nothing started after
+        it, no later ring or scope record, the failed task started but not finished."""
+        dev = self.device
+        rec = dev.last_run
+        n_tasks, n_orch, n_scope_ev, n_scopes, n_created = mark
+        del dev.tasks[n_tasks:]
+        del rec.orch_events[n_orch:]  # type: ignore[union-attr]
+        del rec.scope_events[n_scope_ev:]  # type: ignore[union-attr]
+        del rec.scopes[n_scopes:]  # type: ignore[union-attr]
+        del rec.created[n_created:]  # type: ignore[union-attr]
+        x = failed[0]
+        now = x.start_cycle
+        for t in dev.tasks:
+            if t.ready_cycle is not None and t.ready_cycle > now:  # type: ignore[operator]
+                t.ready_cycle = None
+            if t.retire_cycle is not None and t.retire_cycle > now:  # type: ignore[operator]
+                t.retire_cycle = None
+        for k, t in enumerate(failed):
+            if k:
+                t.core_index = t.start_cycle = None
+            t.end_cycle, t.cost, t.pipe_ops = None, None, None
+            t.ddr_wait_cycles = t.hbm_bytes = 0
+
+    def _batch_at(self, pending: list[Task], i: int) -> tuple[list[Task], range, frozenset[int]] | None:
+        """The batch starting at `pending[i]`: the longest run of following tasks of its kernel that
+        a replay would batch (module docstring), at least two; or None."""
+        t0 = pending[i]
+        ex = t0.executor
+        k = _kernel(ex)
+        if k is None or k.reads_block or not t0.derived_all or i + 1 >= len(pending):
+            return None
+        t1 = pending[i + 1]
+        if t1.executor is not ex:
+            return None
+        bk = batch_kernel(ex)
+        if bk is None:
+            return None
+        free = lane_scalars(ex)
+        key0 = self._key(t0, free)
+        if key0 is None:
+            return None
+        limit, ct, step = bk.lanes_for(wide_threads()), t0.core_type, None
+        run = [t0]
+        for t in pending[i + 1:]:
+            if len(run) >= limit or t.executor is not ex or t.core_type != ct or not t.derived_all:
+                break
+            d = t.core_index - run[-1].core_index  # type: ignore[operator]
+            if d <= 0 or (step is not None and d != step):
+                break
+            if any(r.task_id in t.deps for r in run) or self._key(t, free) != key0:
+                break
+            step = d
+            run.append(t)
+        if len(run) < 2:
+            return None
+        varying = frozenset(j for j in free if any(scalar_key(t.args[j]) != scalar_key(t0.args[j]) for t in run))
+        if batch_kernel(ex, varying) is None:
+            return None
+        return run, range(t0.core_index, run[-1].core_index + step, step), varying  # type: ignore[operator]
+
+    @staticmethod
+    def _key(t: Task, free: frozenset[int]) -> tuple | None:
+        """Like `_layout`, with the lane scalars `free` left out (they may differ in a batch)."""
+        out: list[Any] = []
+        for j, a in enumerate(t.args):
+            if j in free:
+                out.append(None)
+            elif isinstance(a, torch.Tensor):
+                out.append((tuple(a.shape), a.stride(), a.dtype))
+            else:
+                s = scalar_key(a)
+                if s is None:
+                    return None
+                out.append(s)
+        return tuple(out)

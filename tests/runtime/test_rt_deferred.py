@@ -1,0 +1,262 @@
+"""Deferred numbers in full simulations (`runtime/sim/deferred.py`, issue 14 item 5): a task whose
+cost is known without running it gets its cost at once and its tile ops later, batched. Every check
+compares full simulations with deferral (the default) against full simulations with
+`PYPTO_SIM_BATCH=0` (each task run when it starts), on the same inputs: outputs, on-chip memories,
+records, dependencies and errors must be identical."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from shared_programs import GROUPED_SRC, load_example
+from test_rt_batch import _MATMUL, TASKS, _values
+from test_rt_replay import M, D, F, _arenas, _randn, _task_facts
+
+import pypto.language as pl
+from pypto import ir
+from pypto.core.errors import RuntimeSimError
+from pypto.runtime import RunConfig
+from pypto.runtime.dfx.deps import deps_json
+from pypto.runtime.sim import SimDevice, batch
+from pypto.runtime.sim.batch import BatchKernel
+from pypto.runtime.sim.deferred import Deferral
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "models"))
+from ffn import ffn_function  # noqa: E402
+
+FULL = RunConfig(sim_replay=False)
+
+
+def _run(cp, dev, args, config, monkeypatch, deferred: bool):
+    """One full simulation of `cp` on `dev`; returns (the error raised or None, the run's facts)."""
+    if deferred:
+        monkeypatch.delenv(batch.ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(batch.ENV_VAR, "0")
+    try:
+        cp.run_on(dev, args, config)
+        err = None
+    except RuntimeSimError as e:
+        err = str(e)
+    finally:
+        monkeypatch.delenv(batch.ENV_VAR, raising=False)
+    return err, _task_facts(cp.last_run), deps_json(cp.last_run)
+
+
+def check_deferred(cp, make_args, outputs, monkeypatch, runs: int = 2, config: RunConfig = FULL,
+                   min_deferred: int = 0) -> list:
+    """Run `cp` `runs` times with and without deferral (fresh inputs `make_args(seed)` each run) and
+    compare everything; at least `min_deferred` tasks of each deferring run must have been deferred.
+    Returns the errors of the runs (None: it worked)."""
+    taken: list[int] = []
+    real = Deferral.take
+
+    def counting(self, task):
+        got = real(self, task)
+        taken.append(got)
+        return got
+
+    monkeypatch.setattr(Deferral, "take", counting)
+    dev_on, dev_off = SimDevice(cp.backend_type), SimDevice(cp.backend_type)
+    errors = []
+    for run in range(runs):
+        a_on, a_off = make_args(run), make_args(run)
+        taken.clear()
+        on = _run(cp, dev_on, a_on, config, monkeypatch, True)
+        assert sum(taken) >= min_deferred, f"run {run}: {sum(taken)} tasks deferred"
+        taken.clear()
+        off = _run(cp, dev_off, a_off, config, monkeypatch, False)
+        assert not any(taken), "PYPTO_SIM_BATCH=0 defers nothing"
+        assert on[0] == off[0], f"run {run}: errors differ"
+        assert on[1] == off[1], f"run {run}: records differ"
+        assert on[2] == off[2]
+        for i in outputs:
+            assert torch.equal(a_on[i], a_off[i]), f"run {run}: output {i} differs"
+        ar, af = _arenas(dev_on), _arenas(dev_off)
+        assert ar.keys() == af.keys() and all(torch.equal(ar[k], af[k]) for k in ar), f"run {run}: arenas differ"
+        errors.append(on[0])
+    return errors
+
+
+def test_examples_give_the_same_numbers_and_records_with_deferred_tasks(tmp_path, monkeypatch) -> None:
+    add = load_example("tile_add")
+    cp = ir.compile(add.TileAdd, output_dir=tmp_path / "add", dump_passes=False)
+    check_deferred(cp, lambda s: [_randn(128, 128, seed=s), _randn(128, 128, seed=s + 9), torch.zeros(128, 128)],
+                   [2], monkeypatch)
+    sm = load_example("softmax")
+    cp = ir.compile(sm.RowSoftmax, output_dir=tmp_path / "sm", dump_passes=False)
+    shape = tuple(d.value for d in cp.entry_function.params[0].type.shape)
+    check_deferred(cp, lambda s: [_randn(*shape, seed=s), torch.zeros(*shape)], [1], monkeypatch, min_deferred=1)
+    loop = load_example("loop_accumulate")      # a kernel with a loop: its first task runs at once
+    cp = ir.compile(loop.BlockSum, output_dir=tmp_path / "loop", dump_passes=False)
+    check_deferred(cp, lambda s: [_randn(8 * 16, 64, seed=s), torch.zeros(16, 64)], [1], monkeypatch, min_deferred=0)
+    ts = load_example("tensor_softmax")
+    cp = ts.softmax.compile(_randn(ts.R, ts.C), torch.zeros(ts.R, ts.C))
+    check_deferred(cp, lambda s: [_randn(ts.R, ts.C, seed=s), torch.zeros(ts.R, ts.C)], [1], monkeypatch,
+                   min_deferred=100)
+
+
+def test_scopes_spmd_groups_and_created_tensors_with_deferred_tasks(tmp_path, monkeypatch) -> None:
+    sc = load_example("scopes_and_tasks")
+    a = _randn(64, 128)
+    cp = sc.three_stages.compile(a, *[torch.zeros(64, 128) for _ in range(3)])
+    check_deferred(cp, lambda s: [_randn(64, 128, seed=s)] + [torch.zeros(64, 128) for _ in range(3)], [1, 2, 3],
+                   monkeypatch, min_deferred=3)
+    sp = load_example("spmd")
+    for fn in (sp.with_form, sp.submitted):     # SPMD blocks run when they start
+        cp = fn.compile(a, torch.zeros(64, 128))
+        check_deferred(cp, lambda s: [_randn(64, 128, seed=s), torch.zeros(64, 128)], [1], monkeypatch, min_deferred=0)
+    cp = ir.compile(pl.parse(GROUPED_SRC), output_dir=tmp_path / "grouped", dump_passes=False)
+    check_deferred(cp, lambda s: [_randn(16, 16, dtype=torch.float16, seed=s),
+                                  _randn(16, 16, dtype=torch.float16, seed=s + 1), torch.zeros(16, 16)], [2],
+                   monkeypatch, min_deferred=0)
+    ffn = ffn_function(M, D, F, BM=32, BN=64, BK=64)
+
+    @pl.program
+    class FFN:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[M, D], pl.FP16], w1: pl.Tensor[[D, F], pl.FP16],
+                 w3: pl.Tensor[[D, F], pl.FP16], w2: pl.Tensor[[F, D], pl.FP16],
+                 y: pl.Out[pl.Tensor[[M, D], pl.FP32]]):
+            y = ffn(x, w1, w3, w2, y)
+
+    cp = ir.compile(FFN, output_dir=tmp_path / "ffn", dump_passes=False)
+    check_deferred(cp, lambda s: [_randn(M, D, dtype=torch.float16, seed=s), (_randn(D, F, seed=s + 1) / D ** 0.5).half(),
+                                  (_randn(D, F, seed=s + 2) / D ** 0.5).half(),
+                                  (_randn(F, D, seed=s + 3) / F ** 0.5).half(), torch.zeros(M, D)], [4], monkeypatch,
+                   min_deferred=20)
+
+
+def test_the_first_full_simulation_of_a_k_loop_batches_its_deferred_tasks(tmp_path, monkeypatch) -> None:
+    """A matmul kernel with a K loop: the first task runs at once and teaches its cost; the seven
+    others of its layout are deferred and run as one batch."""
+    batches: list[int] = []
+    real = BatchKernel.run_lanes
+    monkeypatch.setattr(BatchKernel, "run_lanes", lambda self, env, lanes: batches.append(len(lanes)) or real(self, env, lanes))
+    src = _MATMUL.format(dt="FP16", m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    make = lambda s: [_values("FP16", (16 * TASKS, 64), s) - 1, _values("FP16", (64, 32), s + 3) - 1,  # noqa: E731
+                      torch.zeros(16 * TASKS, 32)]
+    check_deferred(cp, make, [2], monkeypatch, min_deferred=TASKS - 1)
+    assert batches and sum(batches) >= TASKS - 1
+    a, b, c = make(4)
+    cp.run_on(SimDevice(cp.backend_type), [a, b, c], FULL)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
+
+
+_FAULTY = """
+import pypto.language as pl
+
+@pl.program
+class Faulty:
+    @pl.function(type=pl.FunctionType.InCore)
+    def rows(self, x: pl.Tensor[[64, 64], pl.FP32], r: pl.Scalar[pl.INDEX],
+             y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        t = pl.load(x, [r, 0], [16, 64])
+        y = pl.store(pl.exp(t), [r, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 64], pl.FP32], y: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+             z: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        with pl.scope():
+            for k in pl.range(4):
+                y = self.rows(x, k * 16, y)
+            for k in pl.range(6):
+                z = self.rows(y, k * 12, z)     # k = 5: rows 60:76 of 64, out of bounds
+        return z
+"""
+
+
+def test_a_deferred_task_that_fails_reports_and_records_what_a_one_at_a_time_run_does(tmp_path, monkeypatch) -> None:
+    """The fault is found only when the deferred tasks run (at the end of the run): the error, the
+    outputs the earlier tasks wrote and the record (tasks submitted, started, finished; scope and
+    ring records) are those of a run that executed each task when it started."""
+    cp = ir.compile(pl.parse(_FAULTY), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    errors = check_deferred(cp, lambda s: [_randn(64, 64, seed=s), torch.zeros(64, 64), torch.zeros(64, 64)],
+                            [1, 2], monkeypatch, min_deferred=5)
+    assert all(e is not None and "out of bounds" in e and "task 9 (kernel 'rows'" in e for e in errors)
+    assert cp.last_run.tasks[9].end_cycle is None
+
+
+_ORCH_FAULT = """
+import pypto.language as pl
+
+@pl.program
+class OrchFault:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 32])
+        c = pl.store(pl.exp(t), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 32], pl.FP32], c: pl.Out[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+        for i in pl.range(0, 5):
+            sa = pl.slice(a, [16, 32], [(i % 4) * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])    # i = 4: rows 64:80 of 64
+            sc = self.k(sa, sc)
+        return c
+"""
+
+
+def test_an_orchestration_error_runs_the_deferred_tasks_first(tmp_path, monkeypatch) -> None:
+    """The orchestration fails (a slice out of bounds) after four deferred tasks: their numbers are
+    written, as in a one-at-a-time run, and the error is the orchestration's. A ring too small for
+    the program fails the same way with and without deferral."""
+    cp = ir.compile(pl.parse(_ORCH_FAULT), output_dir=tmp_path / "orch", dump_passes=False, skip_ptoas=True)
+    errors = check_deferred(cp, lambda s: [_randn(64, 32, seed=s), torch.zeros(64, 32)], [1], monkeypatch,
+                            min_deferred=1)
+    assert all(e is not None and "out of" in e for e in errors), errors
+    sys.path.insert(0, str(Path(__file__).parent))
+    from rings_programs import ScopedTemps
+
+    cp = ir.compile(ScopedTemps, output_dir=tmp_path / "ring", dump_passes=False)
+    errors = check_deferred(cp, lambda s: [_randn(128, 64, seed=s), torch.zeros(128, 64)], [1], monkeypatch,
+                            config=RunConfig(sim_replay=False, ring_heap=1024))
+    assert all(e is not None and "ring_heap" in e for e in errors)
+
+
+def test_an_orchestration_that_reads_task_data_sees_the_deferred_tasks_numbers(tmp_path, monkeypatch) -> None:
+    from test_rt_replay import ReadsCount
+
+    cp = ir.compile(ReadsCount, output_dir=tmp_path / "reads", dump_passes=False)
+    for n in (1, 3):
+        check_deferred(cp, lambda s: [_randn(64, 32, seed=s), torch.tensor([n], dtype=torch.int32),
+                                      torch.zeros(64, 32)], [2], monkeypatch, min_deferred=0)
+
+
+def test_sanitized_and_dumped_runs_defer_nothing(tmp_path, monkeypatch) -> None:
+    add = load_example("tile_add")
+    cp = ir.compile(add.TileAdd, output_dir=tmp_path / "add", dump_passes=False)
+    taken: list[bool] = []
+    real = Deferral.take
+    monkeypatch.setattr(Deferral, "take", lambda self, t: taken.append(1) or real(self, t))
+    for cfg in (RunConfig(sanitize=True), RunConfig(enable_dump_args=2, sim_replay=False)):
+        a = [_randn(128, 128), _randn(128, 128, seed=1), torch.zeros(128, 128)]
+        cp.run_on(SimDevice(cp.backend_type), a, cfg)
+        assert torch.equal(a[2], a[0] + a[1])
+    assert taken == []
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_deferred_batches_on_the_host_threads_give_the_same_bits(threads, tmp_path, monkeypatch) -> None:
+    import pypto.ops.matmul as mm_mod
+    from pypto.ops import threads as threads_mod
+    monkeypatch.setattr(threads_mod, "WIDE_COPY", 1)
+    monkeypatch.setattr(mm_mod, "WIDE_MACS", 1)
+    monkeypatch.setenv("PYPTO_SIM_THREADS", threads)
+    src = _MATMUL.format(dt="FP32", m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(int(threads))
+        check_deferred(cp, lambda s: [_values("FP32", (16 * TASKS, 64), s) - 1, _values("FP32", (64, 32), s + 3) - 1,
+                                      torch.zeros(16 * TASKS, 32)], [2], monkeypatch, min_deferred=TASKS - 1)
+    finally:
+        torch.set_num_threads(before)
