@@ -126,14 +126,18 @@ def _pieces(ts: Sequence[Any]) -> list[tuple[int, int, Any]] | None:
     k, n = 0, len(ts)
     while k < n:
         t0 = ts[k]
-        ptr, shape, stride, dtype = t0.untyped_storage().data_ptr(), t0.shape, t0.stride(), t0.dtype
+        shape, stride, dtype, size = t0.shape, t0.stride(), t0.dtype, t0.element_size()
         first = t0.storage_offset()
+        base = t0.data_ptr() - first * size     # the storage's address (cheaper than untyped_storage())
         end, step = k + 1, None
         while end < n:
             t = ts[end]
-            if t.dtype != dtype or t.shape != shape or t.stride() != stride or t.untyped_storage().data_ptr() != ptr:
+            if t.dtype != dtype or t.shape != shape or t.stride() != stride:
                 break
-            d = t.storage_offset() - first
+            off = t.storage_offset()
+            if t.data_ptr() - off * size != base:
+                break
+            d = off - first
             if step is None:
                 if d < 0:
                     break

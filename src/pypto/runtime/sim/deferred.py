@@ -251,7 +251,7 @@ class Deferral:
             if j in free:
                 out.append(None)
             elif isinstance(a, torch.Tensor):
-                out.append((tuple(a.shape), a.stride(), a.dtype))
+                out.append((a.shape, a.stride(), a.dtype))
             else:
                 s = scalar_key(a)
                 if s is None:
