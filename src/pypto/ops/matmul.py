@@ -276,6 +276,40 @@ def _mm_site(with_acc: bool) -> Any:
     return specialize
 
 
+_LANEWISE: dict[tuple, bool] = {}
+"""Per batched GEMM form, lane count, thread count and layout: whether a batched call gave other
+bits than one-lane calls (then lane by lane). Checked once per process (`forget_batch_checks`)."""
+_OPERANDS_CACHE: dict[tuple, tuple[Any, Any, Any]] = {}
+
+
+def forget_batch_checks() -> None:
+    """Forget every batched GEMM's check (`_mm_batch_site`): the next batch of each form checks
+    again. For tests that replace a BLAS call."""
+    _LANEWISE.clear()
+
+
+def _check_operands(a: Any, b: Any, acc: Any, zeros: bool) -> tuple[Any, Any, Any]:
+    """Random operands of the shapes and dtypes of `a`, `b` (and FP32 `acc`, or None) for a batched
+    GEMM's check; with `zeros`, operands whose products are zeros of mixed signs (which sign a sum
+    of zeros gets depends on the order). Made once per shape (seeded) and reused."""
+    key = (tuple(a.shape), a.dtype, tuple(b.shape), b.dtype, None if acc is None else tuple(acc.shape), zeros)
+    hit = _OPERANDS_CACHE.get(key)
+    if hit is None:
+        g = torch.Generator().manual_seed(1 + zeros)
+        ra = torch.randn(a.shape, generator=g).to(a.dtype)
+        rb = torch.randn(b.shape, generator=g).to(b.dtype)
+        rc = torch.randn(acc.shape, generator=g) if acc is not None else None
+        if zeros:
+            signs = [torch.where(torch.rand(x.shape, generator=g) < 0.5, -1.0, 1.0) for x in (ra, rb)]
+            ra = torch.where(torch.rand(ra.shape, generator=g) < 0.5, 0.0 * signs[0], ra).to(a.dtype)
+            rb = (0.0 * signs[1]).to(b.dtype)
+            rc = None if rc is None else 0.0 * torch.where(rc < 0, -1.0, 1.0)
+        if len(_OPERANDS_CACHE) >= 64:
+            _OPERANDS_CACHE.clear()
+        hit = _OPERANDS_CACHE[key] = (ra, rb, rc)
+    return hit
+
+
 def _mm_batch_site(with_acc: bool) -> Any:
     """`OpSpec.batch` of `tile.matmul` (`with_acc` False) and `tile.matmul_acc` / `tile.gemv_acc`
     (True), at the sites `_mm_site` specialises: the lanes' FP32 operands (converted into buffers
@@ -284,10 +318,10 @@ def _mm_batch_site(with_acc: bool) -> Any:
 
     A batched GEMM computes each product like the one-lane GEMM for most shapes on the BLAS
     libraries torch ships with, but not for all (a one-row product may take another kernel) and
-    nothing promises it: the first call of each lane count (and intra-op thread count) compares the
-    batched call with one-lane `torch.mm` / `addmm_` on one thread, byte for byte, on its own
-    operands, on random ones and on signed zeros, and if any byte differs computes lane by lane for
-    that count from then on (`runtime/sim/batch.py`). A call of at least `threads.WIDE_MACS`
+    nothing promises it: the first call in the process of each form, lane count, intra-op thread
+    count and layout compares the batched call with one-lane `torch.mm` / `addmm_` on one thread,
+    byte for byte, on its own operands, on random ones and on signed zeros, and if any byte differs
+    computes lane by lane for that count from then on (`runtime/sim/batch.py`). A call of at least `threads.WIDE_MACS`
     multiply-accumulates runs on the caller's intra-op threads (`ops/threads.py`)."""
     one = _mm_site(with_acc)
 
@@ -359,17 +393,9 @@ def _mm_batch_site(with_acc: bool) -> Any:
             calls on one thread: on these operands, on random ones and on ones whose products are
             zeros of mixed signs — in a buffer laid out like `dst` (the same call path), compared
             byte for byte (so -0.0 differs from 0.0)."""
-            g = torch.Generator().manual_seed(0)
             cases = [(acc, a, b)]
             for zeros in (False, True):
-                ra = torch.randn(a.shape, generator=g).to(a.dtype)
-                rb = torch.randn(b.shape, generator=g).to(b.dtype)
-                rc = torch.randn(dst.shape, generator=g) if with_acc else None
-                if zeros:   # signed zeros: which sign a sum of zeros gets depends on the order
-                    signs = [torch.where(torch.rand(x.shape, generator=g) < 0.5, -1.0, 1.0) for x in (ra, rb)]
-                    ra = torch.where(torch.rand(ra.shape, generator=g) < 0.5, 0.0 * signs[0], ra)
-                    rb = 0.0 * signs[1]
-                    rc = None if rc is None else 0.0 * torch.where(rc < 0, -1.0, 1.0)
+                ra, rb, rc = _check_operands(a, b, dst if with_acc else None, zeros)
                 cases.append((rc, ra, rb))
             for c, x, y in cases:
                 with wide(1):
@@ -383,13 +409,19 @@ def _mm_batch_site(with_acc: bool) -> Any:
                     return False
             return True
 
+        form = (with_acc, same, at, bt, sa, sb, k)
+
         def run(dst: Any, acc: Any, a: Any, b: Any) -> None:
             lanes = a.shape[0]
             threads = wide_threads() if lanes * macs >= WIDE_MACS else 1
             n = (lanes, threads)
             mode = lanewise.get(n)
-            if mode is None:    # first call with n lanes (and threads): check the batched call
-                mode = lanewise[n] = not agrees(dst, acc, a, b, threads)
+            if mode is None:    # first call with n lanes (and threads) here: the process's verdict
+                key = (form, n, a.dtype, b.dtype, dst.dtype, dst.stride(), None if acc is None else acc.stride())
+                mode = _LANEWISE.get(key)
+                if mode is None:   # first call in the process: check the batched call
+                    mode = _LANEWISE[key] = not agrees(dst, acc, a, b, threads)
+                lanewise[n] = mode
             if mode:
                 with wide(1):
                     dst.copy_(lane(dst, acc, a, b))
