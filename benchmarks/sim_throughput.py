@@ -34,8 +34,9 @@ Three kinds of simulator run are timed separately, since they differ by several 
 - "cold": the first call of the handle after `register` — a full simulation that also prepares
   every kernel and orchestration (one sample);
 - "full": later calls with replay off (`RunConfig(sim_replay=False)`, on a second worker): a full
-  simulation of prepared kernels — orchestration, dependencies, scheduling and kernels; these
-  calls alternate with the replayed ones, so both see the same load;
+  simulation of prepared kernels — orchestration, dependencies, scheduling and kernels (the tile
+  ops of tasks whose cost is known without them deferred and batched: `runtime/sim/deferred.py`);
+  these calls alternate with the replayed ones, so both see the same load;
 - "replay": later calls with replay on (the default): the schedule recorded by the first call is
   replayed and only the kernels' numbers are computed again (`runtime/sim/replay.py`). The
   benchmark checks that these calls were replays.
