@@ -229,8 +229,9 @@ class DepTracker:
         lo = task_id if since is None else since
         deps: dict[int, str] = {}
         new: list[tuple[_Kind, _Entry, Any]] = []
+        buffers = self._buffers
         for region, reads, writes in accesses:
-            readers, writers, grid = self._index(region)
+            readers, writers, grid = buffers.get(region.key) or self._index(region)
             cells = grid.grid_cells(region) if grid is not None else None
             for e in writers.candidates(region, cells):
                 if e.task >= lo:
