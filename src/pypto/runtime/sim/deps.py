@@ -171,6 +171,8 @@ class _Kind:
     def insert(self, e: _Entry, cells: list[tuple[int, ...]] | None) -> None:
         if cells is None:
             self.other.insert(e)
+        elif len(cells) == 1:   # the usual tile, in one cell
+            self.grid.buckets.setdefault(cells[0], []).append(e)  # type: ignore[union-attr]
         else:
             self.grid.grid_insert(e, cells)  # type: ignore[union-attr]
 

@@ -309,7 +309,7 @@ class EventScheduler:
 
     def _ready_time(self, unit: list[Task]) -> int:
         tasks = self.device.tasks
-        r = max(t.submit_cycle for t in unit)
+        r = unit[0].submit_cycle if len(unit) == 1 else max(t.submit_cycle for t in unit)
         for t in unit:
             for d in t.deps:
                 end = tasks[d].end_cycle
