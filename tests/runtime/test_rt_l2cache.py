@@ -177,3 +177,34 @@ def test_the_tiles_of_a_matrix_stay_rectangles() -> None:
     assert l2.hbm_bytes(_task([(a[64:128, 128:256], True, False)], 1 << 20, 0)) == 0
     assert l2.hbm_bytes(_task([(a[32:96], True, False)], 1 << 20, 0)) == 0
     assert not l2._stamps and len(l2._rects[region_of(a).key].rects) == 17
+
+
+def test_a_memo_shared_by_runs_gives_each_run_the_hits_and_misses_of_a_fresh_cache() -> None:
+    # the scheduler keeps one memo of region rectangles for every run's L2Cache, and the device hands
+    # the same Region objects to every run: a region looked up again must still give a fresh cache's answer
+    a = torch.zeros(128, 512)                                 # rows of 2048 B: 4 lines each
+    cache: dict = {}
+    views = [a[i:i + 32, j:j + 128] for i in range(0, 128, 32) for j in range(0, 512, 128)]
+    tasks = []
+    for v in views:                                           # each tile read and written (InOut)
+        t = _task([(v, True, False), (v, False, True)], 1 << 20, 0)
+        r = region_of(v, cache)
+        t.accesses = ((0, r, True, False), (1, r, False, True))
+        tasks.append(t)
+    tasks += tasks[:3]                                        # tiles read again in the same run: hits
+    memo: dict = {}
+    for _ in range(3):
+        shared, plain = L2Cache(1 << 30, 512, memo=memo), L2Cache(1 << 30, 512, rects=False)
+        got = [shared.hbm_bytes(t) for t in tasks]
+        assert got == [plain.hbm_bytes(t) for t in tasks] == [32 * 512] * 16 + [0] * 3
+        assert (shared.hit_bytes, shared.miss_bytes, shared.fills) == (plain.hit_bytes, plain.miss_bytes, plain.fills)
+    assert len(memo) == 16 and not shared._stamps
+
+
+def test_an_empty_region_of_a_buffer_kept_as_rectangles_touches_nothing() -> None:
+    a = torch.zeros(64, 512)
+    l2 = L2Cache(1 << 30, 512)
+    assert l2.hbm_bytes(_task([(a[:32, :128], True, False)], 1 << 20, 0)) == 32 * 512
+    fills = l2.fills
+    assert l2.hbm_bytes(_task([(a[8:8, :128], True, False)], 1 << 20, 0)) == 0
+    assert l2.fills == fills and l2.miss_bytes == 32 * 512 and not l2._stamps

@@ -109,12 +109,13 @@ class DdrChannel:
         j = i
         # the segment the grant ends in: the first whose length holds ceil(left / rate - 1e-9)
         # cycles (ceil(x) <= L exactly when x <= L, for an integer L), else the open-ended last one
-        while j < stop:
-            length = times[j + 1] - times[j]
-            if left / rate - 1e-9 <= length:
+        a = times[i]
+        for b in islice(times, i + 1, stop + 1):    # segment j is [a, b)
+            if left / rate - 1e-9 <= b - a:
                 break
-            left -= rate * length
+            left -= rate * (b - a)
             j += 1
+            a = b
         if j == stop and stop < last:
             lengths = list(map(operator.sub, islice(times, j + 1, None), islice(times, j, None)))
             lefts = list(accumulate(map(operator.mul, repeat(rate), lengths), operator.sub, initial=left))

@@ -153,9 +153,11 @@ class _Kind:
 
     def candidates(self, r: Region, cells: list[tuple[int, ...]] | None) -> list[_Entry]:
         """Live entries that overlap `r`, in byte-bucket order (see the module docstring)."""
-        other = self.other
+        other, grid = self.other, self.grid
+        if not other.buckets and (grid is None or not grid.buckets or
+                                  (cells is not None and len(cells) == 1 and cells[0] not in grid.buckets)):
+            return []       # the usual case: nothing recorded where `r` is (e.g. a tile's first access)
         found = [e for e in other.candidates(r) if e.region.overlaps(r)] if other.buckets else []
-        grid = self.grid
         if grid is None or not grid.buckets:
             return found
         found += [e for e in (grid.grid_candidates(cells) if cells is not None else grid.live())
@@ -169,6 +171,8 @@ class _Kind:
     def insert(self, e: _Entry, cells: list[tuple[int, ...]] | None) -> None:
         if cells is None:
             self.other.insert(e)
+        elif len(cells) == 1:   # the usual tile, in one cell
+            self.grid.buckets.setdefault(cells[0], []).append(e)  # type: ignore[union-attr]
         else:
             self.grid.grid_insert(e, cells)  # type: ignore[union-attr]
 
@@ -229,8 +233,9 @@ class DepTracker:
         lo = task_id if since is None else since
         deps: dict[int, str] = {}
         new: list[tuple[_Kind, _Entry, Any]] = []
+        buffers = self._buffers
         for region, reads, writes in accesses:
-            readers, writers, grid = self._index(region)
+            readers, writers, grid = buffers.get(region.key) or self._index(region)
             cells = grid.grid_cells(region) if grid is not None else None
             for e in writers.candidates(region, cells):
                 if e.task >= lo:

@@ -184,29 +184,30 @@ class L2Cache:
 
     def _touch(self, region: Region, arg: torch.Tensor) -> tuple[int, int]:
         """Look the lines of `region` up, fill the missing ones, refresh all. Returns (lines, misses)."""
+        key = region.key
+        lr = self._rects.get(key)       # set only while the buffer has no stamp array
+        if lr is None and self._use_rects and key not in self._stamps and region.hi > region.lo:
+            lr = self._new_rects(region, arg)
+        if lr is not None:
+            got = self._memo.get(id(region))   # the usual case: a region seen before (so not empty)
+            if got is None or got[0] is not region or got[2] != lr.k or got[1] != arg.element_size():
+                if region.hi <= region.lo:
+                    return 0, 0
+                if len(self._memo) >= _MEMO_LIMIT:
+                    self._memo.clear()
+                isz = arg.element_size()
+                rects = self._rects_of(region, isz, lr.k)
+                got = self._memo[id(region)] = (region, isz, lr.k, rects, 0 if rects is None else
+                                                sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in rects))
+            if got[3] is not None:
+                missed = lr.touch(got[3], self.fills - self.lines, self.fills)
+                self.fills += missed
+                if len(lr.rects) > self.max_rects:
+                    self._to_array(key, arg)
+                return got[4], missed
+            self._to_array(key, arg)
         if region.hi <= region.lo:
             return 0, 0
-        key = region.key
-        if self._use_rects and key not in self._stamps:
-            lr = self._rects.get(key)
-            if lr is None:
-                lr = self._new_rects(region, arg)
-            if lr is not None:
-                isz = arg.element_size()
-                got = self._memo.get(id(region))
-                if got is None or got[0] is not region or got[1] != isz or got[2] != lr.k:
-                    if len(self._memo) >= _MEMO_LIMIT:
-                        self._memo.clear()
-                    rects = self._rects_of(region, isz, lr.k)
-                    got = self._memo[id(region)] = (region, isz, lr.k, rects, 0 if rects is None else
-                                                    sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in rects))
-                if got[3] is not None:
-                    missed = lr.touch(got[3], self.fills - self.lines, self.fills)
-                    self.fills += missed
-                    if len(lr.rects) > self.max_rects:
-                        self._to_array(key, arg)
-                    return got[4], missed
-                self._to_array(key, arg)
         view, lines = self._view(region, arg)
         if lines is not None:
             st, view = view, view[lines]

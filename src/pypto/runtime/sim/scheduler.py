@@ -131,13 +131,18 @@ class EventScheduler:
         soc = self.device.soc
         self.l2 = L2Cache(soc.l2_bytes, soc.ddr_access_granularity, memo=self._l2_memo)
 
-    def _share_ddr(self, t: Task) -> None:
+    def _share_ddr(self, t: Task) -> int:
         """Grant `t` (started, run) its HBM traffic (what the L2 cache does not serve,
-        `l2cache.L2Cache`); sets its `hbm_bytes` and `ddr_wait_cycles`."""
-        t.ddr_wait_cycles = 0
-        if t.cost is not None:
-            t.hbm_bytes = self.l2.hbm_bytes(t)
-            t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, t.cycles, t.hbm_bytes)  # type: ignore[arg-type]
+        `l2cache.L2Cache`); sets its `hbm_bytes` and `ddr_wait_cycles`. Returns its cycles
+        (`Task.cycles`, the DDR wait included)."""
+        cost = t.cost
+        if cost is None:
+            t.ddr_wait_cycles = 0
+            return 0
+        own = cost.cycles + t.stall_cycles
+        hbm = t.hbm_bytes = self.l2.hbm_bytes(t)
+        wait = t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, own, hbm) if hbm > 0 else 0  # type: ignore[arg-type]
+        return own + wait
 
     def _of(self, core_type: str) -> _Cores:
         c = self._cores.get(core_type)
@@ -245,9 +250,8 @@ class EventScheduler:
                 _, _, t = heapq.heappop(queue)
                 t.core_index, t.start_cycle = i, now
                 run_task(self.device, t)
-                self._share_ddr(t)
-                t.end_cycle = now + t.cycles
-                heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
+                end = t.end_cycle = now + self._share_ddr(t)
+                heapq.heappush(events, (end, _DONE, t.task_id, t))
 
     def _start_groups(self, queue: list[tuple[int, int, list[Task]]], now: int,
                       events: list[tuple[int, int, int, Any]]) -> None:
@@ -264,8 +268,7 @@ class EventScheduler:
             end = now
             for t in unit:
                 t.start_cycle = now + t.offset_cycles
-                self._share_ddr(t)
-                t.end_cycle = t.start_cycle + t.cycles
+                t.end_cycle = t.start_cycle + self._share_ddr(t)
                 end = max(end, t.end_cycle)
                 heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
             heapq.heappush(events, (end, _FREE, unit[0].task_id, cores))
@@ -282,8 +285,7 @@ class EventScheduler:
             for t in unit:
                 t.core_index, t.start_cycle = cores.take_longest_idle(), now
                 run_task(self.device, t)
-                self._share_ddr(t)
-                t.end_cycle = now + t.cycles
+                t.end_cycle = now + self._share_ddr(t)
                 heapq.heappush(events, (t.end_cycle, _DONE, t.task_id, t))
 
     def _cluster_cores(self, c: int) -> list[tuple[str, int]]:
@@ -310,7 +312,7 @@ class EventScheduler:
 
     def _ready_time(self, unit: list[Task]) -> int:
         tasks = self.device.tasks
-        r = max(t.submit_cycle for t in unit)
+        r = unit[0].submit_cycle if len(unit) == 1 else max(t.submit_cycle for t in unit)
         for t in unit:
             for d in t.deps:
                 end = tasks[d].end_cycle
