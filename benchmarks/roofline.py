@@ -27,11 +27,16 @@ traffic: the lines of the tasks' loads that the chip's L2 cache missed, and thei
 Targets of issue 14: the tuned matmul above 70 % of peak cube throughput, the elementwise op above
 70 % of peak bandwidth; both are met (docs/performance.md, "Calibration"). The plain matmuls (a),
 (a') are not: their loads into single buffers wait for the cube, and the cube for the loads.
+
+Each case's build is kept in `build_output/roofline/<case>/` (`$PYPTO_PROG_BUILD_DIR` instead of
+`build_output` when set; a rerun replaces it): the performance hints the compiler points to on stderr
+are in its `report/perf_hints.log` (and the run's in `report/perf_hints_run.log`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -161,14 +166,28 @@ def add_program(blocks: int, rows: int, cols: int, tile_cols: int):
     return Add
 
 
-def measure(program, args: list[torch.Tensor], flops: int = 0) -> dict[str, float]:
-    """Compile (in a temporary folder) and run `program` on `args` (the last one is the output);
-    returns the simulated makespan (cycles), FLOP and DDR bytes per cycle, and those over the
-    chip's peaks."""
+def measure(program, args: list[torch.Tensor], flops: int = 0, output_dir: str | os.PathLike | None = None
+            ) -> dict[str, float]:
+    """Compile and run `program` on `args` (the last one is the output); returns the simulated
+    makespan (cycles), FLOP and DDR bytes per cycle, and those over the chip's peaks.
+
+    The build goes to `output_dir` and is kept there (its report holds the performance hints the
+    compiler names on stderr); with None, to a temporary folder removed afterwards, and the
+    compiler's hint summary, which would name a removed file, is left out."""
+    if output_dir is not None:
+        compiled = ir.compile(program, output_dir=output_dir, dump_passes=False,
+                              backend_type=BackendType.Ascend910B, skip_ptoas=True)
+        return _measure(compiled, args, flops)
     with tempfile.TemporaryDirectory() as tmp:
         compiled = ir.compile(program, output_dir=tmp, dump_passes=False, backend_type=BackendType.Ascend910B,
-                                 skip_ptoas=True)
+                              skip_ptoas=True, quiet_hints=True)
         return _measure(compiled, args, flops)
+
+
+def build_root() -> Path:
+    """Where `main` keeps the cases' builds: `$PYPTO_PROG_BUILD_DIR` (else `build_output`) / roofline,
+    the folder `ir.compile` builds under by default."""
+    return Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output") / "roofline"
 
 
 def _measure(compiled, args: list[torch.Tensor], flops: int) -> dict[str, float]:
@@ -184,31 +203,36 @@ def _measure(compiled, args: list[torch.Tensor], flops: int) -> dict[str, float]
             "ddr_wait_cycles": sum(t.ddr_wait_cycles for t in rec.tasks)}
 
 
-def run_matmul(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn: int = 128) -> dict[str, float]:
-    """Case (a) with tm x tn blocks of C, checked against torch."""
+def run_matmul(blocks_m: int, blocks_n: int, k: int, tm: int = 128, tn: int = 128,
+               output_dir: str | os.PathLike | None = None) -> dict[str, float]:
+    """Case (a) with tm x tn blocks of C, checked against torch (`output_dir`: see `measure`)."""
     m, n = blocks_m * tm, blocks_n * tn
     a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
     c = torch.zeros(m, n)
-    res = measure(matmul_program(blocks_m, blocks_n, k, tm, tn), [a, b, c], flops=2 * m * n * k)
+    res = measure(matmul_program(blocks_m, blocks_n, k, tm, tn), [a, b, c], flops=2 * m * n * k,
+                  output_dir=output_dir)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
     return res
 
 
-def run_tuned_matmul(blocks_m: int, blocks_n: int, k: int, stage: int = 2) -> dict[str, float]:
-    """Case (c), 128 x 256 blocks of C, checked against torch."""
+def run_tuned_matmul(blocks_m: int, blocks_n: int, k: int, stage: int = 2,
+                     output_dir: str | os.PathLike | None = None) -> dict[str, float]:
+    """Case (c), 128 x 256 blocks of C, checked against torch (`output_dir`: see `measure`)."""
     m, n = blocks_m * 128, blocks_n * 256
     a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
     c = torch.zeros(m, n)
-    res = measure(tuned_matmul_program(blocks_m, blocks_n, k, stage=stage), [a, b, c], flops=2 * m * n * k)
+    res = measure(tuned_matmul_program(blocks_m, blocks_n, k, stage=stage), [a, b, c], flops=2 * m * n * k,
+                  output_dir=output_dir)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
     return res
 
 
-def run_add(blocks: int, rows: int, cols: int, tile_cols: int) -> dict[str, float]:
-    """Case (b), checked against torch."""
+def run_add(blocks: int, rows: int, cols: int, tile_cols: int,
+            output_dir: str | os.PathLike | None = None) -> dict[str, float]:
+    """Case (b), checked against torch (`output_dir`: see `measure`)."""
     a, b = torch.randn(blocks * rows, cols), torch.randn(blocks * rows, cols)
     c = torch.zeros_like(a)
-    res = measure(add_program(blocks, rows, cols, tile_cols), [a, b, c], flops=a.numel())
+    res = measure(add_program(blocks, rows, cols, tile_cols), [a, b, c], flops=a.numel(), output_dir=output_dir)
     assert torch.equal(c, a + b)
     return res
 
@@ -237,15 +261,17 @@ def main() -> None:
     opts = ap.parse_args()
     k, cols = (512, 2048) if opts.small else (4096, 8192)
     tm_blocks, tn_blocks = (6, 4) if opts.small else (24, 16)
+    out = build_root()
     print(f"Ascend910B model: {SOC.num_aic} cube + {SOC.num_aiv} vector cores at {const('clock_ghz')} GHz "
-          f"(cost model, estimates)")
-    _report(f"(a) FP16 matmul 768x512x{k}, 128x128", run_matmul(6, 4, k), "flops")
-    _report(f"(a') FP16 matmul 1536x512x{k}, 128x256", run_matmul(12, 2, k, tn=256), "flops")
-    kt = max(k, 2048)   # the tuned kernel's first 256-chunk runs unpipelined: give it a longer K
-    _report(f"(c) tuned {tm_blocks * 128}x{tn_blocks * 256}x{kt}, 128x256", run_tuned_matmul(tm_blocks, tn_blocks, kt),
+          f"(cost model, estimates); builds kept in {os.fspath(out)}/<case>")
+    _report(f"(a) FP16 matmul 768x512x{k}, 128x128", run_matmul(6, 4, k, output_dir=out / "a_matmul_128x128"),
             "flops")
-    _report(f"(b) FP32 add 3072x{cols}", run_add(48, 64, cols, 128), "bytes")
-
+    _report(f"(a') FP16 matmul 1536x512x{k}, 128x256",
+            run_matmul(12, 2, k, tn=256, output_dir=out / "a2_matmul_128x256"), "flops")
+    kt = max(k, 2048)   # the tuned kernel's first 256-chunk runs unpipelined: give it a longer K
+    _report(f"(c) tuned {tm_blocks * 128}x{tn_blocks * 256}x{kt}, 128x256",
+            run_tuned_matmul(tm_blocks, tn_blocks, kt, output_dir=out / "c_tuned_matmul"), "flops")
+    _report(f"(b) FP32 add 3072x{cols}", run_add(48, 64, cols, 128, output_dir=out / "b_add"), "bytes")
 
 if __name__ == "__main__":
     main()

@@ -41,6 +41,18 @@ def test_vec_capacity_exceeded_names_function_space_and_bytes(tmp_path):
     assert "MemoryCapacityError" in (tmp_path / "b" / "report" / "error.log").read_text()
 
 
+
+def test_capacity_error_points_at_the_largest_tile_it_names(tmp_path):
+    with pytest.raises(MemoryCapacityError) as ei:
+        ir.compile(TooBig, output_dir=tmp_path / "b")
+    lines = Path(__file__).read_text().splitlines()
+    (t0,) = [i for i, s in enumerate(lines, start=1) if s.strip().startswith("t0 = pl.load(a, [0, 0], [128, 128])")]
+    span = ei.value.span
+    assert (span.filename, span.begin_line) == (str(Path(__file__).resolve()), t0)
+    assert f"(largest: 't0' 65536 B (line {t0}), 't1' 65536 B (line {t0 + 1}), 't2' 65536 B (line {t0 + 2}))" \
+        in ei.value.message
+    assert lines[t0 - 1].strip() in str(ei.value)        # the caret is under the tile's statement
+
 def test_same_kernel_fits_the_larger_ascend950_vec(tmp_path):
     compiled = ir.compile(TooBig, output_dir=tmp_path / "b", backend_type=BackendType.Ascend950)
     usage = json.loads((Path(compiled.output_dir) / "report" / "memory_usage.json").read_text())

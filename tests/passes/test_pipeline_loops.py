@@ -4,6 +4,9 @@ PH009, and the parser / printer of `stage=`."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -13,6 +16,7 @@ from pypto.core.errors import CompileError, ParserTypeError
 from pypto.passes.base import PassContext
 from pypto.passes.pipeline_loops import PipelineLoops
 
+_BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "roofline.py"
 R, C = 16, 128
 KIB8 = R * C * 4
 
@@ -145,7 +149,8 @@ def test_stages_that_do_not_fit_fall_back_with_a_hint(tmp_path):
     cp = ir.compile(prog, output_dir=tmp_path, skip_ptoas=True)
     log = (tmp_path / "report" / "perf_hints.log").read_text()
     assert ("in 'k': pl.pipeline(stage=3) needs 3 copies of the loop body's buffers, which do not fit on "
-            "Ascend910B (Vec: 98304 B planned + 49152 B per extra stage of 188416 B); using stage=2: use "
+            "Ascend910B (Vec: 98304 B planned + 2 x 49152 B for the extra stages = 196608 B, over its 188416 B); "
+            "using stage=2: use "
             "smaller tiles to keep 3 stages") in log
     (line,) = [ln for ln in log.splitlines() if ln.startswith("PH009 ")]
     assert "test_pipeline_loops.py:" in line
@@ -156,6 +161,23 @@ def test_stages_that_do_not_fit_fall_back_with_a_hint(tmp_path):
     cp(x, y)
     torch.testing.assert_close(y, x[:96] + torch.exp(x[96:]).reshape(4, 96, 128).sum(0), rtol=1e-5, atol=1e-5)
 
+
+
+def test_the_hint_names_only_the_memory_spaces_that_overflow(tmp_path):
+    # the roofline benchmark's tuned matmul with 64-deep L0 steps: its outer pipelined loop holds
+    # two copies of the inner loop's 32 KiB Right tile, and a second stage of them (64 KiB more)
+    # overflows Right's 64 KiB; its Left and Mat copies would fit and are not named
+    spec = importlib.util.spec_from_file_location("roofline_bench", _BENCH)
+    roofline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roofline)  # type: ignore[union-attr]
+    ir.compile(roofline.tuned_matmul_program(1, 1, 1024, tk0=64), output_dir=tmp_path, dump_passes=False,
+               skip_ptoas=True)
+    (line,) = [ln for ln in (tmp_path / "report" / "perf_hints.log").read_text().splitlines()
+               if ln.startswith("PH009 ")]
+    assert line.endswith(
+        "in 'mm_tuned': pl.pipeline(stage=2) needs 2 copies of the loop body's buffers, which do not fit on "
+        "Ascend910B (Right: 65536 B planned + 65536 B for the extra stage = 131072 B, over its 65536 B); using "
+        "no software pipelining (a plain loop): use smaller tiles to keep 2 stages")
 
 def test_no_stage_fits_leaves_a_plain_loop(tmp_path):
     prog = _sum_rows_program(3, 2, rows=128, cols=128)    # 64 KiB blocks: 192 KiB for two stages

@@ -100,3 +100,23 @@ def test_tuned_matmul_beats_the_plain_one_and_never_the_peak(roofline) -> None:
     # the two tasks share the rows of A: L2 serves what the other read, so HBM sees less than the
     # cores moved
     assert tuned["bytes_per_cycle"] < tuned["moved_per_cycle"]
+
+
+def _hint_files_named(caplog) -> list[Path]:
+    """The files the compiler's hint summaries on the `pypto.diagnostics` logger point to."""
+    return [Path(r.getMessage().rsplit(": see ", 1)[1]) for r in caplog.records
+            if "performance hint(s)" in r.getMessage()]
+
+
+def test_a_kept_build_holds_the_hints_the_summary_points_to(roofline, tmp_path, caplog) -> None:
+    with caplog.at_level("WARNING", logger="pypto.diagnostics"):
+        roofline.run_matmul(1, 1, 256, output_dir=tmp_path / "a")   # 256-byte rows: PH001 hints
+    named = _hint_files_named(caplog)
+    assert named == [tmp_path / "a" / "report" / "perf_hints.log"]
+    assert "PH001" in named[0].read_text()
+
+
+def test_a_throwaway_build_never_names_a_removed_hint_file(roofline, caplog) -> None:
+    with caplog.at_level("WARNING", logger="pypto.diagnostics"):
+        roofline.run_matmul(1, 1, 256)                               # built in a removed temporary folder
+    assert all(p.is_file() for p in _hint_files_named(caplog))

@@ -3,7 +3,8 @@
 Buffers (distinct MemRef ids) of each memory space are laid out one after another from address 0,
 each aligned to the SoC's 32-byte alignment. The total per space is checked against the usable
 capacity of that space on one core of the target; exceeding it raises MemoryCapacityError naming
-the function, the memory space, the bytes needed and the bytes available. Peak bytes per space per
+the function, the memory space, the bytes needed and the bytes available, and the three largest
+tiles with their lines; it points at the statement defining the largest. Peak bytes per space per
 kernel are recorded in `ctx.records["memory"][kernel][space]` as `{"peak": bytes placed,
 "naive": bytes without MemoryReuse (one address per tile), "capacity": usable bytes per core}`;
 the compile driver writes them to `report/memory_usage.json`.
@@ -23,8 +24,10 @@ from dataclasses import replace
 from ..backend import SoCModel
 from ..core.enums import FunctionType, MemorySpace
 from ..core.errors import MemoryCapacityError
+from ..core.span import Span
 from ..ir.expr import Var
 from ..ir.function import Function, Program
+from ..ir.stmt import AssignStmt
 from ..ir.types import MemRef, TileType
 from ..ir.visitor import IRVisitor
 from .base import FunctionPass, PassContext
@@ -42,6 +45,16 @@ class _Collect(IRVisitor):
     def __init__(self) -> None:
         self.memrefs: dict[Key, MemRef] = {}
         self.owner: dict[Key, Var] = {}  # first var seen in each buffer
+        self.defined: dict[Var, Span] = {}  # the statement binding each assigned var
+
+    def visit_AssignStmt(self, s: AssignStmt) -> None:
+        if s.span.is_known():
+            self.defined.setdefault(s.var, s.span)
+        super().visit_AssignStmt(s)
+
+    def site(self, v: Var, func: Function) -> Span:
+        """Where tile `v` is defined: its assignment, else its own span, else the function's."""
+        return self.defined.get(v) or (v.span if v.span.is_known() else func.span)
 
     def visit_Var(self, e: Var) -> None:
         t = e.type
@@ -62,8 +75,8 @@ class _Place(MemRefRewriter):
         return replace(m, addr=self.addrs[(m.memory_space, m.id)])
 
 
-def _line(v: Var) -> str:
-    return f", line {v.span.begin_line}" if v.span.is_known() else ""
+def _line(span: Span) -> str:
+    return f", line {span.begin_line}" if span.is_known() else ""
 
 
 def _ring_text(u: RingUse, addr: int) -> str:
@@ -85,9 +98,9 @@ def _ring_overflow(func: Function, soc: SoCModel, space: MemorySpace, total: int
         fits = "the ring alone does not fit"
     else:
         v = c.owner[late[0]]
-        span = v.span if v.span.is_known() else func.span
+        span = c.site(v, func)
         fits = (f"tile '{v.name}' ({c.memrefs[late[0]].size} B at [{late[1]}, {late[1] + c.memrefs[late[0]].size})"
-                f"{_line(v)}) no longer fits")
+                f"{_line(span)}) no longer fits")
     per_slot = sum(u.rings * u.shape[1] for k, u in rings.items() if k[0] is space)
     depth = min(u.shape[0] // u.rings for k, u in rings.items() if k[0] is space)
     n = depth - -(-(total - cap) // per_slot)
@@ -102,13 +115,16 @@ def _ring_overflow(func: Function, soc: SoCModel, space: MemorySpace, total: int
 
 def _tiles_overflow(func: Function, soc: SoCModel, space: MemorySpace, total: int, c: _Collect,
                     unblocked: str | None = None) -> MemoryCapacityError:
+    """The error for a space of tiles only that overflows: it names the three largest tiles with their
+    lines and points at the largest one's defining statement."""
     cap = soc.capacity_of(space)
     bufs = sorted(((m.size, c.owner[k]) for k, m in c.memrefs.items() if k[0] is space), key=lambda b: -b[0])[:3]
-    largest = ", ".join(f"'{v.name}' {size} B (line {v.span.begin_line})" for size, v in bufs)
+    sites = [c.site(v, func) for _, v in bufs]
+    largest = ", ".join(f"'{v.name}' {size} B (line {at.begin_line})" for (size, v), at in zip(bufs, sites))
     return MemoryCapacityError(
         f"function '{func.name}': live tiles need {total} bytes of {space.name} memory but "
         f"{soc.backend.name} has only {cap} bytes of {space.name} per core (largest: {largest}); "
-        f"use smaller tiles or loop over blocks{'' if unblocked is None else blocking_note(unblocked)}", func.span)
+        f"use smaller tiles or loop over blocks{'' if unblocked is None else blocking_note(unblocked)}", sites[0])
 
 
 class AllocateMemoryAddr(FunctionPass):

@@ -146,34 +146,46 @@ def _bin(op: str, a: Expr, b: Expr) -> Expr:
     return BinaryExpr(op, a, b, INDEX)
 
 
+def _bytes(memrefs: dict[Key, MemRef], ctx: PassContext) -> Counter[MemorySpace]:
+    """Bytes of `memrefs` per memory space, each buffer aligned as AllocateMemoryAddr places it."""
+    out: Counter[MemorySpace] = Counter()
+    for (space, _), m in memrefs.items():
+        out[space] += align_up(m.size, ctx.soc.alignment)
+    return out
+
+
+def _overflowing(depth: int, private: dict[Key, MemRef], placed: dict[Key, MemRef],
+                 ctx: PassContext) -> list[tuple[MemorySpace, int, int, int]]:
+    """(space, bytes planned, bytes per extra stage, bytes needed) of each memory space that `depth`
+    copies of the private buffers overflow, by space name."""
+    used, extra = _bytes(placed, ctx), _bytes(private, ctx)
+    need = {s: used[s] + (depth - 1) * extra[s] for s in extra}
+    return [(s, used[s], extra[s], need[s]) for s in sorted(extra, key=lambda s: s.name)
+            if need[s] > ctx.soc.capacity_of(s)]
+
+
 def _depth(loop: ForStmt, private: dict[Key, MemRef], placed: dict[Key, MemRef], ctx: PassContext) -> int:
     """The largest depth <= loop.stage whose copies fit every memory space."""
-    soc = ctx.soc
-    used: Counter[MemorySpace] = Counter()
-    for (space, _), m in placed.items():
-        used[space] += align_up(m.size, soc.alignment)
-    extra: Counter[MemorySpace] = Counter()
-    for (space, _), m in private.items():
-        extra[space] += align_up(m.size, soc.alignment)
     depth = loop.stage
-    while depth > 1 and any(used[s] + (depth - 1) * extra[s] > soc.capacity_of(s) for s in extra):
+    while depth > 1 and _overflowing(depth, private, placed, ctx):
         depth -= 1
     return depth
 
 
 def _hint(func: Function, loop: ForStmt, depth: int, private: dict[Key, MemRef], placed: dict[Key, MemRef],
           ctx: PassContext) -> Diagnostic:
-    soc = ctx.soc
-    spaces = sorted({s for s, _ in private}, key=lambda s: s.name)
-    where = ", ".join(
-        f"{s.name}: {sum(align_up(m.size, soc.alignment) for (sp, _), m in placed.items() if sp is s)} B planned "
-        f"+ {sum(align_up(m.size, soc.alignment) for (sp, _), m in private.items() if sp is s)} B per extra stage "
-        f"of {soc.capacity_of(s)} B" for s in spaces)
+    """PH009 for `loop`, naming only the memory spaces `loop.stage` copies overflow."""
+    soc, n = ctx.soc, loop.stage
+    parts = []
+    for s, used, extra, need in _overflowing(n, private, placed, ctx):
+        more = f"{extra} B for the extra stage" if n == 2 else f"{n - 1} x {extra} B for the extra stages"
+        parts.append(f"{s.name}: {used} B planned + {more} = {need} B, over its {soc.capacity_of(s)} B")
+    where = ", ".join(parts)
     got = "no software pipelining (a plain loop)" if depth < 2 else f"stage={depth}"
     return Diagnostic(HINT_CODE, func.name,
-                      f"pl.pipeline(stage={loop.stage}) needs {loop.stage} copies of the loop body's buffers, "
+                      f"pl.pipeline(stage={n}) needs {n} copies of the loop body's buffers, "
                       f"which do not fit on {soc.backend.name} ({where}); using {got}: use smaller tiles to "
-                      f"keep {loop.stage} stages", loop.span)
+                      f"keep {n} stages", loop.span)
 
 
 def _expand(loop: ForStmt, depth: int, private: dict[Key, MemRef], next_id: int) -> list[Stmt]:

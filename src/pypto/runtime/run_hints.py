@@ -122,10 +122,14 @@ def _idle_pipe(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
               "Mat / Left / Right across several matmuls, larger K per matmul)" if pipe == "cube" else
               "the kernel mostly moves data: fuse it with the elementwise work around it so each loaded "
               "tile is used for more, or move fewer bytes (narrower dtypes)")
+    # the pipes run concurrently (double buffering overlaps loads, compute and stores): each share is
+    # of the same work cycles, so they can add up to more than 100 % and are not a split of the rest
+    others = (f"the other pipes are busy {top} of those cycles (cost model cycles per pipe; the pipes run "
+              f"in parallel, so the shares need not add up to 100%)" if top else "no other pipe is busy")
     yield Diagnostic("PH005", kernel,
                      f"the {pipe} pipe of '{kernel}' ({ts[0].core_type}) is busy {busy} of its {work} cycles "
-                     f"of work ({_pct(busy, work)}, below {PIPE_BUSY_BELOW:.0%}) over {len(ts)} task(s); the "
-                     f"rest goes to {top or 'nothing'} (cost model cycles per pipe); {advice}", _where(ts))
+                     f"of work ({_pct(busy, work)}, below {PIPE_BUSY_BELOW:.0%}) over {len(ts)} task(s); "
+                     f"{others}; {advice}", _where(ts))
 
 
 def _narrow_transfers(kernel: str, ts: list[Task], granule: int) -> Iterator[Diagnostic]:

@@ -91,6 +91,7 @@ def test_prepared_worker_calls_submit_and_records(axpy_program) -> None:
         out.zero_()
         rt(x, resident, out)
         torch.testing.assert_close(out, 2 * x + w)
+        assert torch.equal(resident.to_host(), w)   # read back to the host (docs/distributed.md)
         rt.free_tensor(resident)
     assert "closed" in repr(rt)
 
