@@ -291,14 +291,17 @@ def forget_batch_checks() -> None:
 def _check_operands(a: Any, b: Any, acc: Any, zeros: bool) -> tuple[Any, Any, Any]:
     """Random operands of the shapes and dtypes of `a`, `b` (and FP32 `acc`, or None) for a batched
     GEMM's check; with `zeros`, operands whose products are zeros of mixed signs (which sign a sum
-    of zeros gets depends on the order). Made once per shape (seeded) and reused."""
-    key = (tuple(a.shape), a.dtype, tuple(b.shape), b.dtype, None if acc is None else tuple(acc.shape), zeros)
+    of zeros gets depends on the order). One lane's values, made once per tile shape (seeded) and
+    repeated over the lanes: what is checked is that each lane is computed like a one-lane GEMM."""
+    lanes = a.shape[0]
+    key = (tuple(a.shape[1:]), a.dtype, tuple(b.shape[1:]), b.dtype,
+           None if acc is None else tuple(acc.shape[1:]), zeros)
     hit = _OPERANDS_CACHE.get(key)
     if hit is None:
         g = torch.Generator().manual_seed(1 + zeros)
-        ra = torch.randn(a.shape, generator=g).to(a.dtype)
-        rb = torch.randn(b.shape, generator=g).to(b.dtype)
-        rc = torch.randn(acc.shape, generator=g) if acc is not None else None
+        ra = torch.randn((1, *a.shape[1:]), generator=g).to(a.dtype)
+        rb = torch.randn((1, *b.shape[1:]), generator=g).to(b.dtype)
+        rc = torch.randn((1, *acc.shape[1:]), generator=g) if acc is not None else None
         if zeros:
             signs = [torch.where(torch.rand(x.shape, generator=g) < 0.5, -1.0, 1.0) for x in (ra, rb)]
             ra = torch.where(torch.rand(ra.shape, generator=g) < 0.5, 0.0 * signs[0], ra).to(a.dtype)
@@ -307,7 +310,8 @@ def _check_operands(a: Any, b: Any, acc: Any, zeros: bool) -> tuple[Any, Any, An
         if len(_OPERANDS_CACHE) >= 64:
             _OPERANDS_CACHE.clear()
         hit = _OPERANDS_CACHE[key] = (ra, rb, rc)
-    return hit
+    ra, rb, rc = hit
+    return ra.repeat(lanes, 1, 1), rb.repeat(lanes, 1, 1), None if rc is None else rc.repeat(lanes, 1, 1)
 
 
 def _mm_batch_site(with_acc: bool) -> Any:
