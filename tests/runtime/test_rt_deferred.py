@@ -260,3 +260,20 @@ def test_deferred_batches_on_the_host_threads_give_the_same_bits(threads, tmp_pa
                                       torch.zeros(16 * TASKS, 32)], [2], monkeypatch, min_deferred=TASKS - 1)
     finally:
         torch.set_num_threads(before)
+
+
+def test_deferred_tasks_get_the_pipe_timelines_of_the_swimlane(tmp_path, monkeypatch) -> None:
+    """With the swimlane's pipe tracks (`enable_chip_swimlane >= 2`), a deferred task's pipe ops
+    are those of a task run when it starts: static kernels and a K loop learnt from its first task."""
+    src = _MATMUL.format(dt="FP16", m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path / "mm", dump_passes=False, skip_ptoas=True)
+    cfg = RunConfig(sim_replay=False, enable_chip_swimlane=2)
+    make = lambda s: [_values("FP16", (16 * TASKS, 64), s) - 1, _values("FP16", (64, 32), s + 3) - 1,  # noqa: E731
+                      torch.zeros(16 * TASKS, 32)]
+    pipes = []
+    for deferred in (True, False):
+        dev = SimDevice(cp.backend_type)
+        _run(cp, dev, make(0), cfg, monkeypatch, deferred)
+        pipes.append([t.pipe_ops for t in cp.last_run.tasks])
+    assert pipes[0] == pipes[1] and all(p for p in pipes[0])
