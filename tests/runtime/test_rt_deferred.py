@@ -13,7 +13,7 @@ import pytest
 import torch
 from shared_programs import GROUPED_SRC, load_example
 from test_rt_batch import _MATMUL, TASKS, _values
-from test_rt_replay import M, D, F, _arenas, _randn, _task_facts
+from test_rt_replay import _arenas, _randn, _task_facts, ffn_args, ffn_program
 
 import pypto.language as pl
 from pypto import ir
@@ -23,9 +23,6 @@ from pypto.runtime.dfx.deps import deps_json
 from pypto.runtime.sim import SimDevice, batch
 from pypto.runtime.sim.batch import BatchKernel
 from pypto.runtime.sim.deferred import Deferral
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "models"))
-from ffn import ffn_function  # noqa: E402
 
 FULL = RunConfig(sim_replay=False)
 
@@ -113,21 +110,8 @@ def test_scopes_spmd_groups_and_created_tensors_with_deferred_tasks(tmp_path, mo
     check_deferred(cp, lambda s: [_randn(16, 16, dtype=torch.float16, seed=s),
                                   _randn(16, 16, dtype=torch.float16, seed=s + 1), torch.zeros(16, 16)], [2],
                    monkeypatch, min_deferred=0)
-    ffn = ffn_function(M, D, F, BM=32, BN=64, BK=64)
-
-    @pl.program
-    class FFN:
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def main(self, x: pl.Tensor[[M, D], pl.FP16], w1: pl.Tensor[[D, F], pl.FP16],
-                 w3: pl.Tensor[[D, F], pl.FP16], w2: pl.Tensor[[F, D], pl.FP16],
-                 y: pl.Out[pl.Tensor[[M, D], pl.FP32]]):
-            y = ffn(x, w1, w3, w2, y)
-
-    cp = ir.compile(FFN, output_dir=tmp_path / "ffn", dump_passes=False)
-    check_deferred(cp, lambda s: [_randn(M, D, dtype=torch.float16, seed=s), (_randn(D, F, seed=s + 1) / D ** 0.5).half(),
-                                  (_randn(D, F, seed=s + 2) / D ** 0.5).half(),
-                                  (_randn(F, D, seed=s + 3) / F ** 0.5).half(), torch.zeros(M, D)], [4], monkeypatch,
-                   min_deferred=20)
+    cp = ir.compile(ffn_program(), output_dir=tmp_path / "ffn", dump_passes=False)
+    check_deferred(cp, ffn_args, [4], monkeypatch, min_deferred=20)
 
 
 def test_the_first_full_simulation_of_a_k_loop_batches_its_deferred_tasks(tmp_path, monkeypatch) -> None:
@@ -226,7 +210,7 @@ def test_an_orchestration_that_reads_task_data_sees_the_deferred_tasks_numbers(t
 
     cp = ir.compile(ReadsCount, output_dir=tmp_path / "reads", dump_passes=False)
     for n in (1, 3):
-        check_deferred(cp, lambda s: [_randn(64, 32, seed=s), torch.tensor([n], dtype=torch.int32),
+        check_deferred(cp, lambda s, n=n: [_randn(64, 32, seed=s), torch.tensor([n], dtype=torch.int32),
                                       torch.zeros(64, 32)], [2], monkeypatch, min_deferred=0)
 
 

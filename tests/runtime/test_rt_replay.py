@@ -117,7 +117,9 @@ def test_a_dynamic_kernel_loop_and_a_tensor_level_program_replay(tmp_path) -> No
 M, D, F = 64, 128, 256   # the FFN test: tokens, model width, hidden width
 
 
-def test_the_ffn_model_replays_with_its_created_intermediates(tmp_path) -> None:
+def ffn_program() -> object:
+    """The SwiGLU FFN of examples/models/ffn.py for M tokens, D -> F -> D (creates its hidden
+    activations in the orchestration); `ffn_args(seed)` are its arguments."""
     ffn = ffn_function(M, D, F, BM=32, BN=64, BK=64)
 
     @pl.program
@@ -127,12 +129,18 @@ def test_the_ffn_model_replays_with_its_created_intermediates(tmp_path) -> None:
                  w3: pl.Tensor[[D, F], pl.FP16], w2: pl.Tensor[[F, D], pl.FP16],
                  y: pl.Out[pl.Tensor[[M, D], pl.FP32]]):
             y = ffn(x, w1, w3, w2, y)
+    return FFN
 
-    cp = ir.compile(FFN, output_dir=tmp_path / "ffn", dump_passes=False)
-    recs = check_replay(cp, lambda s: [_randn(M, D, dtype=torch.float16, seed=s),
-                                       (_randn(D, F, seed=s + 1) / D ** 0.5).half(),
-                                       (_randn(D, F, seed=s + 2) / D ** 0.5).half(),
-                                       (_randn(F, D, seed=s + 3) / F ** 0.5).half(), torch.zeros(M, D)], [4])
+
+def ffn_args(s: int) -> list:
+    return [_randn(M, D, dtype=torch.float16, seed=s), (_randn(D, F, seed=s + 1) / D ** 0.5).half(),
+            (_randn(D, F, seed=s + 2) / D ** 0.5).half(), (_randn(F, D, seed=s + 3) / F ** 0.5).half(),
+            torch.zeros(M, D)]
+
+
+def test_the_ffn_model_replays_with_its_created_intermediates(tmp_path) -> None:
+    cp = ir.compile(ffn_program(), output_dir=tmp_path / "ffn", dump_passes=False)
+    recs = check_replay(cp, ffn_args, [4])
     assert recs[-1].created, "the FFN creates its hidden activations"
 
 

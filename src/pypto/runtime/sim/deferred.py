@@ -40,7 +40,7 @@ from ...ops.block import block_context
 from ...ops.threads import wide_threads
 from .batch import batch_kernel, batching_enabled, lane_scalars
 from .kernel import KernelExecutor
-from .replay import scalar_key, kernel_cost_is_static, reads_block, run_batch
+from .replay import kernel_cost_is_static, reads_block, run_batch, scalar_key
 from .scheduler import named_error
 
 if TYPE_CHECKING:
@@ -63,13 +63,16 @@ def deferral_allowed(device: SimDevice, sanitize: bool, dump_args: int) -> bool:
             and all(getattr(cls, m) is getattr(SimDevice, m) for m in ("execute", "execute_group", "kernel")))
 
 
-def _layout(args: tuple) -> tuple | None:
+def _layout(args: tuple, free: frozenset[int] = frozenset()) -> tuple | None:
     """The key of a task's arguments that fixes a data-independent kernel's executed ops: each
-    tensor's shape, strides and dtype, each scalar bit for bit; None for any other argument."""
+    tensor's shape, strides and dtype, each scalar bit for bit — but the lane scalars `free`, left
+    out (they may differ within a batch); None for any other argument."""
     out: list[Any] = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            out.append((tuple(a.shape), a.stride(), a.dtype))
+    for j, a in enumerate(args):
+        if j in free:
+            out.append(None)
+        elif isinstance(a, torch.Tensor):
+            out.append((a.shape, a.stride(), a.dtype))
         else:
             k = scalar_key(a)
             if k is None:
@@ -221,7 +224,7 @@ class Deferral:
         if bk is None:
             return None
         free = lane_scalars(ex)
-        key0 = self._key(t0, free)
+        key0 = _layout(t0.args, free)
         if key0 is None:
             return None
         limit, ct, step = bk.lanes_for(wide_threads()), t0.core_type, None
@@ -232,7 +235,7 @@ class Deferral:
             d = t.core_index - run[-1].core_index  # type: ignore[operator]
             if d <= 0 or (step is not None and d != step):
                 break
-            if any(r.task_id in t.deps for r in run) or self._key(t, free) != key0:
+            if any(r.task_id in t.deps for r in run) or _layout(t.args, free) != key0:
                 break
             step = d
             run.append(t)
@@ -242,19 +245,3 @@ class Deferral:
         if batch_kernel(ex, varying) is None:
             return None
         return run, range(t0.core_index, run[-1].core_index + step, step), varying  # type: ignore[operator]
-
-    @staticmethod
-    def _key(t: Task, free: frozenset[int]) -> tuple | None:
-        """Like `_layout`, with the lane scalars `free` left out (they may differ in a batch)."""
-        out: list[Any] = []
-        for j, a in enumerate(t.args):
-            if j in free:
-                out.append(None)
-            elif isinstance(a, torch.Tensor):
-                out.append((a.shape, a.stride(), a.dtype))
-            else:
-                s = scalar_key(a)
-                if s is None:
-                    return None
-                out.append(s)
-        return tuple(out)
