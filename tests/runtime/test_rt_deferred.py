@@ -261,3 +261,117 @@ def test_deferred_tasks_get_the_pipe_timelines_of_the_swimlane(tmp_path, monkeyp
         _run(cp, dev, make(0), cfg, monkeypatch, deferred)
         pipes.append([t.pipe_ops for t in cp.last_run.tasks])
     assert pipes[0] == pipes[1] and all(p for p in pipes[0])
+
+
+# ---- regressions found by an adversarial trial -------------------------------------------------------
+_BUMPS = """
+import pypto.language as pl
+
+@pl.program
+class Bumps:
+    @pl.function(type=pl.FunctionType.InCore)
+    def bump(self, o: pl.InOut[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        t = pl.load(o, [0, 0], [32, 64])
+        o = pl.store(pl.adds(t, 1.0), [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, o: pl.InOut[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        for k in pl.range(4):
+            o = self.bump(o)
+        return o
+"""
+
+
+def test_without_derived_dependencies_deferred_tasks_do_not_batch(tmp_path, monkeypatch) -> None:
+    """`auto_deps=False`: four tasks adding 1 in place to one tile have no dependency between them,
+    so nothing but their start order orders them: run together they would all load before any
+    stores (the tile ended at 1 instead of 4)."""
+    cp = ir.compile(pl.parse(_BUMPS), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    check_deferred(cp, lambda s: [torch.zeros(64, 64)], [0], monkeypatch, min_deferred=3,
+                   config=RunConfig(sim_replay=False, auto_deps=False))
+    o = torch.zeros(64, 64)
+    cp(o, config=RunConfig(sim_replay=False, auto_deps=False))
+    assert torch.equal(o[:32], torch.full((32, 64), 4.0)) and not o[32:].any()
+
+
+_BUMP_THEN_FAULT = """
+import pypto.language as pl
+
+@pl.program
+class BumpThenFault:
+    @pl.function(type=pl.FunctionType.InCore)
+    def bump(self, a: pl.Tensor[[128, 64], pl.FP32], o: pl.InOut[pl.Tensor[[128, 64], pl.FP32]],
+             p: pl.InOut[pl.Tensor[[128, 64], pl.FP32]], row: pl.Scalar[pl.INDEX],
+             src: pl.Scalar[pl.INDEX]) -> tuple[pl.Tensor[[128, 64], pl.FP32], pl.Tensor[[128, 64], pl.FP32]]:
+        t = pl.load(o, [row, 0], [16, 64])
+        o = pl.store(pl.adds(t, 1.0), [row, 0], o)     # o[row] += 1
+        u = pl.load(a, [src, 0], [16, 64])             # out of bounds in the last task
+        p = pl.store(u, [row, 0], p)
+        return o, p
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[128, 64], pl.FP32], o: pl.InOut[pl.Tensor[[128, 64], pl.FP32]],
+             p: pl.InOut[pl.Tensor[[128, 64], pl.FP32]]) -> pl.Tensor[[128, 64], pl.FP32]:
+        for i in pl.range(0, 64, 16):
+            o, p = self.bump(a, o, p, i, i * 3)
+        return p
+"""
+
+
+_BUMP_THEN_DIVIDE = """
+import pypto.language as pl
+
+@pl.program
+class BumpThenDivide:
+    @pl.function(type=pl.FunctionType.InCore)
+    def bump(self, a: pl.Tensor[[64, 64], pl.INT32], d: pl.Tensor[[64, 64], pl.INT32],
+             o: pl.InOut[pl.Tensor[[64, 64], pl.INT32]], q: pl.Out[pl.Tensor[[64, 64], pl.INT32]],
+             row: pl.Scalar[pl.INDEX]) -> tuple[pl.Tensor[[64, 64], pl.INT32], pl.Tensor[[64, 64], pl.INT32]]:
+        t = pl.load(o, [row, 0], [16, 64])
+        o = pl.store(pl.adds(t, 1), [row, 0], o)       # o[row] += 1
+        u = pl.load(a, [row, 0], [16, 64])
+        e = pl.load(d, [row, 0], [16, 64])
+        q = pl.store(pl.div(u, e), [row, 0], q)        # a zero in d: integer division by zero
+        return o, q
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.INT32], d: pl.Tensor[[64, 64], pl.INT32],
+             o: pl.InOut[pl.Tensor[[64, 64], pl.INT32]],
+             q: pl.Out[pl.Tensor[[64, 64], pl.INT32]]) -> pl.Tensor[[64, 64], pl.INT32]:
+        for i in pl.range(0, 64, 16):
+            o, q = self.bump(a, d, o, q, i)
+        return q
+"""
+
+
+def test_a_failing_batch_applies_no_update_twice(tmp_path, monkeypatch) -> None:
+    """A batch whose last task fails after every task stored `o[row] += 1`: the batch's DDR writes
+    are undone before its tasks run again one at a time, so each row is bumped once, as in a
+    one-at-a-time run (they were bumped twice), and no task after the failing one writes. In a
+    full simulation (deferred tasks) and in a replayed run."""
+    cp = ir.compile(pl.parse(_BUMP_THEN_FAULT), output_dir=tmp_path / "full", dump_passes=False, skip_ptoas=True)
+    errors = check_deferred(cp, lambda s: [_randn(128, 64, seed=s), torch.zeros(128, 64),
+                                           torch.full((128, 64), 7.0)], [1, 2], monkeypatch, min_deferred=3)
+    assert all("out of bounds" in e and "task 3 (kernel 'bump'" in e for e in errors)
+    cp = ir.compile(pl.parse(_BUMP_THEN_DIVIDE), output_dir=tmp_path / "replay", dump_passes=False, skip_ptoas=True)
+    a = (_randn(64, 64) * 100).to(torch.int32)
+    finals = []
+    for switch in ("1", "0"):      # batched replay, then one task at a time
+        monkeypatch.setenv(batch.ENV_VAR, switch)
+        dev = SimDevice(cp.backend_type)
+        cp.run_on(dev, [a, torch.ones(64, 64, dtype=torch.int32), torch.zeros(64, 64, dtype=torch.int32),
+                        torch.zeros(64, 64, dtype=torch.int32)], None)      # records the plan
+        d = torch.ones(64, 64, dtype=torch.int32)
+        d[50, 3] = 0                                                        # task 3 divides by zero
+        o, q = torch.zeros(64, 64, dtype=torch.int32), torch.full((64, 64), 7, dtype=torch.int32)
+        with pytest.raises(RuntimeSimError, match=r"task 3 \(kernel 'bump'.*division by zero"):
+            cp.run_on(dev, [a, d, o, q], None)
+        assert dev.run_plans.replays == 1
+        t0 = cp.last_run.tasks[0]      # the device-side tensors (the caller's stay as they were)
+        finals.append((t0.args[2].clone(), t0.args[3].clone()))
+        assert not o.any() and (q == 7).all()
+    monkeypatch.delenv(batch.ENV_VAR)
+    (o1, q1), (o0, q0) = finals
+    assert torch.equal(o1, o0) and torch.equal(q1, q0)
+    assert torch.equal(o1, torch.ones(64, 64, dtype=torch.int32)) and torch.equal(q1[48:], torch.full((16, 64), 7))

@@ -397,13 +397,17 @@ def _mm_batch_site(with_acc: bool) -> Any:
             calls on one thread: on these operands, on random ones and on ones whose products are
             zeros of mixed signs — in a buffer laid out like `dst` (the same call path), compared
             byte for byte (so -0.0 differs from 0.0)."""
-            cases = [(acc, a, b)]
-            for zeros in (False, True):
+            n = a.shape[0]
+            cases = [(acc, a, b, False)]
+            for zeros in (False, True):   # one lane's values in every lane: one reference product
                 ra, rb, rc = _check_operands(a, b, dst if with_acc else None, zeros)
-                cases.append((rc, ra, rb))
-            for c, x, y in cases:
+                cases.append((rc, ra, rb, True))
+            for c, x, y, repeated in cases:
                 with wide(1):
-                    want = lane(None, c, x, y)
+                    if repeated:
+                        want = lane(None, None if c is None else c[:1], x[:1], y[:1]).expand(n, -1, -1)
+                    else:
+                        want = lane(None, c, x, y)
                 got = torch.empty_strided(dst.shape, dst.stride(), dtype=dst.dtype)
                 if same:
                     got.copy_(c)

@@ -264,6 +264,7 @@ class _BatchCompiler(_KernelCompiler):
     def __init__(self, func: Function, soc: SoCModel, sanitizer: list | None, count: bool = False,
                  clock: bool = False, specialize: bool = True) -> None:
         self.lanes: list[Any] = [()]
+        self.may_fail = False   # a statement may raise at run time (module docstring: errors)
         self._in_lane = 0
         self.batched_ops: list[str] = []
         self.lane_ops: list[str] = []
@@ -334,6 +335,7 @@ class _BatchCompiler(_KernelCompiler):
         if fn is None:
             return None
         self.batched_ops.append(spec.name)
+        self._note_box(spec.name, call, 0)
 
         def run(env: Env) -> None:
             fn(env)
@@ -349,6 +351,7 @@ class _BatchCompiler(_KernelCompiler):
         if fn is None:
             return None
         self.batched_ops.append(spec.name)
+        self._note_box(spec.name, call, 2)
         slot = self.define(var)
         holder = self.lanes
 
@@ -357,6 +360,15 @@ class _BatchCompiler(_KernelCompiler):
             for lane, t in zip(holder[0], res):   # each lane's own tensor too (what lane ops read)
                 lane[slot] = t
         return run
+
+    def _note_box(self, name: str, call: Call, tensor: int) -> None:
+        """A batched load / store may raise (its box out of bounds) unless its offsets are
+        constants and its tensor has a static shape; no other batch form raises."""
+        if name not in ("tile.load", "tile.store"):
+            return
+        shape = getattr(call.args[tensor].type, "shape", ())
+        if _refs(call.args[1]) or not all(isinstance(getattr(d, "value", None), int) for d in shape):
+            self.may_fail = True
 
     def _lane(self, make: Callable[[], StmtFn], expr: Expr, var: Var | None) -> StmtFn:
         """The statement built by `make` (an ordinary one-task closure) run on each lane's
@@ -367,6 +379,7 @@ class _BatchCompiler(_KernelCompiler):
             single = make()
         finally:
             self._in_lane -= 1
+        self.may_fail = True    # any op of a one-task closure may raise
         if isinstance(expr, Call) and not isinstance(expr.op, GlobalVar):
             spec = self.lookup_op(expr)
             if var is not None and isinstance(var.type, ScalarType) and spec.lowering != "shape" \
@@ -404,6 +417,9 @@ class BatchKernel(KernelExecutor):
 
     Attributes:
         batched_ops / lane_ops: op names of the sites run once for all lanes / lane by lane.
+        may_fail: whether a statement may raise at run time (a lane-by-lane statement, a load or
+            store whose box is only known at run time): a batch then saves what it will write
+            in DDR first (`replay.run_batch`), so that a failure can be undone.
 
     Raises:
         NotBatchable: a kernel whose calls the batch closures cannot express (an op touching tiles
@@ -422,6 +438,7 @@ class BatchKernel(KernelExecutor):
             raise NotBatchable("a packed 4-bit tile")
         self.batched_ops = tuple(self._c.batched_ops)
         self.lane_ops = tuple(self._c.lane_ops)
+        self.may_fail = self._c.may_fail
         spans: dict[Any, list[tuple[int, int]]] = {}
         for ext in self._c.extents.values():
             spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))

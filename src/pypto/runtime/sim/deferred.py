@@ -215,7 +215,8 @@ class Deferral:
         t0 = pending[i]
         ex = t0.executor
         k = _kernel(ex)
-        if k is None or k.reads_block or not t0.derived_all or i + 1 >= len(pending):
+        if k is None or k.reads_block or not t0.derived_all or i + 1 >= len(pending) \
+                or not self.device._auto_deps:    # without derived dependencies nothing orders tasks
             return None
         t1 = pending[i + 1]
         if t1.executor is not ex:

@@ -503,6 +503,7 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
     assert bk is not None
     k0 = tasks[0].task_id
     old = old_envs[k0] if old_envs is not None else None
+    saved = _written(tasks) if bk.may_fail else ()
     try:
         if old is not None and len(old) == 4 and all(a is t.args for a, t in zip(old[0], tasks)):
             e = old
@@ -514,7 +515,23 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
             envs[t.task_id] = e
         bk.run_lanes(e[3], e[2])
     except RuntimeSimError as err:
-        raise named_error(err, tasks[getattr(err, "lane", 0)]) from err   # (RunPlan.replay reruns the tasks)
+        for view, before in saved:    # undo the batch's DDR writes: the caller reruns the tasks
+            view.copy_(before)
+        raise named_error(err, tasks[getattr(err, "lane", 0)]) from err
+
+
+def _written(tasks: list[Task]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(view, copy) of the DDR bytes each task may write (its written arguments, narrowed to the
+    box its kernel stores to): a failing batch puts them back before its tasks run again one at a
+    time, so no update is applied twice and no task after the failing one has written anything."""
+    out = []
+    for t in tasks:
+        access = t.executor.access
+        for i, _, _, wr in t.accesses:
+            if wr:
+                v = access.region_arg(i, t.args)
+                out.append((v, v.clone()))
+    return out
 
 
 def _flat(specs: Sequence[tuple]) -> list[tuple]:
