@@ -375,3 +375,38 @@ def test_a_failing_batch_applies_no_update_twice(tmp_path, monkeypatch) -> None:
     (o1, q1), (o0, q0) = finals
     assert torch.equal(o1, o0) and torch.equal(q1, q0)
     assert torch.equal(o1, torch.ones(64, 64, dtype=torch.int32)) and torch.equal(q1[48:], torch.full((16, 64), 7))
+
+
+_RESHAPED_SLICE = """
+import pypto.language as pl
+
+@pl.program
+class ReshapedSlice:
+    @pl.function(type=pl.FunctionType.InCore)
+    def copy(self, x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        t = pl.load(x, [0, 0], [32, 64])
+        y = pl.store(t, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, o: pl.Tensor[[64, 64], pl.FP32], p: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        v = pl.reshape(pl.slice(o, [{rows}, {cols}], [0, 0]), [32, 64])
+        p = self.copy(v, p)
+        return p
+"""
+
+
+def test_reshaping_a_slice_whose_rows_are_apart_is_an_error_not_a_stale_copy(tmp_path) -> None:
+    """`pl.reshape` in the orchestration is a view: of a column slice (rows apart in memory) it
+    would have been a copy taken before the tasks writing the source ran (a wrong result with
+    deferred tasks, and already stale without); now a located error. A row slice still reshapes."""
+    bad = ir.compile(pl.parse(_RESHAPED_SLICE.format(rows=64, cols=32)), output_dir=tmp_path / "bad",
+                     dump_passes=False, skip_ptoas=True)
+    with pytest.raises(RuntimeSimError, match=r"cannot reshape a view of shape \[64, 32\] with strides \[64, 1\].*"
+                                              r"reshape the whole tensor and slice the result"):
+        bad(torch.randn(64, 64), torch.zeros(32, 64))
+    good = ir.compile(pl.parse(_RESHAPED_SLICE.format(rows=32, cols=64)), output_dir=tmp_path / "good",
+                      dump_passes=False, skip_ptoas=True)
+    o, p = torch.randn(64, 64), torch.zeros(32, 64)
+    good(o, p)
+    assert torch.equal(p, o[:32])

@@ -88,7 +88,20 @@ def _reshape_rule(ns: str, what: str):
 
 
 def _reshape(x: Any, shape: tuple) -> Any:
-    return x.reshape(shape)
+    """The same elements under `shape`, as a view of `x` (its writes and later writes to `x` are
+    shared). A tensor view whose rows are apart in memory (a column slice of a wider tensor) has no
+    such view: copying it would take its contents at this moment, before the tasks writing it ran.
+
+    Raises:
+        ValueError: `x` cannot be viewed with `shape`.
+    """
+    try:
+        return x.view(shape)
+    except RuntimeError:
+        raise ValueError(f"cannot reshape a view of shape {list(x.shape)} with strides {list(x.stride())} to "
+                         f"{list(shape)} without copying it (its rows are not adjacent in memory, e.g. a "
+                         f"column slice of a wider tensor): reshape the whole tensor and slice the result, "
+                         f"or copy the slice into a tensor of its own with a kernel first") from None
 
 
 def _reinterpret_rule(ns: str):
