@@ -25,8 +25,9 @@ every simulated cycle (`tests/runtime/test_rt_deferred.py` compares with `PYPTO_
 turns deferral off with batching). A failing batch runs its tasks again one at a time and reports
 the error of the first that fails, as a one-at-a-time run would; when the run fails for another
 reason, the deferred tasks run first, and a kernel error among them is the one reported (it
-happened earlier in simulated time); with derived dependencies only (`auto_deps=False` orders
-tasks by nothing but their start, so they are deferred but not batched). A failing batch first
+happened earlier in simulated time). Batches form only with derived dependencies (with
+`auto_deps=False` nothing but their start orders tasks: they are deferred, not batched). A failing
+batch first
 puts back the DDR bytes it wrote (`replay.run_batch`). One difference remains in the record of a
 run that fails in a deferred task: a scope open when that task started has no "end" record (in a
 one-at-a-time run the error leaves the scope, which records its end with the rings of that
