@@ -406,18 +406,18 @@ def test_runs_use_the_host_threads_only_while_cores_are_idle(monkeypatch) -> Non
     """`available_threads`: the caller's threads capped by the idle cores (CPUs less the load
     average not counting this process's own share), `PYPTO_SIM_THREADS` when set; never below 1.
     `own_load`: CPU seconds per second since the oldest recent sample, none in the first second."""
-    from pypto.ops import threads
-    from pypto.ops.threads import available_threads, own_load
+    from pypto.runtime.sim import host_cores
+    from pypto.runtime.sim.host_cores import available_threads, own_load
     monkeypatch.delenv("PYPTO_SIM_THREADS", raising=False)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
     for own, load, requested, want in [(1.0, 1.0, 2, 2), (0.0, 0.2, 8, 2), (1.0, 1.4, 2, 2), (0.0, 1.0, 2, 1),
                                        (1.0, 2.0, 2, 1), (0.5, 3.5, 2, 1), (0.0, 0.0, 1, 1)]:
         monkeypatch.setattr("os.getloadavg", lambda load=load: (load, load, load))
-        monkeypatch.setattr(threads, "own_load", lambda own=own: own)
+        monkeypatch.setattr(host_cores, "own_load", lambda own=own: own)
         assert available_threads(requested) == want, (own, load, requested)
     monkeypatch.setenv("PYPTO_SIM_THREADS", "3")
     assert available_threads(1) == 3
-    monkeypatch.setattr(threads, "_SAMPLES", [])
+    monkeypatch.setattr(host_cores, "_SAMPLES", [])
     assert own_load(100.0, 5.0) == 0.0 and own_load(100.5, 5.4) == 0.0
     assert own_load(102.0, 6.0) == 0.5           # 1 CPU second in 2 s
     assert own_load(170.0, 6.0) == 0.0           # the first samples aged out: idle since 102 s

@@ -40,7 +40,7 @@ Threads: tile ops are small (at most a few hundred KiB), so torch's intra-op thr
 than it gains on them — and oversubscribes the cores when several processes simulate at once. A
 run therefore executes with one intra-op thread and restores the caller's setting afterwards. The
 exception is a large batched GEMM or copy of a replayed run, which uses the caller's intra-op threads
-while cores are idle (`ops/threads.py`); `torch.set_num_threads(1)` before the call, or
+while cores are idle (`ops/threads.py`, `host_cores.py`); `torch.set_num_threads(1)` before the call, or
 `PYPTO_SIM_THREADS=1`, keeps a whole run on one thread.
 """
 
@@ -60,13 +60,14 @@ from ...ir.function import Function, Program
 from ...ops.block import BlockContext, block_context, current_block
 from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
-from ...ops.threads import available_threads, host_threads
+from ...ops.threads import host_threads
 from .arena import ChipMemory, CoreArena
 from .argdump import ArgDumper
 from .cluster import ClusterMember, ClusterRun, PipeStats
 from .cost_model import const
 from .deferred import Deferral, deferral_allowed
 from .deps import DepTracker
+from .host_cores import available_threads
 from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import Orchestrator
 from .record import OrchEvent, RunRecord, ScopeInfo
@@ -130,7 +131,6 @@ class SimDevice:
         self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
         self._deferred: Deferral | None = None   # a full simulation's deferred tasks (deferred.py)
         self.run_plans = RunPlans()
-        self.host_threads = 1   # torch's intra-op threads outside runs (a large batched GEMM uses them: ops/threads.py)
 
     def __repr__(self) -> str:
         return f"SimDevice({self.backend.name})"
@@ -669,7 +669,7 @@ class SimDevice:
             RuntimeSimError: the simulator found an error; SanitizerError (a subclass) when
                 sanitizing found problems.
         """
-        threads = self.host_threads = torch.get_num_threads()
+        threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             with chip_context(self.soc.num_aiv, self.soc.num_aic), host_threads(available_threads(threads)):  # pl.system.available_*_count
