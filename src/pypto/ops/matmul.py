@@ -325,8 +325,8 @@ def _mm_batch_site(with_acc: bool) -> Any:
     nothing promises it: the first call in the process of each form, lane count, intra-op thread
     count and layout compares the batched call with one-lane `torch.mm` / `addmm_` on one thread,
     byte for byte, on its own operands, on random ones and on signed zeros, and if any byte differs
-    computes lane by lane for that count from then on (`runtime/sim/batch.py`). A call of at least `threads.WIDE_MACS`
-    multiply-accumulates runs on the caller's intra-op threads (`ops/threads.py`)."""
+    computes lane by lane for that count from then on (`runtime/sim/batch.py`). A call of at least
+    `threads.WIDE_MACS` multiply-accumulates runs on the caller's intra-op threads (`ops/threads.py`)."""
     one = _mm_site(with_acc)
 
     def batch(site: KernelSite) -> Any:
@@ -343,7 +343,6 @@ def _mm_batch_site(with_acc: bool) -> Any:
         convert = torch_dtype(site.types[i]) is not f32
         macs = (sa[1] if at else sa[0]) * k * (sb[0] if bt else sb[1])   # per lane
         buffers: dict[int, tuple[Any, Any]] = {}
-        lanewise: dict[tuple[int, int], bool] = {}   # (lanes, threads) -> lane by lane (a batched product differed)
 
         def operands(a: Any, b: Any) -> tuple[Any, Any]:
             if at or bt or k != full:
@@ -368,23 +367,19 @@ def _mm_batch_site(with_acc: bool) -> Any:
             """The batched call for all lanes. On several threads into a strided `dst` (lanes of
             the chip's memory), into a contiguous buffer first: torch splits a batched GEMM over
             its threads only for a contiguous result (measured: 10 lanes of 128^3, 192 -> 160 us)."""
+            out = dst
             if threads > 1 and not dst.is_contiguous():
-                n = a.shape[0]
-                tmp = temps.get(n)
-                if tmp is None:
-                    tmp = temps[n] = torch.empty(dst.shape, dtype=dst.dtype)
-                if with_acc:
-                    torch.baddbmm(acc, a, b, out=tmp)
-                else:
-                    torch.bmm(a, b, out=tmp)
-                dst.copy_(tmp)
-                return
+                out = temps.get(a.shape[0])
+                if out is None:
+                    out = temps[a.shape[0]] = torch.empty(dst.shape, dtype=dst.dtype)
             if not with_acc:
-                torch.bmm(a, b, out=dst)
-            elif same:
+                torch.bmm(a, b, out=out)
+            elif same and out is dst:
                 dst.baddbmm_(a, b)
             else:
-                torch.baddbmm(acc, a, b, out=dst)
+                torch.baddbmm(acc, a, b, out=out)
+            if out is not dst:
+                dst.copy_(out)
 
         def lane(dst: Any, acc: Any, a: Any, b: Any) -> Any:
             """The one-lane calls of `_mm_site` for lane after lane (a new tensor per lane)."""
@@ -422,14 +417,11 @@ def _mm_batch_site(with_acc: bool) -> Any:
         def run(dst: Any, acc: Any, a: Any, b: Any) -> None:
             lanes = a.shape[0]
             threads = wide_threads() if lanes * macs >= WIDE_MACS else 1
-            n = (lanes, threads)
-            mode = lanewise.get(n)
-            if mode is None:    # first call with n lanes (and threads) here: the process's verdict
-                key = (form, n, a.dtype, b.dtype, dst.dtype, dst.stride(), None if acc is None else acc.stride())
-                mode = _LANEWISE.get(key)
-                if mode is None:   # first call in the process: check the batched call
-                    mode = _LANEWISE[key] = not agrees(dst, acc, a, b, threads)
-                lanewise[n] = mode
+            key = (form, lanes, threads, a.dtype, b.dtype, dst.dtype, dst.stride(),
+                   None if acc is None else acc.stride())
+            mode = _LANEWISE.get(key)
+            if mode is None:   # first call in the process: check the batched call
+                mode = _LANEWISE[key] = not agrees(dst, acc, a, b, threads)
             if mode:
                 with wide(1):
                     dst.copy_(lane(dst, acc, a, b))
