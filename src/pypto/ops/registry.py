@@ -90,7 +90,7 @@ class OpSpec:
             [lanes, *tile shape], one lane per task; scalars are the same for every lane. It writes
             `dst` and returns None, giving in every lane the bits the specialised (or general)
             path gives on that lane's tiles alone. A tensor argument arrives as the sequence of
-            the lanes' tensors (`ops.site.stacked` may view them as one); an op with a tensor
+            the lanes' tensors (`ops.site.pieces` views them as runs that stack); an op with a tensor
             result (`tile.store`) is called without `dst` and returns that sequence. An op without
             a batch form runs lane by lane.
         attrs: keyword attributes (compile-time constants) and their defaults, in printing order.

@@ -18,7 +18,7 @@ import torch
 
 from ..ir.types import TensorType, TileType, Type
 
-__all__ = ["KernelSite", "NOT_CONST", "static_dims", "torch_dtype", "const_args", "stacked", "pieces"]
+__all__ = ["KernelSite", "NOT_CONST", "static_dims", "torch_dtype", "const_args", "pieces"]
 
 
 class _NotConst:
@@ -98,17 +98,10 @@ def const_args(site: KernelSite, *indices: int) -> tuple[Any, ...] | None:
     return tuple(out)
 
 
-def stacked(lanes: Any) -> Any:
-    """The tensors of a batch's lanes (an `OpSpec.batch` form's tensor argument: a sequence with
-    lane k's tensor at k) as one view with a leading lane axis, when they are views of one buffer
-    with one shape, dtype and strides at storage offsets a constant step apart (lane k at offset
-    `first + k * step`, step >= 0; step 0: every lane the same tensor); else None."""
-    return getattr(lanes, "stacked", None)
-
-
-
 def pieces(lanes: Any) -> Any:
-    """The tensors of a batch's lanes split into runs that stack (see `stacked`): a list of
+    """The tensors of a batch's lanes (an `OpSpec.batch` form's tensor argument: a sequence with
+    lane k's tensor at k) split into runs that stack — views of one buffer with one shape, dtype
+    and strides at storage offsets a constant step >= 0 apart (step 0: the same tensor): a list of
     (first lane, end lane, view [end - first, *shape]) covering every lane in order, each run as
     long as possible (a run of one lane is a view with a lane axis of 1); None when a lane is not a
     plain tensor."""

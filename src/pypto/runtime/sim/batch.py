@@ -95,8 +95,8 @@ class Lanes(tuple):
 
     `stacked` (computed on first use) is the lanes' tensors as one view [lanes, *shape] when they
     are views of one buffer with one shape, dtype and strides whose storage offsets are a constant
-    step >= 0 apart (`ops.site.stacked`); else None. `pieces` splits the lanes into such runs
-    (`ops.site.pieces`): lanes of tasks (i, 6), (i, 7), (i + 1, 0), ... stack in two runs."""
+    step >= 0 apart; else None. `pieces` splits the lanes into such runs (`ops.site.pieces`, what
+    batch forms read): lanes of tasks (i, 6), (i, 7), (i + 1, 0), ... stack in two runs."""
 
     @property
     def stacked(self) -> Any:
@@ -335,7 +335,7 @@ class _BatchCompiler(_KernelCompiler):
         if fn is None:
             return None
         self.batched_ops.append(spec.name)
-        self._note_box(spec.name, call, 0)
+        self._note_box(spec, call)
 
         def run(env: Env) -> None:
             fn(env)
@@ -351,7 +351,7 @@ class _BatchCompiler(_KernelCompiler):
         if fn is None:
             return None
         self.batched_ops.append(spec.name)
-        self._note_box(spec.name, call, 2)
+        self._note_box(spec, call)
         slot = self.define(var)
         holder = self.lanes
 
@@ -361,13 +361,15 @@ class _BatchCompiler(_KernelCompiler):
                 lane[slot] = t
         return run
 
-    def _note_box(self, name: str, call: Call, tensor: int) -> None:
-        """A batched load / store may raise (its box out of bounds) unless its offsets are
-        constants and its tensor has a static shape; no other batch form raises."""
-        if name not in ("tile.load", "tile.store"):
+    def _note_box(self, spec: Any, call: Call) -> None:
+        """A batched op that moves a box of a DDR tensor (`OpSpec.ddr_region`: load, store) may
+        raise (the box out of bounds) unless its offsets are constants and its tensor has a static
+        shape; no other batch form raises."""
+        if spec.ddr_region is None:
             return
+        tensor, offsets, _ = spec.ddr_region
         shape = getattr(call.args[tensor].type, "shape", ())
-        if _refs(call.args[1]) or not all(isinstance(getattr(d, "value", None), int) for d in shape):
+        if _refs(call.args[offsets]) or not all(isinstance(getattr(d, "value", None), int) for d in shape):
             self.may_fail = True
 
     def _lane(self, make: Callable[[], StmtFn], expr: Expr, var: Var | None) -> StmtFn:
@@ -443,7 +445,6 @@ class BatchKernel(KernelExecutor):
         for ext in self._c.extents.values():
             spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))
         self.lane_bytes = sum(_union(v) for v in spans.values())   # on-chip bytes one lane touches
-        self.max_lanes = self.lanes_for(1)
         self._lane_templates: dict[tuple[int, int, int, int], tuple[ChipMemory, list]] = {}
 
     def lanes_for(self, threads: int) -> int:
