@@ -90,14 +90,13 @@ def _layout(args: tuple, free: frozenset[int] = frozenset()) -> tuple | None:
 class _Kernel:
     """What deferral needs to know of one kernel executor, computed once (kept on the executor)."""
 
-    __slots__ = ("ok", "static", "reads_block", "costs", "free")
+    __slots__ = ("ok", "static", "reads_block", "costs")
 
     def __init__(self, ex: KernelExecutor) -> None:
         self.ok = kernel_cost_is_static(ex)
         self.static = ex.static_cost
         self.reads_block = self.ok and reads_block(ex)
         self.costs: dict[tuple, tuple[Any, Any]] = {}     # layout -> (TaskCost, pipe timeline)
-        self.free: frozenset[int] | None = None           # lane scalars (computed on first batch)
 
 
 def _kernel(ex: Any) -> _Kernel | None:
@@ -107,6 +106,15 @@ def _kernel(ex: Any) -> _Kernel | None:
     if k is None:
         k = ex.__dict__["_deferral"] = _Kernel(ex)
     return k
+
+
+def _candidate(task: Task) -> _Kernel | None:
+    """What deferral knows of `task`'s kernel when the task may be deferred at all (a lone task,
+    not an SPMD block or a Group member, of a kernel whose cost does not follow the data)."""
+    if task.block_num != 1 or task.group is not None:
+        return None
+    k = _kernel(task.executor)
+    return k if k is not None and k.ok else None
 
 
 class Deferral:
@@ -122,10 +130,8 @@ class Deferral:
         """Defer `task` if its cost is known without running it: sets `task.cost` (and its pipe
         timeline when the swimlane asks for pipes) and returns True; else False (run it now, then
         `learn` from it)."""
-        if task.block_num != 1 or task.group is not None:
-            return False
-        k = _kernel(task.executor)
-        if k is None or not k.ok:
+        k = _candidate(task)
+        if k is None:
             return False
         if k.static is not None:
             cost, timeline = k.static, _NO
@@ -146,8 +152,8 @@ class Deferral:
 
     def learn(self, task: Task) -> None:
         """After `task` ran now: remember its cost for later tasks of its kernel and layout."""
-        k = _kernel(task.executor)
-        if k is None or not k.ok or k.static is not None or task.block_num != 1 or task.group is not None:
+        k = _candidate(task)
+        if k is None or k.static is not None:
             return
         key = _layout(task.args)
         if key is not None and key not in k.costs:
