@@ -68,6 +68,7 @@ from .cost_model import const
 from .deferred import Deferral, deferral_allowed
 from .deps import DepTracker
 from .host_cores import available_threads
+from .host_gc import fewer_collections
 from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import Orchestrator
 from .record import OrchEvent, RunRecord, ScopeInfo
@@ -672,7 +673,8 @@ class SimDevice:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            with chip_context(self.soc.num_aiv, self.soc.num_aic), host_threads(available_threads(threads)):  # pl.system.available_*_count
+            with chip_context(self.soc.num_aiv, self.soc.num_aic), host_threads(available_threads(threads)), \
+                    fewer_collections():  # pl.system.available_*_count; gc: host_gc.py
                 if not sanitize and not dump_args and replay_enabled(replay):
                     return self.run_plans.run(self, program, entry, args, auto_deps, rings)
                 return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
