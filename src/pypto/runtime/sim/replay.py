@@ -298,8 +298,12 @@ class RunPlan:
                                            for i, r, rd, wr in t.accesses))
             self.task_roots.append(tuple(sorted({s[1] for s in _flat(self.arg_specs[-1]) if s[0] in ("view", "root")}
                                                 | {a[1] for a in self.access_specs[-1]})))
-            self.tasks.append(replace(t, args=(), accesses=(), deps=dict(t.deps),
-                                      pipe_ops=list(t.pipe_ops) if t.pipe_ops is not None else None))
+            tmpl = object.__new__(Task)        # dataclasses.replace, without its __init__ call
+            tmpl.__dict__.update(t.__dict__)
+            tmpl.args, tmpl.accesses, tmpl.deps = (), (), dict(t.deps)
+            if t.pipe_ops is not None:
+                tmpl.pipe_ops = list(t.pipe_ops)
+            self.tasks.append(tmpl)
         self.in_block = [blocks[id(t.executor)] for t in device.tasks]
         self.unbatched: list[tuple[tuple[int, ...], range | None]] = [(u, None) for u in self.units]
         self.lane_params: dict[tuple[int, ...], frozenset[int]] = {}   # per batch: its lane scalars
@@ -435,6 +439,14 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
         return frozenset(i for i in lane_scalars(plan.tasks[lanes[0]].executor)
                          if any(scalar_key(plan.arg_specs[k][i][1]) != scalar_key(first[i][1]) for k in lanes))
 
+    limits: dict[int, int] = {}
+
+    def lane_limit(ex: Any) -> int:   # the most lanes of a batch of `ex` (once per kernel)
+        n = limits.get(id(ex))
+        if n is None:
+            n = limits[id(ex)] = batch_kernel(ex).lanes_for(threads)  # type: ignore[union-attr]
+        return n
+
     def breaks_progression(core: int) -> bool:
         """Whether the run's cores, so far evenly spaced in submission order, would not be with
         `core` next (the scheduler wrapped around to core 0, say): cutting the run there keeps
@@ -474,7 +486,7 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
         if run and ok:
             first = plan.tasks[run[0]]
             ok_here = (t.executor is first.executor and t.core_type == first.core_type
-                       and len(run) < batch_kernel(t.executor).lanes_for(threads)  # type: ignore[union-attr]
+                       and len(run) < lane_limit(t.executor)
                        and all(plan.tasks[j].core_index != t.core_index for j in run)
                        and not breaks_progression(t.core_index)
                        and not any(j in t.deps for j in run) and shape_key(k) == shape_key(run[0]))

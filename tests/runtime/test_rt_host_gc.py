@@ -1,0 +1,112 @@
+"""Python's garbage collector during simulator runs (`runtime/sim/host_gc.py`, issue 14 item 5):
+the youngest generation is collected every `YOUNG_THRESHOLD` allocations while a run is in
+progress, and the process's own setting comes back when the last run ends — also when a run fails,
+when runs nest or overlap in threads, and when the caller disabled collection or set a higher
+threshold (both left alone)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+import torch
+from shared_programs import load_example
+
+from pypto import ir
+from pypto.core.errors import RuntimeSimError
+from pypto.runtime import RunConfig
+from pypto.runtime.sim import SimDevice
+from pypto.runtime.sim.host_gc import YOUNG_THRESHOLD, fewer_collections
+
+
+@pytest.fixture
+def thresholds():
+    """The test's process thresholds, restored afterwards whatever the test set."""
+    old = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*old)
+
+
+def test_raised_inside_restored_after(thresholds) -> None:
+    with fewer_collections():
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        with fewer_collections():       # nested: still raised, not restored by the inner exit
+            pass
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_restored_when_the_block_raises(thresholds) -> None:
+    with pytest.raises(KeyError):
+        with fewer_collections():
+            raise KeyError("x")
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@pytest.mark.parametrize("setting", [(0, 10, 10), (500_000, 5, 5)])
+def test_callers_disabled_or_higher_setting_left_alone(thresholds, setting) -> None:
+    gc.set_threshold(*setting)
+    with fewer_collections():
+        assert gc.get_threshold() == setting
+    assert gc.get_threshold() == setting
+
+
+def test_a_setting_changed_during_the_run_is_kept(thresholds) -> None:
+    with fewer_collections():
+        gc.set_threshold(1234, 10, 10)
+    assert gc.get_threshold() == (1234, 10, 10)
+
+
+def test_overlapping_runs_in_threads_restore_once_the_last_ends(thresholds) -> None:
+    entered, release = threading.Event(), threading.Event()
+    seen = []
+
+    def other() -> None:
+        with fewer_collections():
+            entered.set()
+            release.wait(10)
+            seen.append(gc.get_threshold()[0])
+
+    with fewer_collections():
+        t = threading.Thread(target=other)
+        t.start()
+        assert entered.wait(10)
+    assert gc.get_threshold()[0] == YOUNG_THRESHOLD   # the other thread's run is still going
+    release.set()
+    t.join(10)
+    assert seen == [YOUNG_THRESHOLD]
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def _matmul():
+    mod = load_example("matmul")
+    return ir.compile(mod.Matmul, dump_passes=False)
+
+
+def test_simulator_runs_use_it(thresholds, monkeypatch) -> None:
+    """A real run sees the raised threshold; a failing run restores the setting too."""
+    seen = []
+    real_run = SimDevice._run
+
+    def spying(self, *a, **k):
+        seen.append(gc.get_threshold()[0])
+        return real_run(self, *a, **k)
+
+    monkeypatch.setattr(SimDevice, "_run", spying)
+    cp = _matmul()
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 64).half()
+    c = torch.zeros(64, 64)
+    cp.run_on(None, [a, b, c], RunConfig(sim_replay=False))
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+    assert seen == [YOUNG_THRESHOLD]
+    assert gc.get_threshold() == (700, 10, 10)
+
+    def failing(self, *a, **k):
+        raise RuntimeSimError("planted")
+
+    monkeypatch.setattr(SimDevice, "_run", failing)
+    with pytest.raises(RuntimeSimError, match="planted"):
+        cp.run_on(None, [a, b, c], RunConfig(sim_replay=False))
+    assert gc.get_threshold() == (700, 10, 10)
