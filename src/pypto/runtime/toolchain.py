@@ -80,8 +80,9 @@ def note_ptoas_missing() -> bool:
         return False
     _ptoas_missing_noted = True
     _log.warning("ptoas (the PTO assembler) was not found on PATH or under $PTOAS_ROOT: builds keep the "
-                 "PTO MLIR (.pto) of each kernel without C++, and programs run on the simulator. "
-                 "Pass skip_ptoas=True to ir.compile to skip this step on purpose.")
+                 "PTO MLIR (.pto) of each kernel without C++ (as with skip_ptoas=True) and programs run "
+                 "on the simulator; nothing else is needed. This note is shown once per process; "
+                 "ir.compile(..., skip_ptoas=True) does not look for ptoas at all.")
     return True
 
 
