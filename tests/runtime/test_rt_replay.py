@@ -340,6 +340,73 @@ def test_a_failed_run_leaves_no_plan_and_a_failed_replay_drops_its_plan(tmp_path
     torch.testing.assert_close(b[2], 2 * b[0], rtol=0, atol=0)
 
 
+_DIVIDES = """
+import pypto.language as pl
+
+@pl.program
+class Divides:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 32], pl.INT32], b: pl.Tensor[[16, 32], pl.INT32],
+          c: pl.InOut[pl.Tensor[[16, 32], pl.INT32]]) -> pl.Tensor[[16, 32], pl.INT32]:
+        ta = pl.load(a, [0, 0], [16, 32])
+        tb = pl.load(b, [0, 0], [16, 32])
+        tc = pl.load(c, [0, 0], [16, 32])
+        c = pl.store(pl.tile.add(pl.tile.div(ta, tb), tc), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[128, 32], pl.INT32], b: pl.Tensor[[128, 32], pl.INT32],
+             c: pl.InOut[pl.Tensor[[128, 32], pl.INT32]]) -> pl.Tensor[[128, 32], pl.INT32]:
+        for i in pl.range(0, 8):
+            sa = pl.slice(a, [16, 32], [i * 16, 0])
+            sb = pl.slice(b, [16, 32], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, sb, sc)
+        return c
+"""
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_replay_that_fails_on_its_data_records_what_a_full_simulation_does(batched, tmp_path, monkeypatch) -> None:
+    """Integer division by zero in one task of a replayed run: the error, the outputs the earlier
+    tasks wrote and the run record (no task started after the failed one, no end-of-run figures)
+    are those of a full simulation that runs each task when it starts (PYPTO_SIM_BATCH=0). (Inside
+    a nested runtime scope the record would lack that scope's "end" line: `rewind.py`.)"""
+    cp = ir.compile(pl.parse(_DIVIDES), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+
+    def args(seed: int, zero_row: int | None) -> list:
+        g = torch.Generator().manual_seed(seed)
+        a = torch.randint(-1000, 1000, (128, 32), generator=g, dtype=torch.int32)
+        b = torch.randint(1, 50, (128, 32), generator=g, dtype=torch.int32)
+        if zero_row is not None:
+            b[zero_row, 3] = 0
+        return [a, b, torch.randint(-5, 5, (128, 32), generator=g, dtype=torch.int32)]
+
+    def runs(replaying: bool) -> list:
+        dev, out = SimDevice(cp.backend_type), []
+        if not batched or not replaying:
+            monkeypatch.setenv(batch.ENV_VAR, "0")
+        for seed, zero in ((0, None), (1, 16 * 7 + 2), (2, None), (3, 16 * 3), (4, 0), (5, None)):
+            a = args(seed, zero)
+            try:
+                cp.run_on(dev, a, RunConfig(sim_replay=replaying))
+                err = None
+            except RuntimeSimError as e:
+                err = str(e)
+            rec = cp.last_run
+            out.append((err, a[2], _task_facts(rec), deps_json(rec), zero in (None, 16 * 7 + 2) and _arenas(dev)))
+        monkeypatch.delenv(batch.ENV_VAR, raising=False)
+        assert dev.run_plans.replays == (2 if replaying else 0)   # runs 1 and 3 (a failure drops the plan)
+        return out
+
+    for n, (r, f) in enumerate(zip(runs(True), runs(False))):
+        assert r[0] == f[0] and (r[0] is None) == (n in (0, 2, 5)), (n, r[0], f[0])
+        assert torch.equal(r[1], f[1]), f"run {n}: outputs differ"
+        assert r[2] == f[2] and r[3] == f[3], f"run {n}: records differ"
+        if r[4]:   # (a failed batch leaves partial results on the cores of the tasks after the failed one)
+            assert r[4].keys() == f[4].keys() and all(torch.equal(r[4][k], f[4][k]) for k in r[4])
+
+
 def test_a_ring_error_on_the_first_run_leaves_no_plan(tmp_path) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from rings_programs import ScopedTemps

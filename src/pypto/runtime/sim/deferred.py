@@ -47,6 +47,7 @@ from ...ops.threads import wide_threads
 from .batch import batch_kernel, batching_enabled, lane_scalars
 from .kernel import KernelExecutor
 from .replay import kernel_cost_is_static, reads_block, run_batch, scalar_key
+from .rewind import Mark, mark, rewind
 from .scheduler import named_error
 
 if TYPE_CHECKING:
@@ -123,8 +124,8 @@ class Deferral:
     def __init__(self, device: SimDevice) -> None:
         self.device = device
         self.pending: list[Task] = []
-        # per deferred task, the lengths of the run's lists when it started (`_rewind`)
-        self.marks: list[tuple[int, int, int, int, int]] = []
+        # per deferred task, the lengths of the run's lists when it started (`rewind.py`)
+        self.marks: list[Mark] = []
 
     def take(self, task: Task) -> bool:
         """Defer `task` if its cost is known without running it: sets `task.cost` (and its pipe
@@ -144,10 +145,8 @@ class Deferral:
         dev = self.device
         if dev.pipe_timeline:
             task.pipe_ops = task.executor.pipe_timeline() if timeline is _NO else list(timeline)
-        rec = dev.last_run
         self.pending.append(task)
-        self.marks.append((len(dev.tasks), len(rec.orch_events), len(rec.scope_events), len(rec.scopes),  # type: ignore[union-attr]
-                           len(rec.created)))  # type: ignore[union-attr]
+        self.marks.append(mark(dev))
         return True
 
     def learn(self, task: Task) -> None:
@@ -167,7 +166,7 @@ class Deferral:
 
         Raises:
             RuntimeSimError: the first deferred task that fails, named like a one-at-a-time run's;
-                the run's record is first rewound to the moment that task started (`_rewind`).
+                the run's record is first rewound to the moment that task started (`rewind.py`).
         """
         pending, marks = self.pending, self.marks
         self.pending, self.marks = [], []
@@ -186,40 +185,15 @@ class Deferral:
                     self._one(pending, marks, j)
             i += len(tasks)
 
-    def _one(self, pending: list[Task], marks: list[tuple], j: int) -> None:
+    def _one(self, pending: list[Task], marks: list[Mark], j: int) -> None:
         t = pending[j]
         arena = self.device.arena(t.core_type, t.core_index)  # type: ignore[arg-type]
         try:
             with block_context(t.block_idx, t.block_num):
                 t.executor.run(t.args, arena, False)
         except RuntimeSimError as err:
-            self._rewind(pending[j:], marks[j])
+            rewind(self.device, pending[j:], marks[j])
             raise named_error(err, t) from err
-
-    def _rewind(self, failed: list[Task], mark: tuple[int, int, int, int, int]) -> None:
-        """`failed[0]` failed: leave the run's record as a run that executed each task when it
-        started would have left it — no task submitted after that moment, nothing started after
-        it, no later ring or scope record, the failed task started but not finished."""
-        dev = self.device
-        rec = dev.last_run
-        n_tasks, n_orch, n_scope_ev, n_scopes, n_created = mark
-        del dev.tasks[n_tasks:]
-        del rec.orch_events[n_orch:]  # type: ignore[union-attr]
-        del rec.scope_events[n_scope_ev:]  # type: ignore[union-attr]
-        del rec.scopes[n_scopes:]  # type: ignore[union-attr]
-        del rec.created[n_created:]  # type: ignore[union-attr]
-        x = failed[0]
-        now = x.start_cycle
-        for t in dev.tasks:
-            if t.ready_cycle is not None and t.ready_cycle > now:  # type: ignore[operator]
-                t.ready_cycle = None
-            if t.retire_cycle is not None and t.retire_cycle > now:  # type: ignore[operator]
-                t.retire_cycle = None
-        for k, t in enumerate(failed):
-            if k:
-                t.core_index = t.start_cycle = None
-            t.end_cycle, t.cost, t.pipe_ops = None, None, None
-            t.ddr_wait_cycles = t.hbm_bytes = 0
 
     def _batch_at(self, pending: list[Task], i: int) -> tuple[list[Task], range, frozenset[int]] | None:
         """The batch starting at `pending[i]`: the longest run of following tasks of its kernel that

@@ -59,6 +59,7 @@ from .cost_model import CONSTANTS
 from .kernel import KERNEL_TYPES, KernelExecutor
 from .orchestrator import touches_data
 from .regions import Region
+from .rewind import Mark, mark, rewind
 from .rings import RingSizes, ring_sizes
 from .scheduler import named_error
 from .task import Task
@@ -187,13 +188,16 @@ class _Recorder:
     """Watches a full simulation (`SimDevice._observer`): the order tasks executed in, and the
     tensors the orchestration created with their initial contents."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: SimDevice) -> None:
+        self.device = device
         self.units: list[tuple[int, ...]] = []
+        self.marks: list[Mark] = []     # per unit, the run record's lengths when it started
         self.created: list[tuple[torch.Tensor, torch.Tensor | None]] = []
         self.problem: str | None = None
 
     def executed(self, tasks: Sequence[Task]) -> None:
         self.units.append(tuple(t.task_id for t in tasks))
+        self.marks.append(mark(self.device))
 
     def created_tensor(self, t: torch.Tensor) -> None:
         if type(t) is not torch.Tensor or t._base is not None or not t.is_contiguous() or t.storage_offset():
@@ -280,6 +284,8 @@ class RunPlan:
         roots = _Roots(args, [t for t, _ in rec.created])
         self.created = [(tuple(t.shape), t.dtype, snap) for t, snap in rec.created]
         self.units = list(rec.units)
+        self.marks = list(rec.marks)
+        self.unit_of = {i: n for n, u in enumerate(self.units) for i in u}
         self.groups = {u[0] for u in self.units if len(u) > 1 or device.tasks[u[0]].group is not None}
         if sorted(i for u in self.units for i in u) != list(range(len(device.tasks))):
             raise _Unplannable("not every task executed exactly once")
@@ -380,38 +386,50 @@ class RunPlan:
         envs: list[Any] = [None] * len(tasks)
         run.kernel_envs = envs
         arena, in_block, groups = device.arena, self.in_block, self.groups
-        for unit, cores in (self.steps if batching_enabled() else self.unbatched):
-            k = unit[0]
-            t = tasks[k]
-            if cores is not None:
+        try:
+            for unit, cores in (self.steps if batching_enabled() else self.unbatched):
+                k = unit[0]
+                t = tasks[k]
+                if cores is not None:
+                    try:
+                        run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
+                    except RuntimeSimError:   # run its tasks one at a time, in their order: the error of the
+                        for i in self.lane_order[unit]:     # first failing one, as a one-at-a-time run gives it
+                            t = tasks[i]
+                            try:
+                                t.executor.run(t.args, arena(t.core_type, t.core_index), False)
+                            except RuntimeSimError as err:
+                                raise named_error(err, t) from err
+                    continue      # (none failed alone: their one-at-a-time results stand)
+                if k in groups:
+                    device.execute_group([tasks[i] for i in unit])
+                    continue
                 try:
-                    run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
-                except RuntimeSimError:   # run its tasks one at a time, in their order: the error of the
-                    for i in self.lane_order[unit]:     # first failing one, as a one-at-a-time run gives it
-                        t = tasks[i]
-                        try:
-                            t.executor.run(t.args, arena(t.core_type, t.core_index), False)
-                        except RuntimeSimError as err:
-                            raise named_error(err, t) from err
-                continue      # (none failed alone: their one-at-a-time results stand)
-            if k in groups:
-                device.execute_group([tasks[i] for i in unit])
-                continue
-            try:
-                ex = t.executor
-                e = old_envs[k] if old_envs is not None else None
-                if e is None or e[0] is not t.args:
-                    e = (t.args, ex.bind(t.args, arena(t.core_type, t.core_index)))
-                envs[k] = e
-                if in_block[k]:
-                    with block_context(t.block_idx, t.block_num):
+                    ex = t.executor
+                    e = old_envs[k] if old_envs is not None else None
+                    if e is None or e[0] is not t.args:
+                        e = (t.args, ex.bind(t.args, arena(t.core_type, t.core_index)))
+                    envs[k] = e
+                    if in_block[k]:
+                        with block_context(t.block_idx, t.block_num):
+                            ex.run_bound(e[1], False)
+                    else:
                         ex.run_bound(e[1], False)
-                else:
-                    ex.run_bound(e[1], False)
-            except RuntimeSimError as err:
-                raise named_error(err, t) from err
+                except RuntimeSimError as err:
+                    raise named_error(err, t) from err
+        except RuntimeSimError:
+            self._failed(device, t)   # the task (or the Group call's first task) that failed
+            raise
         self._last = ([weakref.ref(r) for r in roots], ptrs, weakref.ref(run))
         return None if self.result is None else _bind(self.result, args, roots)
+
+
+    def _failed(self, device: SimDevice, x: Task) -> None:
+        """Replayed task `x` (or the Group call it belongs to) failed: rewind the run's record to
+        the moment it started, as a full simulation that stops there leaves it (`rewind.py`)."""
+        n = self.unit_of[x.task_id]
+        units, tasks = self.units, device.tasks
+        rewind(device, [tasks[i] for u in units[n:] for i in u], self.marks[n], len(units[n]))
 
 
 def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], range | None]]:
@@ -605,7 +623,7 @@ class RunPlans:
             except BaseException:
                 self._plans.pop(key, None)
                 raise
-        rec = _Recorder()
+        rec = _Recorder(device)
         device._observer = rec
         try:
             result = device._run(program, entry, args, False, auto_deps, rings, 0)
