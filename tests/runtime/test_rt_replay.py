@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import sys
 import weakref
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -405,6 +406,75 @@ def test_a_replay_that_fails_on_its_data_records_what_a_full_simulation_does(bat
         assert r[2] == f[2] and r[3] == f[3], f"run {n}: records differ"
         if r[4]:   # (a failed batch leaves partial results on the cores of the tasks after the failed one)
             assert r[4].keys() == f[4].keys() and all(torch.equal(r[4][k], f[4][k]) for k in r[4])
+
+
+_GROUP_DIVIDES = """
+import pypto.language as pl
+
+@pl.program
+class GroupDivides:
+    @pl.function(type=pl.FunctionType.AIC)
+    def mm(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16],
+           p: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        a1 = pl.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+        b1 = pl.load(b, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+        p = pl.store(pl.matmul(pl.move(a1, target_memory=pl.Mem.Left), pl.move(b1, target_memory=pl.Mem.Right)), [0, 0], p)
+        return p
+
+    @pl.function(type=pl.FunctionType.AIV)
+    def div(self, x: pl.Tensor[[16, 16], pl.INT32], d: pl.Tensor[[16, 16], pl.INT32],
+            y: pl.Out[pl.Tensor[[16, 16], pl.INT32]]) -> pl.Tensor[[16, 16], pl.INT32]:
+        y = pl.store(pl.tile.div(pl.load(x, [0, 0], [16, 16]), pl.load(d, [0, 0], [16, 16])), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Group)
+    def grp(self, a: pl.Tensor[[16, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16], p: pl.Out[pl.Tensor[[16, 16], pl.FP32]],
+            x: pl.Tensor[[16, 16], pl.INT32], d: pl.Tensor[[16, 16], pl.INT32],
+            y: pl.Out[pl.Tensor[[16, 16], pl.INT32]]) -> pl.Tensor[[16, 16], pl.INT32]:
+        p = self.mm(a, b, p)
+        y = self.div(x, d, y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 16], pl.FP16], b: pl.Tensor[[16, 16], pl.FP16], p: pl.Out[pl.Tensor[[64, 16], pl.FP32]],
+             x: pl.Tensor[[64, 16], pl.INT32], d: pl.Tensor[[64, 16], pl.INT32],
+             y: pl.Out[pl.Tensor[[64, 16], pl.INT32]]) -> pl.Tensor[[64, 16], pl.INT32]:
+        for i in pl.range(0, 4):
+            sy = pl.slice(y, [16, 16], [i * 16, 0])
+            sy = self.grp(pl.slice(a, [16, 16], [i * 16, 0]), b, pl.slice(p, [16, 16], [i * 16, 0]),
+                          pl.slice(x, [16, 16], [i * 16, 0]), pl.slice(d, [16, 16], [i * 16, 0]), sy)
+        return y
+"""
+
+
+def test_a_replayed_group_call_that_fails_records_what_a_full_simulation_does(tmp_path, monkeypatch) -> None:
+    """A Group call whose vector kernel divides by zero on the new data: its tasks are placed on
+    their cores but not started, and nothing after them is, as in a full simulation."""
+    cp = ir.compile(pl.parse(_GROUP_DIVIDES), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+
+    def args(seed: int, zero_row: int | None) -> list:
+        g = torch.Generator().manual_seed(seed)
+        d = torch.randint(1, 9, (64, 16), generator=g, dtype=torch.int32)
+        if zero_row is not None:
+            d[zero_row, 0] = 0
+        return [(torch.randn(64, 16, generator=g) / 4).half(), (torch.randn(16, 16, generator=g) / 4).half(),
+                torch.zeros(64, 16), torch.randint(-99, 99, (64, 16), generator=g, dtype=torch.int32), d,
+                torch.zeros(64, 16, dtype=torch.int32)]
+
+    def runs(replaying: bool) -> list:
+        dev, out = SimDevice(cp.backend_type), []
+        for seed, zero in ((0, None), (1, 20), (2, None), (3, 0)):
+            a = args(seed, zero)
+            with pytest.raises(RuntimeSimError) if zero is not None else nullcontext() as err:
+                cp.run_on(dev, a, RunConfig(sim_replay=replaying))
+            out.append((err and str(err.value), a[2], a[5], _task_facts(cp.last_run), deps_json(cp.last_run)))
+        assert dev.run_plans.replays == (2 if replaying else 0)
+        return out
+
+    monkeypatch.setenv(batch.ENV_VAR, "0")
+    for n, (r, f) in enumerate(zip(runs(True), runs(False))):
+        assert r[0] == f[0] and torch.equal(r[1], f[1]) and torch.equal(r[2], f[2]), f"run {n} differs"
+        assert r[3] == f[3] and r[4] == f[4], f"run {n}: records differ"
 
 
 def test_a_ring_error_on_the_first_run_leaves_no_plan(tmp_path) -> None:

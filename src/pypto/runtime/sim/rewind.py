@@ -38,7 +38,8 @@ def rewind(device: SimDevice, failed: Sequence[Task], at: Mark, started: int = 1
     mark `at`; `failed[started:]` are the tasks that started after them. Leave `device`'s run
     record as a run that executed each task when it started would have left it: no task submitted
     after that moment, nothing started after it, no later orchestrator, ring or scope record, the
-    failed tasks started but not finished, and no end-of-run figures."""
+    failed task started but not finished (a failed Group call's tasks: placed on their cores, not
+    started), and no end-of-run figures."""
     rec = device.last_run
     assert rec is not None
     n_tasks, n_orch, n_scope_ev, n_scopes, n_created = at
@@ -59,6 +60,8 @@ def rewind(device: SimDevice, failed: Sequence[Task], at: Mark, started: int = 1
     for k, t in enumerate(failed):
         if k >= started:
             t.core_index = t.start_cycle = None
+        elif t.group is not None:   # a Group call's tasks get their start once the call has run
+            t.start_cycle = None
         t.end_cycle, t.cost, t.pipe_ops = None, None, None
         t.ddr_wait_cycles = t.hbm_bytes = t.stall_cycles = t.offset_cycles = 0
         if t.pipes is not None:   # a Group call's PipeStats (a replay's own copy)
