@@ -402,6 +402,48 @@ def test_batched_ops_on_the_host_threads_give_the_bits_of_one_thread(threads, dt
     assert seen and set(seen) == {threads}
 
 
+def test_runs_in_several_python_threads_keep_one_torch_thread_and_give_back_the_callers() -> None:
+    """Torch's intra-op thread count is one setting for the process: a run that ends while another
+    Python thread's run is in progress leaves it at one thread, and the last run to end restores
+    the caller's count (not the one it found set by another run). The threads batched ops may use
+    (`host_threads`) are each Python thread's own."""
+    import threading
+
+    from pypto.ops.threads import host_threads, one_torch_thread, wide_threads
+    entered_a, entered_b, done_a = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def a() -> None:
+        with one_torch_thread() as caller, host_threads(2):
+            seen["a caller"] = caller
+            entered_a.set()
+            entered_b.wait(10)
+            seen["a wide"] = wide_threads()
+        done_a.set()
+
+    def b() -> None:
+        entered_a.wait(10)
+        with one_torch_thread() as caller, host_threads(1):
+            seen["b caller"] = caller
+            entered_b.set()
+            done_a.wait(10)
+            seen["b after a"] = torch.get_num_threads()
+            seen["b wide"] = wide_threads()
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        ts = [threading.Thread(target=a), threading.Thread(target=b)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(20)
+        assert seen == {"a caller": 2, "b caller": 2, "a wide": 2, "b after a": 1, "b wide": 1}
+        assert torch.get_num_threads() == 2 and wide_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_runs_use_the_host_threads_only_while_cores_are_idle(monkeypatch) -> None:
     """`available_threads`: the caller's threads capped by the idle cores (CPUs less the load
     average not counting this process's own share), `PYPTO_SIM_THREADS` when set; never below 1.

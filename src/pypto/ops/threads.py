@@ -18,12 +18,13 @@ computes lane by lane if any byte differs (`ops/matmul.py`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 
-__all__ = ["WIDE_COPY", "WIDE_MACS", "host_threads", "wide", "wide_copy", "wide_threads"]
+__all__ = ["WIDE_COPY", "WIDE_MACS", "host_threads", "one_torch_thread", "wide", "wide_copy", "wide_threads"]
 
 WIDE_MACS = 1 << 18
 """Multiply-accumulates from which a batched GEMM runs on the host's threads: measured with torch
@@ -36,23 +37,51 @@ WIDE_COPY = 1 << 16
 runs on the host's threads. Torch splits a copy into chunks of 32,768 elements; measured as above,
 24 lanes of 128 x 128 FP16 -> FP32 take 166 us on one thread and 59 us on two."""
 
-_HOST = [1]
+class _Host(threading.local):
+    n = 1          # the threads `wide()` may use in this Python thread's run (1 outside a run)
+
+
+_HOST = _Host()
+_RUNS_LOCK = threading.Lock()
+_RUNS: list[int] = [0, 1]    # runs in progress (all Python threads), the caller's torch threads
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[int]:
+    """Within the block (a simulator run) torch uses one intra-op thread; yields the count the
+    caller had set. Torch's setting is one for the whole process, so runs in several Python threads
+    at once share it: the first run to start saves the caller's count and the last to end puts it
+    back (a run that ended first must not set it back under one still in progress)."""
+    with _RUNS_LOCK:
+        if _RUNS[0] == 0:
+            _RUNS[1] = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _RUNS[0] += 1
+        caller = _RUNS[1]
+    try:
+        yield caller
+    finally:
+        with _RUNS_LOCK:
+            _RUNS[0] -= 1
+            if _RUNS[0] == 0:
+                torch.set_num_threads(_RUNS[1])
 
 
 @contextmanager
 def host_threads(n: int) -> Iterator[None]:
     """Within the block, `wide()` may use `n` intra-op threads (`SimDevice.run` passes the caller's
-    `torch.get_num_threads()` capped by the idle cores). Nests; restores the previous count on exit."""
-    old, _HOST[0] = _HOST[0], max(1, int(n))
+    `torch.get_num_threads()` capped by the idle cores). Per Python thread; nests; restores the
+    previous count on exit."""
+    old, _HOST.n = _HOST.n, max(1, int(n))
     try:
         yield
     finally:
-        _HOST[0] = old
+        _HOST.n = old
 
 
 def wide_threads() -> int:
     """The intra-op threads a large batched op may use now (1 outside a simulator run)."""
-    return _HOST[0]
+    return _HOST.n
 
 
 @contextmanager
@@ -74,7 +103,7 @@ def wide_copy(dst: torch.Tensor, src: torch.Tensor) -> None:
     """`dst.copy_(src)`, on the host's threads when `dst` has at least `WIDE_COPY` elements. Only
     for copies whose every element is computed alone and exactly (the same dtype, or a widening
     such as FP16 -> FP32): their bytes do not depend on the split."""
-    n = _HOST[0]
+    n = _HOST.n
     if n > 1 and dst.numel() >= WIDE_COPY:
         with wide(n):
             dst.copy_(src)

@@ -38,7 +38,8 @@ With `sanitize=True`, kernels run instrumented (`sanitizer.py`) and the run rais
 
 Threads: tile ops are small (at most a few hundred KiB), so torch's intra-op threading costs more
 than it gains on them — and oversubscribes the cores when several processes simulate at once. A
-run therefore executes with one intra-op thread and restores the caller's setting afterwards. The
+run therefore executes with one intra-op thread and restores the caller's setting afterwards (runs
+in several Python threads at once: when the last of them ends; `ops/threads.one_torch_thread`). The
 exception is a large batched GEMM or copy of a replayed run, which uses the caller's intra-op threads
 while cores are idle (`ops/threads.py`, `host_cores.py`); `torch.set_num_threads(1)` before the call, or
 `PYPTO_SIM_THREADS=1`, keeps a whole run on one thread.
@@ -60,7 +61,7 @@ from ...ir.function import Function, Program
 from ...ops.block import BlockContext, block_context, current_block
 from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
-from ...ops.threads import host_threads
+from ...ops.threads import host_threads, one_torch_thread
 from .arena import ChipMemory, CoreArena
 from .argdump import ArgDumper
 from .cluster import ClusterMember, ClusterRun, PipeStats
@@ -670,16 +671,11 @@ class SimDevice:
             RuntimeSimError: the simulator found an error; SanitizerError (a subclass) when
                 sanitizing found problems.
         """
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            with chip_context(self.soc.num_aiv, self.soc.num_aic), host_threads(available_threads(threads)), \
-                    fewer_collections():  # pl.system.available_*_count; gc: host_gc.py
-                if not sanitize and not dump_args and replay_enabled(replay):
-                    return self.run_plans.run(self, program, entry, args, auto_deps, rings)
-                return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
-        finally:
-            torch.set_num_threads(threads)
+        with one_torch_thread() as threads, chip_context(self.soc.num_aiv, self.soc.num_aic), \
+                host_threads(available_threads(threads)), fewer_collections():  # gc: host_gc.py
+            if not sanitize and not dump_args and replay_enabled(replay):
+                return self.run_plans.run(self, program, entry, args, auto_deps, rings)
+            return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
 
     def _run(self, program: Program, entry: Function, args: Sequence[Any], sanitize: bool,
              auto_deps: bool, rings: RingSizes | None, dump_args: int) -> tuple | None:
