@@ -444,6 +444,51 @@ def test_runs_in_several_python_threads_keep_one_torch_thread_and_give_back_the_
         torch.set_num_threads(before)
 
 
+def test_a_run_beside_another_computes_on_one_thread_and_goes_wide_only_alone() -> None:
+    """Runs in two Python threads: the second to start still computes its GEMMs on one thread (each
+    Python thread has its own MKL count: a K of 1024 rounds differently on two threads here), and a
+    block that would use several threads (`wide`) stays on one while another run is in progress
+    (torch's OpenMP count is the process's), and uses them when its run is alone. The run that ends
+    last puts the caller's count back."""
+    import threading
+
+    from pypto.ops.threads import one_torch_thread, wide
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(16, 1024, generator=g), torch.randn(1024, 16, generator=g)
+    inside, done = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def other() -> None:
+        torch.set_num_threads(2)
+        with one_torch_thread():
+            inside.set()
+            done.wait(10)
+        seen["last run ended"] = torch.get_num_threads()    # it ended last: the caller's count
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        want = torch.mm(a, b)
+        with one_torch_thread():
+            with wide(2) as n:
+                seen["alone"] = (n, torch.get_num_threads())
+        t = threading.Thread(target=other)
+        torch.set_num_threads(2)
+        t.start()
+        inside.wait(10)
+        try:
+            with one_torch_thread():
+                seen["mm"] = torch.equal(torch.mm(a, b), want)
+                with wide(2) as n:
+                    seen["beside"] = (n, torch.get_num_threads())
+        finally:
+            done.set()
+            t.join(20)
+        assert seen == {"alone": (2, 2), "mm": True, "beside": (1, 1), "last run ended": 2}
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_runs_use_the_host_threads_only_while_cores_are_idle(monkeypatch) -> None:
     """`available_threads`: the caller's threads capped by the idle cores (CPUs less the load
     average not counting this process's own share), `PYPTO_SIM_THREADS` when set; never below 1.

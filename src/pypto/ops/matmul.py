@@ -416,17 +416,17 @@ def _mm_batch_site(with_acc: bool) -> Any:
 
         def run(dst: Any, acc: Any, a: Any, b: Any) -> None:
             lanes = a.shape[0]
-            threads = wide_threads() if lanes * macs >= WIDE_MACS else 1
-            key = (form, lanes, threads, a.dtype, b.dtype, dst.dtype, dst.stride(),
-                   None if acc is None else acc.stride())
-            mode = _LANEWISE.get(key)
-            if mode is None:   # first call in the process: check the batched call
-                mode = _LANEWISE[key] = not agrees(dst, acc, a, b, threads)
-            if mode:
-                with wide(1):
-                    dst.copy_(lane(dst, acc, a, b))
-            else:
-                with wide(threads):
+            # the threads torch gives the batched call (one while another run is in progress: `wide`)
+            with wide(wide_threads() if lanes * macs >= WIDE_MACS else 1) as threads:
+                key = (form, lanes, threads, a.dtype, b.dtype, dst.dtype, dst.stride(),
+                       None if acc is None else acc.stride())
+                mode = _LANEWISE.get(key)
+                if mode is None:   # first call in the process: check the batched call
+                    mode = _LANEWISE[key] = not agrees(dst, acc, a, b, threads)
+                if mode:
+                    with wide(1):
+                        dst.copy_(lane(dst, acc, a, b))
+                else:
                     product(dst, acc, a, b, threads)
 
         if not with_acc:

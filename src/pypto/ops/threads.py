@@ -42,20 +42,23 @@ class _Host(threading.local):
 
 
 _HOST = _Host()
-_RUNS_LOCK = threading.Lock()
+_RUNS_LOCK = threading.RLock()   # also held by a block on several threads (`wide`)
 _RUNS: list[int] = [0, 1]    # runs in progress (all Python threads), the caller's torch threads
 
 
 @contextmanager
 def one_torch_thread() -> Iterator[int]:
     """Within the block (a simulator run) torch uses one intra-op thread; yields the count the
-    caller had set. Torch's setting is one for the whole process, so runs in several Python threads
-    at once share it: the first run to start saves the caller's count and the last to end puts it
-    back (a run that ended first must not set it back under one still in progress)."""
+    caller had set. Torch's setting is partly one for the process (OpenMP's count, which
+    `torch.get_num_threads` reports) and partly each Python thread's own (MKL's, which its GEMMs
+    use), so every run sets one thread in its own Python thread, and with runs in several threads
+    at once the first to start saves the caller's count and the last to end puts it back (a run
+    that ended first must not set it back under one still in progress; its thread keeps one MKL
+    thread until it sets the count itself)."""
     with _RUNS_LOCK:
         if _RUNS[0] == 0:
             _RUNS[1] = torch.get_num_threads()
-            torch.set_num_threads(1)
+        torch.set_num_threads(1)
         _RUNS[0] += 1
         caller = _RUNS[1]
     try:
@@ -85,18 +88,30 @@ def wide_threads() -> int:
 
 
 @contextmanager
-def wide(threads: int) -> Iterator[None]:
+def wide(threads: int) -> Iterator[int]:
     """Run the block on `threads` torch intra-op threads, then go back to the current count (the
-    simulator's one thread during a run). Switching costs well under a microsecond."""
+    simulator's one thread during a run); yields the count torch uses in the block. Switching costs
+    well under a microsecond.
+
+    Torch's count is one setting for the process, so a block on more threads than one would also
+    run the one-thread ops of simulator runs in other Python threads on them — and a GEMM with a
+    long K rounds differently on two threads than on one. Such a block therefore holds the runs'
+    lock (no run starts meanwhile) and stays on the current count, yielding it, while another run
+    is in progress (`one_torch_thread`); callers whose numbers depend on the count (the batched
+    GEMM's check, `ops/matmul.py`) use the count yielded."""
     old = torch.get_num_threads()
     if threads == old:
-        yield
+        yield old
         return
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    with _RUNS_LOCK:
+        if threads > 1 and _RUNS[0] > 1:
+            yield old
+            return
+        torch.set_num_threads(threads)
+        try:
+            yield threads
+        finally:
+            torch.set_num_threads(old)
 
 
 def wide_copy(dst: torch.Tensor, src: torch.Tensor) -> None:
