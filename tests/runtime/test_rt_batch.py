@@ -151,6 +151,33 @@ def test_matmuls_in_a_loop_batch_bit_identically(dt, m, tmp_path) -> None:
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("m", [16, 1])
+def test_a_replayed_batch_saves_ddr_only_against_failures_on_data(m, tmp_path, monkeypatch) -> None:
+    """A batch whose loads sit at run-time offsets may fail (a box out of bounds), so a full
+    simulation's deferred batch saves the DDR bytes it writes first; a replay's boxes are those of
+    the recorded run, so it saves them only for a kernel with lane-by-lane statements (m = 1: the
+    gemv runs lane by lane), which may fail on data."""
+    from pypto.runtime.sim import replay
+    first, acc = ("pl.tile.matmul", "pl.tile.matmul_acc") if m > 1 else ("pl.tile.gemv", "pl.tile.gemv_acc")
+    src = _MATMUL.format(dt="FP16", m=m, rows=m * TASKS, tasks=TASKS, first=first, acc=acc)
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    saves = []
+    real = replay._written
+    monkeypatch.setattr(replay, "_written", lambda tasks: saves.append(len(tasks)) or real(tasks))
+    a, b = _values("FP16", (m * TASKS, 64), 1) - 1, _values("FP16", (64, 32), 4) - 1
+    c = torch.zeros(m * TASKS, 32)
+    dev = SimDevice(cp.backend_type)
+    cp.run_on(dev, [a, b, c], None)     # full simulation: the first task runs, the rest batch and save
+    assert saves == [TASKS - 1]
+    bk = batch_kernel(dev.tasks[0].executor)
+    assert bk.may_fail and bk.may_fail_on_data == (m == 1)
+    c.zero_()
+    cp.run_on(dev, [a, b, c], None)     # replayed, one batch
+    assert dev.run_plans.replays == 1
+    assert saves == ([TASKS - 1, TASKS] if m == 1 else [TASKS - 1])
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
+
+
 def test_a_batched_product_that_rounds_differently_is_computed_lane_by_lane(tmp_path, monkeypatch) -> None:
     """If a BLAS gave a batched product other bits than the one-lane product, the first batch of
     that lane count finds it and that count runs lane by lane: still bit-identical."""

@@ -265,6 +265,7 @@ class _BatchCompiler(_KernelCompiler):
                  clock: bool = False, specialize: bool = True) -> None:
         self.lanes: list[Any] = [()]
         self.may_fail = False   # a statement may raise at run time (module docstring: errors)
+        self.may_fail_on_data = False   # ... for a reason other than a box out of bounds
         self._in_lane = 0
         self.batched_ops: list[str] = []
         self.lane_ops: list[str] = []
@@ -381,7 +382,7 @@ class _BatchCompiler(_KernelCompiler):
             single = make()
         finally:
             self._in_lane -= 1
-        self.may_fail = True    # any op of a one-task closure may raise
+        self.may_fail = self.may_fail_on_data = True    # any op of a one-task closure may raise
         if isinstance(expr, Call) and not isinstance(expr.op, GlobalVar):
             spec = self.lookup_op(expr)
             if var is not None and isinstance(var.type, ScalarType) and spec.lowering != "shape" \
@@ -422,6 +423,9 @@ class BatchKernel(KernelExecutor):
         may_fail: whether a statement may raise at run time (a lane-by-lane statement, a load or
             store whose box is only known at run time): a batch then saves what it will write
             in DDR first (`replay.run_batch`), so that a failure can be undone.
+        may_fail_on_data: whether a statement may raise for a reason other than a box out of
+            bounds (a lane-by-lane statement): what a replay, whose scalars and shapes — so boxes —
+            are those of the run it recorded, must still guard against.
 
     Raises:
         NotBatchable: a kernel whose calls the batch closures cannot express (an op touching tiles
@@ -440,7 +444,7 @@ class BatchKernel(KernelExecutor):
             raise NotBatchable("a packed 4-bit tile")
         self.batched_ops = tuple(self._c.batched_ops)
         self.lane_ops = tuple(self._c.lane_ops)
-        self.may_fail = self._c.may_fail
+        self.may_fail, self.may_fail_on_data = self._c.may_fail, self._c.may_fail_on_data
         spans: dict[Any, list[tuple[int, int]]] = {}
         for ext in self._c.extents.values():
             spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))

@@ -392,7 +392,8 @@ class RunPlan:
                 t = tasks[k]
                 if cores is not None:
                     try:
-                        run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit])
+                        run_batch(device, [tasks[i] for i in unit], cores, old_envs, envs, self.lane_params[unit],
+                                  boxes_checked=True)
                     except RuntimeSimError:   # run its tasks one at a time, in their order: the error of the
                         for i in self.lane_order[unit]:     # first failing one, as a one-at-a-time run gives it
                             t = tasks[i]
@@ -521,10 +522,14 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
 
 
 def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list | None, envs: Any,
-              lane_params: frozenset[int]) -> None:
+              lane_params: frozenset[int], boxes_checked: bool = False) -> None:
     """Run `tasks` (one kernel, lanes in core order) as one batch (`batch.py`) whose scalar
     parameters `lane_params` differ between lanes; a task's bound environment is reused from the
     last replay like a single task's (`RunPlan.replay`), and stored in `envs[task_id]`.
+
+    A batch that may fail first saves the DDR bytes it will write (`_written`); `boxes_checked`
+    (a replay: every load and store box is the recorded run's, which fitted) leaves out the
+    failures of boxes out of bounds (`BatchKernel.may_fail_on_data`).
 
     Raises:
         RuntimeSimError: a lane failed, named with its task (the caller reruns the tasks one at a
@@ -533,7 +538,7 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
     assert bk is not None
     k0 = tasks[0].task_id
     old = old_envs[k0] if old_envs is not None else None
-    saved = _written(tasks) if bk.may_fail else ()
+    saved = _written(tasks) if (bk.may_fail_on_data if boxes_checked else bk.may_fail) else ()
     try:
         if old is not None and len(old) == 4 and all(a is t.args for a, t in zip(old[0], tasks)):
             e = old
