@@ -660,6 +660,9 @@ class SimDevice:
         finally:
             self._sanitizer[0] = None
             self._dumper = None
+            # the dependency index is done with: freed now rather than at the next run, so Python's
+            # collection at the end of the run (host_gc.py) scans only what the run leaves behind
+            self._tracker.reset()
             if san is not None:
                 rec.findings = list(san.findings)
         if rec.findings:

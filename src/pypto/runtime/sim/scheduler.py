@@ -141,7 +141,12 @@ class EventScheduler:
             return 0
         own = cost.cycles + t.stall_cycles
         hbm = t.hbm_bytes = self.l2.hbm_bytes(t)
-        wait = t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, own, hbm) if hbm > 0 else 0  # type: ignore[arg-type]
+        if hbm <= 0:
+            t.ddr_wait_cycles = 0
+            return own
+        ddr = self.ddr
+        ddr.forget_before(self.now)     # no task starts before the current instant again
+        wait = t.ddr_wait_cycles = ddr.reserve(t.start_cycle, own, hbm)  # type: ignore[arg-type]
         return own + wait
 
     def _of(self, core_type: str) -> _Cores:
@@ -208,7 +213,6 @@ class EventScheduler:
         """Process every event of the earliest instant, then start what can start then."""
         events = self._events
         now = self.now = events[0][0]
-        self.ddr.forget_before(now)
         heappop, heappush = heapq.heappop, heapq.heappush
         while events and events[0][0] == now:
             _, kind, _, x = heappop(events)
