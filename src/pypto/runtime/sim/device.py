@@ -263,11 +263,17 @@ class SimDevice:
         scope = self._scope_ids
         directions, name, core_type, clock = func.param_directions, func.name, ex.core_type, self._clock
         launch_id = first if blocks > 1 else None
+        # the fields a plain submission leaves at their defaults are set only when one differs
+        # (each keyword argument of Task costs per task)
+        special = blocks > 1 or manual or sync_start or no_dep or opts.name_hint is not None \
+            or opts.allow_early_resolve is not None
         for b, (bargs, bex, accesses, found) in enumerate(parts):
             task = Task(first + b, name, core_type, bargs, directions, None, bex, span, scope, found, accesses,
-                        clock, ring=ring, manual=manual, name_hint=opts.name_hint,
-                        allow_early_resolve=opts.allow_early_resolve, block_idx=b, block_num=blocks,
-                        launch=launch_id, sync_start=sync_start, untracked=no_dep)
+                        clock, ring=ring)
+            if special:
+                task.manual, task.name_hint, task.allow_early_resolve = manual, opts.name_hint, opts.allow_early_resolve
+                task.block_idx, task.block_num, task.launch = b, blocks, launch_id
+                task.sync_start, task.untracked = sync_start, no_dep
             self.tasks.append(task)
             self._rings.alloc_task(task, ring, len(found))
             if self._dumper is not None:
