@@ -18,7 +18,7 @@ from .cost import scalar
 from .registry import OpSpec, register, register_unified
 from .typing_rules import index_rule
 
-__all__ = ["BlockContext", "current_block", "block_context"]
+__all__ = ["BlockContext", "current_block", "block_context", "single_block"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,14 @@ class block_context:  # noqa: N801  (used as a function: `with block_context(...
         _CURRENT.reset(self._token)
 
 
-_CONTEXTS: dict[tuple[int, int, int, int], BlockContext] = {}
+_CONTEXTS: dict[tuple[int, int, int, int], BlockContext] = {(0, 1, 0, 1): _OUTSIDE}
+
+
+def single_block() -> bool:
+    """Whether the running code is block 0 of 1, subblock 0 of 1: outside any launch, or within
+    `block_context(0, 1)` (which sets the very context `current_block()` gives outside one)."""
+    c = _CURRENT.get()
+    return c is None or c is _OUTSIDE or c == _OUTSIDE
 
 
 for _name, _field, _what, _range in (

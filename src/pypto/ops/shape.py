@@ -192,7 +192,8 @@ def _slice(x: Any, shape: tuple, offset: tuple, valid_shape: tuple | None = None
         (o0, o1), (n0, n1), sh = offset, shape, x.shape   # the usual 2-D box, checked inline
         if len(sh) == 2 and 0 <= o0 <= sh[0] - n0 and 0 <= o1 <= sh[1] - n1:
             s0, s1 = x.stride()     # the view x[o0:o0 + n0, o1:o1 + n1], made without indexing
-            return x.as_strided((n0, n1), (s0, s1), x.storage_offset() + o0 * s0 + o1 * s1)
+            # (torch.as_strided: the same op as the method, called a little faster)
+            return torch.as_strided(x, (n0, n1), (s0, s1), x.storage_offset() + o0 * s0 + o1 * s1)
     check_region("slice", x.shape, offset, valid_shape if valid_shape is not None else shape)
     view = x[region(offset, shape)]
     if pad_value is PadValue.null:

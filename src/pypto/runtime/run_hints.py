@@ -197,14 +197,15 @@ def _orchestration_bound(record: RunRecord) -> Iterator[Diagnostic]:
     """PH010: submitting the tasks, one after another on the orchestrator, takes most of the run."""
     orch, span = record.orchestrator_cycles, record.makespan_cycles
     done = [t for t in record.tasks if t.cost is not None and t.start_cycle is not None]
-    cores = len({t.core for t in done})
+    cores = len({(t.core_type, t.core_index) for t in done})
     if len(done) < 2 * cores or not span or orch < ORCH_BOUND_SHARE * span:
         return   # also: a core that runs one task waits for no second submission
     submit = int(const("orch_submit"))
     work = sum(t.cycles for t in done)
-    busiest: dict[str, int] = {}
+    busiest: dict[tuple[str, int], int] = {}    # per core (type, index)
     for t in done:
-        busiest[t.core] = busiest.get(t.core, 0) + t.cycles   # type: ignore[index]
+        core = (t.core_type, t.core_index)
+        busiest[core] = busiest.get(core, 0) + t.cycles   # type: ignore[index]
     kernel = max(_by_kernel(done).items(), key=lambda kv: len(kv[1]))
     fewer = max(1, work // max(1, cores * submit))
     yield Diagnostic("PH010", kernel[0],

@@ -123,12 +123,13 @@ class DdrChannel:
                                                                                 repeat(rate)), repeat(1e-9)),
                                            lengths)), len(lengths))
             j, left = j + k, lefts[k]
-        if cap - max(islice(used, i, j + 1)) < rate:   # == min(cap - used[x]): some segment is short
+        if cap - max(used[i:j + 1]) < rate:   # == min(cap - used[x]): some segment is short
             return None
         end = times[j] + math.ceil(left / rate - 1e-9)
         if j + 1 >= len(times) or end < times[j + 1]:
             self._split(end)            # the new segment after `end` keeps the old rate
-        used[i:j + 1] = map(operator.add, islice(used, i, j + 1), repeat(rate))
+        for x in range(i, j + 1):       # (a plain loop: the fewest operations for the usual few)
+            used[x] += rate
         return end
 
     def forget_before(self, t: int) -> None:

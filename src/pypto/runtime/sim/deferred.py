@@ -222,7 +222,7 @@ class Deferral:
             d = t.core_index - run[-1].core_index  # type: ignore[operator]
             if d <= 0 or (step is not None and d != step):
                 break
-            if any(r.task_id in t.deps for r in run) or _layout(t.args, free) != key0:
+            if t.deps and any(r.task_id in t.deps for r in run) or _layout(t.args, free) != key0:
                 break
             step = d
             run.append(t)

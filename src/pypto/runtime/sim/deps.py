@@ -237,22 +237,11 @@ class DepTracker:
         for region, reads, writes in accesses:
             readers, writers, grid = buffers.get(region.key) or self._index(region)
             cells = grid.grid_cells(region) if grid is not None else None
-            for e in writers.candidates(region, cells):
-                if e.task >= lo:
-                    continue
-                kind = "RAW" if reads else "WAW"
-                old = deps.get(e.task)
-                if old is None or _RANK[kind] < _RANK[old]:
-                    deps[e.task] = kind
-                if writes and region.covers(e.region):
-                    e.alive = False
-            if writes:
-                for e in readers.candidates(region, cells):
-                    if e.task >= lo:
-                        continue
-                    deps.setdefault(e.task, "WAR")
-                    if region.covers(e.region):
-                        e.alive = False
+            # skipped in the usual case, a tile on a grid cell where no access it can conflict
+            # with is recorded (e.g. its first access): both `candidates` would find nothing
+            if cells is None or len(cells) != 1 or writers.other.buckets or cells[0] in writers.grid.buckets \
+                    or writes and (readers.other.buckets or cells[0] in readers.grid.buckets):  # type: ignore[union-attr]
+                _conflicts(deps, region, reads, writes, readers, writers, cells, lo)
             if writes or reads:
                 self._seq += 1
                 new.append((writers if writes else readers, _Entry(region, task_id, writes, self._seq), cells))
@@ -272,6 +261,28 @@ class DepTracker:
                 gr = gw = None
             idx = self._buffers[region.key] = (_Kind(size, gr), _Kind(size, gw), gr)
         return idx
+
+
+def _conflicts(deps: dict[int, str], region: Region, reads: bool, writes: bool, readers: _Kind, writers: _Kind,
+               cells: list[tuple[int, ...]] | None, lo: int) -> None:
+    """Add to `deps` the tasks before `lo` whose accesses conflict with one of `region` (reads /
+    writes, on grid `cells`), and drop those of their accesses the new one covers (`DepTracker.add`)."""
+    for e in writers.candidates(region, cells):
+        if e.task >= lo:
+            continue
+        kind = "RAW" if reads else "WAW"
+        old = deps.get(e.task)
+        if old is None or _RANK[kind] < _RANK[old]:
+            deps[e.task] = kind
+        if writes and region.covers(e.region):
+            e.alive = False
+    if writes:
+        for e in readers.candidates(region, cells):
+            if e.task >= lo:
+                continue
+            deps.setdefault(e.task, "WAR")
+            if region.covers(e.region):
+                e.alive = False
 
 
 def _pow2(n: int) -> int:

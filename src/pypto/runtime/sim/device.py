@@ -58,7 +58,7 @@ from ...core.enums import FunctionType, ParamDirection, ScopeMode
 from ...core.errors import RuntimeSimError
 from ...core.span import Span
 from ...ir.function import Function, Program
-from ...ops.block import BlockContext, block_context, current_block
+from ...ops.block import block_context, single_block
 from ...ops.chip import chip_context
 from ...ops.system import PipeChannel, pipe_context
 from ...ops.threads import host_threads, one_torch_thread
@@ -85,7 +85,6 @@ __all__ = ["SimDevice"]
 _READS = (ParamDirection.In, ParamDirection.InOut)
 _WRITES = (ParamDirection.Out, ParamDirection.InOut)
 _NO_OPTIONS = TaskOptions()
-_ONE_BLOCK = BlockContext()
 
 
 class SimDevice:
@@ -122,6 +121,8 @@ class SimDevice:
         self._sanitize = False
         self._sanitizer: list[Sanitizer | None] = [None]
         self._scope_stack: list[int] = []
+        self._scope_ids: tuple[int, ...] = ()   # the stack as a tuple (`Task.scope`) and its ring,
+        self._scope_ring = ring_of(-1)           # kept by `_scopes_moved` (shared by the tasks)
         self._modes: list[ScopeMode] = []
         self._spmd: list[tuple[int, bool]] = []
         self._scopes: list[ScopeInfo] = []
@@ -239,7 +240,7 @@ class SimDevice:
         parts = []
         n_deps = 0
         for b in range(blocks):
-            if blocks == 1 and current_block() == _ONE_BLOCK:   # the context block_context(0, 1) sets
+            if blocks == 1 and single_block():
                 bargs = tuple([0 if a is BLOCK_INDEX else a for a in args])
                 accesses = self._accesses(ex, func, bargs)
                 bex = ex
@@ -260,14 +261,20 @@ class SimDevice:
                       f"tasks {first}-{first + blocks - 1} ('{func.name}', {blocks} blocks)", first, span)
         self._clock += self._orch_submit
         launch: list[Task] = []
-        scope = tuple(self._scope_stack)
+        scope = self._scope_ids
         directions, name, core_type, clock = func.param_directions, func.name, ex.core_type, self._clock
         launch_id = first if blocks > 1 else None
+        # the fields a plain submission leaves at their defaults are set only when one differs
+        # (each keyword argument of Task costs per task)
+        special = blocks > 1 or manual or sync_start or no_dep or opts.name_hint is not None \
+            or opts.allow_early_resolve is not None
         for b, (bargs, bex, accesses, found) in enumerate(parts):
             task = Task(first + b, name, core_type, bargs, directions, None, bex, span, scope, found, accesses,
-                        clock, ring=ring, manual=manual, name_hint=opts.name_hint,
-                        allow_early_resolve=opts.allow_early_resolve, block_idx=b, block_num=blocks,
-                        launch=launch_id, sync_start=sync_start, untracked=no_dep)
+                        clock, ring=ring)
+            if special:
+                task.manual, task.name_hint, task.allow_early_resolve = manual, opts.name_hint, opts.allow_early_resolve
+                task.block_idx, task.block_num, task.launch = b, blocks, launch_id
+                task.sync_start, task.untracked = sync_start, no_dep
             self.tasks.append(task)
             self._rings.alloc_task(task, ring, len(found))
             if self._dumper is not None:
@@ -297,7 +304,12 @@ class SimDevice:
 
     # ---- runtime rings (rings.py) --------------------------------------------------------------
     def _ring(self) -> int:
-        return ring_of(len(self._scope_stack) - 1)
+        return self._scope_ring
+
+    def _scopes_moved(self) -> None:
+        """The scope stack changed: update its tuple and ring (`_scope_ids`, `_scope_ring`)."""
+        self._scope_ids = tuple(self._scope_stack)
+        self._scope_ring = ring_of(len(self._scope_stack) - 1)
 
     def _acquire(self, ring: int, tasks: int, dep_entries: int, what: Callable[[], str],
                  task_id: int | None, span: Span | None, heap: int = 0) -> None:
@@ -462,7 +474,7 @@ class SimDevice:
         tasks: list[Task] = []
         for func, args, cspan, core, sub, ex, accesses, found in parts:
             task = Task(len(self.tasks), func.name, core, args, func.param_directions, executor=ex,
-                        span=cspan or span, scope=tuple(self._scope_stack), deps=found, accesses=accesses,
+                        span=cspan or span, scope=self._scope_ids, deps=found, accesses=accesses,
                         submit_cycle=self._clock, group=gid, subblock=sub, pipes=stats, ring=ring, manual=manual)
             self.tasks.append(task)
             self._rings.alloc_task(task, ring, len(found))
@@ -552,6 +564,7 @@ class SimDevice:
         inherited = self._modes[-1] if self._modes else ScopeMode.AUTO
         self._scopes.append(ScopeInfo(sid, name, parent, span, mode or inherited))
         self._scope_stack.append(sid)
+        self._scopes_moved()
         self._modes.append(mode or inherited)
         self._rings.open_mark(sid, self._ring())
         self._scope_record("begin", sid, len(self._scope_stack) - 1)
@@ -562,6 +575,7 @@ class SimDevice:
         so far have finished. Records a scope-end event (occupancy and peaks while it was open)."""
         depth = len(self._scope_stack) - 1
         sid = self._scope_stack.pop()
+        self._scopes_moved()
         self._modes.pop()
         self._rings.scope_end(ring_of(depth), self._scope_heap.pop(sid, 0), len(self.tasks) - 1)
         self._scope_record("end", sid, depth, self._rings.close_mark(sid))
@@ -626,6 +640,7 @@ class SimDevice:
         self._orch_submit = int(const("orch_submit"))
         self._sanitizer[0] = Sanitizer() if sanitize else None
         self._scope_stack, self._scopes, self._clock = [], [], 0
+        self._scopes_moved()
         self._modes, self._spmd = [], []
         self.last_run = RunRecord(program, entry, self.backend.name, self.soc.num_aic, self.soc.num_aiv,
                                   auto_deps=auto_deps, sanitize=sanitize, tasks=self.tasks,
@@ -652,6 +667,9 @@ class SimDevice:
         finally:
             self._sanitizer[0] = None
             self._dumper = None
+            # the dependency index is done with: freed now rather than at the next run, so Python's
+            # collection at the end of the run (host_gc.py) scans only what the run leaves behind
+            self._tracker.reset()
             if san is not None:
                 rec.findings = list(san.findings)
         if rec.findings:

@@ -200,8 +200,9 @@ class L2Cache:
                 got = self._memo[id(region)] = (region, isz, lr.k, rects, 0 if rects is None else
                                                 sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in rects))
             if got[3] is not None:
-                missed = lr.touch(got[3], self.fills - self.lines, self.fills)
-                self.fills += missed
+                fills = self.fills
+                missed = lr.touch(got[3], fills - self.lines, fills)
+                self.fills = fills + missed
                 if len(lr.rects) > self.max_rects:
                     self._to_array(key, arg)
                 return got[4], missed
@@ -230,16 +231,16 @@ class L2Cache:
         accesses = getattr(task, "accesses", ())
         if not accesses:
             return ddr_bytes_of(cost)
-        args = task.args
+        args, touch = task.args, self._touch
         read = missed = 0
         for i, region, rd, _ in accesses:
             if rd:
-                n, m = self._touch(region, args[i])
+                n, m = touch(region, args[i])
                 read += n
                 missed += m
         for i, region, _, wr in accesses:
             if wr:
-                self._touch(region, args[i])
+                touch(region, args[i])
         self.hit_bytes += (read - missed) * self.line
         self.miss_bytes += missed * self.line
         hit = self._charged.get(id(cost))      # a static kernel returns the same TaskCost each run

@@ -132,7 +132,7 @@ class LineRects:
     def touch(self, rects: list[Rect], threshold: int, fills: int) -> int:
         """Look the lines of disjoint rectangles `rects` up: returns how many were missed (never
         touched, or stamped at most `threshold`), and stamps all of them `fills + missed`."""
-        stored = self.rects
+        stored, cr, cc = self.rects, self.cr, self.cc
         missed = 0
         for q in rects:
             s = stored.get(q)
@@ -141,13 +141,14 @@ class LineRects:
                     missed += (q[1] - q[0]) * (q[3] - q[2])
                 continue
             r0, r1, c0, c1 = q
-            a, b = r0 // self.cr, c0 // self.cc
-            if not self.big and a == (r1 - 1) // self.cr and b == (c1 - 1) // self.cc \
-                    and not self.cells.get((a, b)):     # in one empty cell: never touched
-                missed += (r1 - r0) * (c1 - c0)
-                stored[q] = 0
-                self.cells[(a, b)] = {q}
-                continue
+            a, b = r0 // cr, c0 // cc
+            if a == (r1 - 1) // cr and b == (c1 - 1) // cc and not self.big:
+                cell = (a, b)
+                if cell not in self.cells:      # in one empty cell: never touched
+                    missed += (r1 - r0) * (c1 - c0)
+                    stored[q] = 0
+                    self.cells[cell] = {q}
+                    continue
             covered = 0
             cells = self._cells(q)
             for o in self._overlapping(q, cells):

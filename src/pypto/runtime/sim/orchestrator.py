@@ -202,10 +202,13 @@ class _OrchCompiler(FunctionCompiler):
                            bool(call.attr("sync_start", False)))
         if callee.func_type in KERNEL_TYPES:
             outs = tuple(i for i, d in enumerate(callee.param_directions) if d in _OUT)
+            one_out = outs[0] if len(outs) == 1 and not submitted else None   # the usual call: its value
 
             def submit(env: Env) -> Any:
                 args = tuple([f(env) for f in arg_fns])
-                t = device.submit(callee, args, deps(env), span=span, options=opts)
+                t = device.submit(callee, args, deps(env) if dep_fns else self.inherited, span, opts)
+                if one_out is not None:
+                    return args[one_out]
                 if submitted:
                     return (*[args[i] for i in outs], tuple(range(t.task_id, t.task_id + t.block_num)))
                 return _pick([args[i] for i in outs])

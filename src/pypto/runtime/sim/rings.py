@@ -127,7 +127,7 @@ class RingTracker:
         self.used = {k: [0] * RING_DEPTHS for k in RING_FIELDS}
         self.peak = {k: [0] * RING_DEPTHS for k in RING_FIELDS}
         self._order: list[deque[Any]] = [deque() for _ in range(RING_DEPTHS)]
-        self._task_ring: dict[int, tuple[int, int]] = {}     # task id -> (ring, dep entries)
+        self._task_ring: dict[int, tuple[int, int]] = {}     # task id -> (ring, dep entries), until it retires
         self._finished: set[int] = set()
         self._prefix = 0                                      # every task below it has finished
         self._releases: list[tuple[int, int, int]] = []       # (last task id, ring, bytes) after a scope end
@@ -174,7 +174,7 @@ class RingTracker:
             t = order.popleft()
             t.retire_cycle = now
             self.used["task_window"][ring] -= 1
-            self.used["dep_pool"][ring] -= self._task_ring[t.task_id][1]
+            self.used["dep_pool"][ring] -= self._task_ring.pop(t.task_id)[1]   # (a retired task is done with)
         if self._releases:
             self._release()
 

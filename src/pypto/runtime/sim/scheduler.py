@@ -141,7 +141,12 @@ class EventScheduler:
             return 0
         own = cost.cycles + t.stall_cycles
         hbm = t.hbm_bytes = self.l2.hbm_bytes(t)
-        wait = t.ddr_wait_cycles = self.ddr.reserve(t.start_cycle, own, hbm) if hbm > 0 else 0  # type: ignore[arg-type]
+        if hbm <= 0:
+            t.ddr_wait_cycles = 0
+            return own
+        ddr = self.ddr
+        ddr.forget_before(self.now)     # no task starts before the current instant again
+        wait = t.ddr_wait_cycles = ddr.reserve(t.start_cycle, own, hbm)  # type: ignore[arg-type]
         return own + wait
 
     def _of(self, core_type: str) -> _Cores:
@@ -208,19 +213,24 @@ class EventScheduler:
         """Process every event of the earliest instant, then start what can start then."""
         events = self._events
         now = self.now = events[0][0]
-        self.ddr.forget_before(now)
+        heappop, heappush = heapq.heappop, heapq.heappush
         while events and events[0][0] == now:
-            _, kind, _, x = heapq.heappop(events)
+            _, kind, _, x = heappop(events)
             if kind == _DONE:
-                self._done.add(x.task_id)
-                self.makespan = max(self.makespan, now)
+                tid = x.task_id
+                self._done.add(tid)
+                if now > self.makespan:
+                    self.makespan = now
                 if x.group is None:
                     (self._cores.get(x.core_type) or self._of(x.core_type)).free(x.core_index, now)
-                for unit in self._dependents.pop(x.task_id, ()):
-                    uid = unit[0].task_id
-                    self._waiting[uid] -= 1
-                    if self._waiting[uid] == 0:
-                        heapq.heappush(events, (self._ready_time(unit), _READY, uid, unit))
+                units = self._dependents.pop(tid, None)
+                if units is not None:
+                    waiting = self._waiting
+                    for unit in units:
+                        uid = unit[0].task_id
+                        waiting[uid] -= 1
+                        if waiting[uid] == 0:
+                            heappush(events, (self._ready_time(unit), _READY, uid, unit))
                 if self._on_finish is not None:
                     self._on_finish(x, now)
             elif kind == _FREE:
@@ -230,7 +240,11 @@ class EventScheduler:
                 for t in x:
                     t.ready_cycle = now
                 if len(x) == 1 and x[0].group is None:
-                    heapq.heappush(self._singles.setdefault(x[0].core_type, []), (now, x[0].task_id, x[0]))
+                    t = x[0]
+                    queue = self._singles.get(t.core_type)
+                    if queue is None:
+                        queue = self._singles[t.core_type] = []
+                    heappush(queue, (now, t.task_id, t))
                 elif x[0].group is None:  # an SPMD launch with sync_start: its blocks start together
                     heapq.heappush(self._gangs, (now, x[0].task_id, x))
                 else:
@@ -243,15 +257,16 @@ class EventScheduler:
             if not queue:
                 continue
             cores = self._of(core_type)
+            device = self.device
             while queue:
                 i = cores.take_longest_idle()
                 if i is None:
                     break
-                _, _, t = heapq.heappop(queue)
+                _, _, t = heappop(queue)
                 t.core_index, t.start_cycle = i, now
-                run_task(self.device, t)
+                run_task(device, t)
                 end = t.end_cycle = now + self._share_ddr(t)
-                heapq.heappush(events, (end, _DONE, t.task_id, t))
+                heappush(events, (end, _DONE, t.task_id, t))
 
     def _start_groups(self, queue: list[tuple[int, int, list[Task]]], now: int,
                       events: list[tuple[int, int, int, Any]]) -> None:
