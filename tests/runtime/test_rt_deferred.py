@@ -410,3 +410,68 @@ def test_reshaping_a_slice_whose_rows_are_apart_is_an_error_not_a_stale_copy(tmp
     o, p = torch.randn(64, 64), torch.zeros(32, 64)
     good(o, p)
     assert torch.equal(p, o[:32])
+
+
+_STEPS = """
+import pypto.language as pl
+
+@pl.program
+class Steps:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]],
+          n: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(a, [0, 0], [16, 32])
+        for i, (acc,) in pl.range(0, n, init_values=(t,)):
+            nacc = pl.add(acc, t)
+            out = pl.yield_(nacc)
+        r = pl.muls(out, s)
+        c = pl.store(r, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[128, 32], pl.FP32], c: pl.Out[pl.Tensor[[128, 32], pl.FP32]]) -> pl.Tensor[[128, 32], pl.FP32]:
+        for i in pl.range(0, 8):
+            sa = pl.slice(a, [16, 32], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, sc, {n}, i * 0.5)
+        return c
+"""
+
+
+@pytest.mark.parametrize("n", ["i % 3 + 1", "2"])
+def test_a_loop_kernel_shares_its_cost_only_across_scalars_off_its_path(n, tmp_path, monkeypatch) -> None:
+    """A loop kernel's cost is learnt per layout and scalar values, leaving out the scalars that
+    cannot change which ops it executes (`deferred._off_path`): here the factor `s` but not the
+    trip count `n`. With `n` varying, a task of a new `n` runs at once; with `n` fixed, every task
+    after the first is deferred. Records equal those of one-at-a-time runs either way."""
+    from pypto.runtime.sim.deferred import _kernel
+    cp = ir.compile(pl.parse(_STEPS.format(n=n)), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    make = lambda s: [_randn(128, 32, seed=s), torch.zeros(128, 32)]  # noqa: E731
+    check_deferred(cp, make, [1], monkeypatch, min_deferred=7 if n == "2" else 5)
+    dev = SimDevice(cp.backend_type)
+    a, c = make(5)
+    cp.run_on(dev, [a, c], FULL)
+    assert _kernel(dev.tasks[0].executor).free == frozenset({3})   # s, not n
+    steps = [(i % 3 + 1) if n != "2" else 2 for i in range(8)]
+    want = torch.cat([a[16 * i:16 * i + 16] * (k + 1) * (i * 0.5) for i, k in enumerate(steps)])
+    torch.testing.assert_close(c, want)
+
+
+def test_tensor_level_loop_kernels_defer_every_block_after_the_first(monkeypatch) -> None:
+    """Tensor-level kernels take their block's offsets as scalars, which steer no loop: every task
+    of a kernel after its first is deferred, the tail block (fewer valid rows) included, with the
+    records and numbers of one-at-a-time runs."""
+    mod = load_example("tensor_rmsnorm_matmul")
+    rows = 196                          # 24.5 RMSNorm blocks of 8 rows, 1.53 matmul row blocks of 128
+    g = torch.Generator().manual_seed(3)
+
+    def make(s: int) -> list:
+        g.manual_seed(s)
+        return [torch.randn(rows, mod.H, generator=g).half(), (torch.rand(1, mod.H, generator=g) + 0.5).half(),
+                (torch.randn(mod.H, mod.N, generator=g) / mod.H ** 0.5).half(), torch.zeros(rows, mod.N)]
+
+    cp = mod.rmsnorm_matmul.compile(*make(0))
+    check_deferred(cp, make, [3], monkeypatch, min_deferred=25 + 4 - 2)   # 25 + 2 x 2 blocks, all but two
+    x, gamma, w, y = make(7)
+    cp.run_on(None, [x, gamma, w, y], FULL)
+    torch.testing.assert_close(y, mod.reference(x, gamma, w), rtol=2e-3, atol=2e-3)

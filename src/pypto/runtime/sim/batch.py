@@ -56,7 +56,8 @@ from .exprs import Env, ExprFn
 from .interp import StmtFn
 from .kernel import KernelExecutor, _KernelCompiler
 
-__all__ = ["BatchKernel", "Lanes", "NotBatchable", "batch_kernel", "batching_enabled", "lane_scalars", "ENV_VAR"]
+__all__ = ["BatchKernel", "Lanes", "NotBatchable", "batch_kernel", "batching_enabled", "lane_scalars", "lane_tainted",
+           "ENV_VAR"]
 
 ENV_VAR = "PYPTO_SIM_BATCH"
 BYTES_VAR = "PYPTO_SIM_BATCH_BYTES"
@@ -197,12 +198,15 @@ def _refs(*exprs: Expr | None) -> set[Var]:
 
 
 class _Taint(IRVisitor):
-    """The scalars computed from lane scalars (`_lane_tainted`); NotBatchable when one steers
-    control flow, is carried by it, or is returned."""
+    """The scalars computed from lane scalars (`lane_tainted`); NotBatchable when one steers
+    control flow, is carried by it, or is returned. With `path_only`, only what can change the ops
+    executed counts (`path_tainted`): a loop's bounds and carried scalars, a branch's condition —
+    not the valid shapes of carried tiles, nor a returned value."""
 
-    def __init__(self, tainted: set[Var]) -> None:
+    def __init__(self, tainted: set[Var], path_only: bool = False) -> None:
         self.tainted = tainted
         self.changed = False
+        self.path_only = path_only
 
     def _hit(self, *exprs: Expr | None) -> bool:
         return bool(_refs(*exprs) & self.tainted)
@@ -212,13 +216,17 @@ class _Taint(IRVisitor):
             self.tainted.add(s.var)
             self.changed = True
 
+    def _carried(self, s: Any) -> list[Expr]:
+        return [ia.init for ia in s.iter_args
+                if not self.path_only or isinstance(ia.init.type, ScalarType)]
+
     def visit_ForStmt(self, s: Any) -> None:
-        if self._hit(s.start, s.stop, s.step, *(ia.init for ia in s.iter_args)):
+        if self._hit(s.start, s.stop, s.step, *self._carried(s)):
             raise NotBatchable("a lane scalar sets a loop's bounds or carried values")
         self.visit_stmt(s.body)
 
     def visit_WhileStmt(self, s: Any) -> None:
-        if self._hit(s.cond, *(ia.init for ia in s.iter_args)):
+        if self._hit(s.cond, *self._carried(s)):
             raise NotBatchable("a lane scalar steers a while loop")
         self.visit_stmt(s.body)
 
@@ -234,20 +242,22 @@ class _Taint(IRVisitor):
             raise NotBatchable("a lane scalar is carried by control flow")
 
     def visit_ReturnStmt(self, s: Any) -> None:
-        if self._hit(*s.values):
+        if not self.path_only and self._hit(*s.values):
             raise NotBatchable("a lane scalar is returned")
 
 
-def _lane_tainted(func: Function, lane_params: frozenset[int]) -> set[Var]:
+def lane_tainted(func: Function, lane_params: frozenset[int], path_only: bool = False) -> set[Var]:
     """The scalar parameters `lane_params` (indices) and every scalar computed from them: values
     that may differ between the lanes of a batch, so only lane-by-lane statements may read them.
 
     Raises:
-        NotBatchable: one of them steers control flow, is carried by it or returned."""
+        NotBatchable: one of them steers control flow, is carried by it or returned (with
+            `path_only`: sets a loop's bounds or carried scalars, or a branch's condition — what
+            can change which ops the kernel executes)."""
     tainted = {func.params[i] for i in lane_params}
     if not tainted:
         return tainted
-    t = _Taint(tainted)
+    t = _Taint(tainted, path_only)
     t.changed = True
     while t.changed:
         t.changed = False
@@ -269,7 +279,7 @@ class _BatchCompiler(_KernelCompiler):
         self._in_lane = 0
         self.batched_ops: list[str] = []
         self.lane_ops: list[str] = []
-        self.tainted = _lane_tainted(func, self.lane_params)
+        self.tainted = lane_tainted(func, self.lane_params)
         super().__init__(func, soc, None, False, False, specialize)
 
     def _lane_only(self, *exprs: Expr | None) -> bool:

@@ -9,7 +9,9 @@ numbers:
 - a kernel with control flow whose scalars never come from tile or tensor data
   (`replay.kernel_cost_is_static`) runs the same ops for arguments of the same layout and scalar
   values, so the cost (and the swimlane's pipe timeline) of its first task with a layout holds for
-  every later one (`_layout`).
+  every later one (`_layout`). Scalars that cannot change which ops run (`_off_path`: they set no
+  loop bound and steer no branch, like the block offsets of a tensor-level kernel) are left out
+  of the layout: each op site has a static cost.
 
 Such a task is *deferred*: it gets its cost now, the scheduler goes on, and its tile ops run
 later, when something needs the numbers — before a task that cannot be deferred runs (a first task
@@ -44,7 +46,8 @@ import torch
 from ...core.errors import RuntimeSimError
 from ...ops.block import block_context
 from ...ops.threads import wide_threads
-from .batch import batch_kernel, batching_enabled, lane_scalars
+from ...ir.types import ScalarType
+from .batch import NotBatchable, batch_kernel, batching_enabled, lane_scalars, lane_tainted
 from .kernel import KernelExecutor
 from .replay import kernel_cost_is_static, reads_block, run_batch, scalar_key
 from .rewind import Mark, mark, rewind
@@ -91,13 +94,31 @@ def _layout(args: tuple, free: frozenset[int] = frozenset()) -> tuple | None:
 class _Kernel:
     """What deferral needs to know of one kernel executor, computed once (kept on the executor)."""
 
-    __slots__ = ("ok", "static", "reads_block", "costs")
+    __slots__ = ("ok", "static", "reads_block", "costs", "free")
 
     def __init__(self, ex: KernelExecutor) -> None:
         self.ok = kernel_cost_is_static(ex)
         self.static = ex.static_cost
         self.reads_block = self.ok and reads_block(ex)
         self.costs: dict[tuple, tuple[Any, Any]] = {}     # layout -> (TaskCost, pipe timeline)
+        self.free = _off_path(ex) if self.ok and self.static is None else frozenset()
+
+
+def _off_path(ex: KernelExecutor) -> frozenset[int]:
+    """The scalar parameters of `ex` that cannot change which ops it executes: neither they nor a
+    scalar computed from them sets a loop's bounds or carried scalars or steers a branch
+    (`batch.lane_tainted` with `path_only`). A kernel's cost is a function of the ops it executes (`KernelExecutor._exec`: each op
+    site has a static cost), so the cost learnt for one task holds for a task whose arguments
+    differ from its only in these — the block offsets a tensor-level kernel gets, say."""
+    out = []
+    for i, p in enumerate(ex.func.params):
+        if isinstance(p.type, ScalarType):
+            try:
+                lane_tainted(ex.func, frozenset({i}), path_only=True)
+            except NotBatchable:
+                continue
+            out.append(i)
+    return frozenset(out)
 
 
 def _kernel(ex: Any) -> _Kernel | None:
@@ -137,7 +158,7 @@ class Deferral:
         if k.static is not None:
             cost, timeline = k.static, _NO
         else:
-            hit = k.costs.get(_layout(task.args))  # type: ignore[arg-type]
+            hit = k.costs.get(_layout(task.args, k.free))  # type: ignore[arg-type]
             if hit is None:
                 return False
             cost, timeline = hit
@@ -154,7 +175,7 @@ class Deferral:
         k = _candidate(task)
         if k is None or k.static is not None:
             return
-        key = _layout(task.args)
+        key = _layout(task.args, k.free)
         if key is not None and key not in k.costs:
             if len(k.costs) >= 256:
                 k.costs.clear()
