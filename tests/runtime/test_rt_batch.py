@@ -276,6 +276,20 @@ def test_more_tasks_than_cores_split_into_batches_of_distinct_cores(tmp_path) ->
         assert m >= 2 and (t == 1 or m % t == 0) and m >= bk.lanes_for(1)
 
 
+def test_a_wave_of_tasks_splits_into_batches_of_equal_size(monkeypatch) -> None:
+    """With the chip's core count, the lane count is the one that splits a wave of tasks over
+    every core into as few batches as the budget allows, all of one size."""
+    bk = BatchKernel.__new__(BatchKernel)      # only lanes_for's inputs: a lane of 1000 bytes
+    bk.lane_bytes = 1000
+    monkeypatch.setenv(batch.BYTES_VAR, "5000")        # 10 lanes on two threads
+    assert bk.lanes_for(2) == 10
+    assert bk.lanes_for(2, 24) == 8          # 8, 8, 8 rather than 10, 10, 4
+    assert bk.lanes_for(2, 48) == 10         # 10 x 4 + 8: five batches either way
+    assert bk.lanes_for(2, 20) == 10 and bk.lanes_for(2, 6) == 10   # the budget splits it evenly / fits it
+    assert bk.lanes_for(1, 24) == 5          # one thread, 5 lanes: 5, 5, 5, 5, 4 (no fewer batches)
+    assert bk.lanes_for(3, 24) == 12         # three threads, 15 lanes: 12, 12
+
+
 def test_dependent_tasks_are_not_batched_together(tmp_path) -> None:
     """Each task reads what the one before wrote (a chain): no two may run together."""
     cp = _rows_program(tmp_path, 16, """        for i in pl.range(0, 4):

@@ -461,11 +461,17 @@ class BatchKernel(KernelExecutor):
         self.lane_bytes = sum(_union(v) for v in spans.values())   # on-chip bytes one lane touches
         self._lane_templates: dict[tuple[int, int, int, int], tuple[ChipMemory, list]] = {}
 
-    def lanes_for(self, threads: int) -> int:
+    def lanes_for(self, threads: int, cores: int = 0) -> int:
         """The most lanes a batch of this kernel takes when its large ops run on `threads` host
         threads (`ops/threads.py`): `lane_budget()` bytes per thread, a multiple of `threads`
-        (so that torch splits a batched op evenly over them), at least 2."""
+        (so that torch splits a batched op evenly over them), at least 2. With `cores` (the
+        chip's cores of the kernel's type), the count that splits a wave of tasks over all of
+        them into batches of equal size with no more batches: 24 cube cores and a budget of 10
+        lanes give 8 (batches 8, 8, 8 rather than 10, 10, 4; measured on workload (b) of
+        `benchmarks/sim_throughput.py`, a replay takes 19-20 ms instead of 21-25)."""
         n = max(2, lane_budget() * threads // max(1, self.lane_bytes))
+        if 0 < cores and n < cores:
+            n = -(-cores // -(-cores // n))     # ceil(cores / the number of batches a wave needs)
         return n - n % threads if n >= threads > 1 else n
 
     def lane_template(self, chip: ChipMemory, cores: range) -> list:

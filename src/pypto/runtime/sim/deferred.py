@@ -235,7 +235,7 @@ class Deferral:
         key0 = _layout(t0.args, free)
         if key0 is None:
             return None
-        limit, ct, step = bk.lanes_for(wide_threads()), t0.core_type, None
+        limit, ct, step = bk.lanes_for(wide_threads(), self.device.num_cores(t0.core_type)), t0.core_type, None
         run = [t0]
         for t in pending[i + 1:]:
             if len(run) >= limit or t.executor is not ex or t.core_type != ct or not t.derived_all:

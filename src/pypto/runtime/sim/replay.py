@@ -463,7 +463,7 @@ def _batches(plan: RunPlan, device: SimDevice) -> list[tuple[tuple[int, ...], ra
     def lane_limit(ex: Any) -> int:   # the most lanes of a batch of `ex` (once per kernel)
         n = limits.get(id(ex))
         if n is None:
-            n = limits[id(ex)] = batch_kernel(ex).lanes_for(threads)  # type: ignore[union-attr]
+            n = limits[id(ex)] = batch_kernel(ex).lanes_for(threads, device.num_cores(ex.core_type))  # type: ignore[union-attr]
         return n
 
     def breaks_progression(core: int) -> bool:
