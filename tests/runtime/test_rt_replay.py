@@ -74,6 +74,7 @@ def check_replay(compiled, make_args, outputs, runs: int = RUNS, config: RunConf
             assert (torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b), f"run {run}: results differ"
         assert _task_facts(rec_r) == _task_facts(rec_f), f"run {run}: records differ"
         assert deps_json(rec_r) == deps_json(rec_f)
+        assert rec_r.replayed == (replays and run > 0) and not rec_f.replayed   # RunRecord.replayed
         ar, af = _arenas(dev_r), _arenas(dev_f)
         assert ar.keys() == af.keys() and all(torch.equal(ar[k], af[k]) for k in ar), f"run {run}: arenas differ"
         records.append(rec_r)

@@ -79,6 +79,8 @@ class RunRecord:
             the next replay with the same argument objects runs again (`replay.py`).
         derived: of a replayed run, a cache shared by all replays of one plan (their records are
             alike but for the tensors) for results computed from the record alone; else None.
+        replayed: whether the run replayed the schedule an earlier run recorded
+            (docs/performance.md "Replayed runs") instead of being simulated in full.
     """
 
     program: str
@@ -105,3 +107,4 @@ class RunRecord:
     # of a replayed run: a dict shared by every replay of its plan, whose records are all alike, for
     # what is derived from the record alone (run-time hints, `run_hints.update_run_hints`)
     derived: dict[Any, Any] | None = field(default=None, repr=False, compare=False)
+    replayed: bool = field(default=False, compare=False)

@@ -380,6 +380,7 @@ class RunPlan:
         run.orch_events = list(self.orch_events)
         run.scope_events = [_copy_event(e) for e in self.scope_events]
         run.derived = self.derived
+        run.replayed = True
         # a task whose arguments are the very objects of the last replay runs its bound kernel
         # environment again (`KernelExecutor.bind`): same arguments, same core, same arena views
         old_envs = old_run.kernel_envs if old_tasks is not None else None
