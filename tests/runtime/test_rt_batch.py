@@ -20,6 +20,14 @@ from pypto.runtime.sim.batch import BatchKernel, batch_kernel
 
 TASKS = 8
 
+
+@pytest.fixture(autouse=True)
+def _batching_on(monkeypatch):
+    """These tests are about batching: they run with it on (the default) even when the shell that
+    runs pytest turned it off (`PYPTO_SIM_BATCH=0`) or fixed the host threads."""
+    monkeypatch.delenv(batch.ENV_VAR, raising=False)
+    monkeypatch.delenv("PYPTO_SIM_THREADS", raising=False)
+
 _ELEMENTWISE = """
 import pypto.language as pl
 
