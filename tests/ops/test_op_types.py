@@ -101,7 +101,8 @@ def test_type_inference(body, expected):
     ("r = pl.tile.add(ta, a)", "tile.add: argument 'rhs' must be a Tile, got Tensor (use the pl.tensor.* form "
                                "or load it first)"),
     ("r = pl.tensor.exp(ta)", "tensor.exp: argument 'x' must be a Tensor, got Tile (use the pl.tile.* form)"),
-    ("r = pl.add(ta, th)", "tile.add: 'lhs' and 'rhs' must have the same dtype, got FP32 and FP16"),
+    ("r = pl.add(ta, th)", "tile.add: 'lhs' and 'rhs' must have the same dtype, got FP32 and FP16; cast one "
+                           "first, e.g. pl.cast(value, pl.FP32)"),
     ("r = pl.exp(ti)", "tile.exp: argument 'x' must have dtype FP16, BF16, FP32, got INT32"),
     ("r = pl.and_(a, a)", "tensor.and: argument 'lhs' must have dtype INT8, INT16, INT32, INT64, UINT8"),
     ("r = pl.tile.shls(ti, 1.5)", "tile.shls: argument 'rhs' must be an integer scalar, got FP32"),

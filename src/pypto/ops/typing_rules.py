@@ -166,10 +166,13 @@ def broadcast_shapes(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> tuple[Expr, ..
 
 
 def same_dtype(dts: list[DataType], what: str) -> DataType:
+    """The one dtype of `dts`. Raises OpTypeError naming `what` and both dtypes, with the cast that
+    fixes it, when they differ (tile ops need equal dtypes: docs/operators.md)."""
     first = dts[0]
     for d in dts[1:]:
         if d is not first:
-            raise OpTypeError(f"{what} must have the same dtype, got {first.name} and {d.name}")
+            raise OpTypeError(f"{what} must have the same dtype, got {first.name} and {d.name}; cast one "
+                              f"first, e.g. pl.cast(value, pl.{first.name})")
     return first
 
 
