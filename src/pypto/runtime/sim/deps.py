@@ -154,9 +154,6 @@ class _Kind:
     def candidates(self, r: Region, cells: list[tuple[int, ...]] | None) -> list[_Entry]:
         """Live entries that overlap `r`, in byte-bucket order (see the module docstring)."""
         other, grid = self.other, self.grid
-        if not other.buckets and (grid is None or not grid.buckets or
-                                  (cells is not None and len(cells) == 1 and cells[0] not in grid.buckets)):
-            return []       # the usual case: nothing recorded where `r` is (e.g. a tile's first access)
         found = [e for e in other.candidates(r) if e.region.overlaps(r)] if other.buckets else []
         if grid is None or not grid.buckets:
             return found
