@@ -94,19 +94,16 @@ def _union(spans: list[tuple[int, int]]) -> int:
 class Lanes(tuple):
     """The value of one tensor Var in a batch environment: lane k's tensor at index k.
 
-    `stacked` (computed on first use) is the lanes' tensors as one view [lanes, *shape] when they
-    are views of one buffer with one shape, dtype and strides whose storage offsets are a constant
-    step >= 0 apart; else None. `pieces` splits the lanes into such runs (`ops.site.pieces`, what
-    batch forms read): lanes of tasks (i, 6), (i, 7), (i + 1, 0), ... stack in two runs."""
+    `pieces` (computed on first use) splits the lanes into runs that stack — views of one buffer
+    with one shape, dtype and strides whose storage offsets are a constant step >= 0 apart
+    (`ops.site.pieces`, what batch forms read): lanes of tasks (i, 6), (i, 7), (i + 1, 0), ...
+    stack in two runs. `stacked` is the one view [lanes, *shape] when all lanes form one run,
+    else None."""
 
     @property
     def stacked(self) -> Any:
-        try:
-            return self.__dict__["_stacked"]
-        except KeyError:
-            p = self.pieces
-            v = self.__dict__["_stacked"] = p[0][2] if p is not None and len(p) == 1 else None
-            return v
+        p = self.pieces
+        return p[0][2] if p is not None and len(p) == 1 else None
 
     @property
     def pieces(self) -> Any:
@@ -200,8 +197,9 @@ def _refs(*exprs: Expr | None) -> set[Var]:
 class _Taint(IRVisitor):
     """The scalars computed from lane scalars (`lane_tainted`); NotBatchable when one steers
     control flow, is carried by it, or is returned. With `path_only`, only what can change the ops
-    executed counts (`path_tainted`): a loop's bounds and carried scalars, a branch's condition —
-    not the valid shapes of carried tiles, nor a returned value."""
+    executed counts (`lane_tainted(..., path_only=True)`, `deferred._off_path`): a loop's bounds and
+    carried scalars, a branch's condition — not the valid shapes of carried tiles, nor a returned
+    value."""
 
     def __init__(self, tainted: set[Var], path_only: bool = False) -> None:
         self.tainted = tainted
@@ -467,8 +465,8 @@ class BatchKernel(KernelExecutor):
         (so that torch splits a batched op evenly over them), at least 2. With `cores` (the
         chip's cores of the kernel's type), the count that splits a wave of tasks over all of
         them into batches of equal size with no more batches: 24 cube cores and a budget of 10
-        lanes give 8 (batches 8, 8, 8 rather than 10, 10, 4; measured on workload (b) of
-        `benchmarks/sim_throughput.py`, a replay takes 19-20 ms instead of 21-25)."""
+        lanes give 8 (batches 8, 8, 8 rather than 10, 10, 4; docs/performance.md, "Host
+        threads", has the measured effect on workload (b) of `benchmarks/sim_throughput.py`)."""
         n = max(2, lane_budget() * threads // max(1, self.lane_bytes))
         if 0 < cores and n < cores:
             n = -(-cores // -(-cores // n))     # ceil(cores / the number of batches a wave needs)
