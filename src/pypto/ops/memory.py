@@ -256,6 +256,16 @@ def _lane_box(offs: Any, sizes: tuple, shape: Any) -> tuple | None:
     return tuple(out)
 
 
+def _run_box(st: Any, proven: Any, fixed: tuple | None, offs: Any, sizes: tuple | None) -> tuple | None:
+    """The slices of a batch form's box in run `st` (a stacked view, lane axis first): the box
+    `_box` proved (`fixed`) when the run's tensors have the declared shape `proven`, else the box
+    at run-time offsets `offs` of `sizes` when it lies inside them (`_lane_box`); None otherwise
+    (lane by lane then)."""
+    if proven is not None:
+        return fixed if st.shape[1:] == proven else None
+    return _lane_box(offs, sizes, st.shape[1:]) if sizes is not None and offs is not None else None
+
+
 def _load_batch(site: KernelSite) -> Any:
     """`OpSpec.batch` of `tile.load` at the sites `_load_site` specialises: the lanes' tensors in
     runs that stack (`site.pieces`); for each run whose box lies inside its tensors — constant
@@ -271,14 +281,10 @@ def _load_batch(site: KernelSite) -> Any:
     fixed = (slice(None), *slices) if slices is not None else None
     sizes = tuple(c[0]) if c is not None else None
 
-    def box_of(st: Any, rest: tuple) -> tuple | None:
-        if proven is not None:
-            return fixed if st.shape[1:] == proven else None
-        return _lane_box(rest[0], sizes, st.shape[1:]) if sizes is not None and rest else None
-
     def load(dst: Any, lanes: Any, *rest: Any) -> None:
+        offs = rest[0] if rest else None
         for k0, k1, st in pieces(lanes) or ((0, len(lanes), None),):
-            sl = None if st is None else box_of(st, rest)
+            sl = None if st is None else _run_box(st, proven, fixed, offs, sizes)
             if sl is not None:
                 wide_copy(dst[k0:k1], st[sl])
                 continue
@@ -310,8 +316,7 @@ def _store_batch(site: KernelSite) -> Any:
         for k0, k1, st in pieces(lanes) or ((0, len(lanes), None),):
             sl = None
             if st is not None and (st.stride(0) or k1 - k0 == 1):
-                sl = (fixed if st.shape[1:] == proven else None) if proven is not None \
-                    else _lane_box(offs, vs, st.shape[1:])
+                sl = _run_box(st, proven, fixed, offs, vs)
             if sl is not None:
                 wide_copy(st[sl], t[k0:k1][part])
                 continue
