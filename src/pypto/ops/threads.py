@@ -87,11 +87,11 @@ def wide_threads() -> int:
     return _HOST.n
 
 
-@contextmanager
-def wide(threads: int) -> Iterator[int]:
-    """Run the block on `threads` torch intra-op threads, then go back to the current count (the
-    simulator's one thread during a run); yields the count torch uses in the block. Switching costs
-    well under a microsecond.
+class wide:
+    """`with wide(threads) as n:` runs the block on `threads` torch intra-op threads, then goes back
+    to the current count (the simulator's one thread during a run); `n` is the count torch uses in
+    the block. Switching costs well under a microsecond (a class, not a generator context manager:
+    it is entered for every large batched op).
 
     Torch's count is one setting for the process, so a block on more threads than one would also
     run the one-thread ops of simulator runs in other Python threads on them — and a GEMM with a
@@ -99,19 +99,34 @@ def wide(threads: int) -> Iterator[int]:
     lock (no run starts meanwhile) and stays on the current count, yielding it, while another run
     is in progress (`one_torch_thread`); callers whose numbers depend on the count (the batched
     GEMM's check, `ops/matmul.py`) use the count yielded."""
-    old = torch.get_num_threads()
-    if threads == old:
-        yield old
-        return
-    with _RUNS_LOCK:
+
+    __slots__ = ("threads", "old", "locked")
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def __enter__(self) -> int:
+        old = self.old = torch.get_num_threads()
+        threads = self.threads
+        self.locked = False
+        if threads == old:
+            return old
+        _RUNS_LOCK.acquire()
+        self.locked = True
         if threads > 1 and _RUNS[0] > 1:
-            yield old
-            return
+            self.threads = old      # another run is in progress: stay on the current count
+            return old
         torch.set_num_threads(threads)
+        return threads
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.locked:
+            return
         try:
-            yield threads
+            if self.threads != self.old:
+                torch.set_num_threads(self.old)
         finally:
-            torch.set_num_threads(old)
+            _RUNS_LOCK.release()
 
 
 def wide_copy(dst: torch.Tensor, src: torch.Tensor) -> None:

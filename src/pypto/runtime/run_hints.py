@@ -74,13 +74,15 @@ def _where(ts: list[Task]) -> Span:
     return func.span if func is not None else Span.unknown()
 
 
-def _small_tasks(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
+def _small_tasks(kernel: str, ts: list[Task], costs: list[tuple[Any, int]]) -> Iterator[Diagnostic]:
     launch, submit = int(const("task_launch")), int(const("orch_submit"))
-    work = [t.cost.cycles - launch for t in ts]  # type: ignore[union-attr]
-    avg = sum(work) / len(work)
-    if len(ts) < 2 or avg >= launch:
+    if len(ts) < 2:
         return
-    total = sum(t.cost.cycles for t in ts)  # type: ignore[union-attr]
+    total = sum(cost.cycles * n for cost, n in costs)
+    avg = (total - launch * len(ts)) / len(ts)
+    if avg >= launch:
+        return
+    work = [cost.cycles - launch for cost, _ in costs]
     yield Diagnostic("PH004", kernel,
                      f"{len(ts)} tasks of '{kernel}' do {avg:.0f} cycles of work each on average (min "
                      f"{min(work)}, max {max(work)}) against {launch} cycles of launch per task (cost model "
@@ -103,10 +105,9 @@ def _distinct_costs(ts: list[Task]) -> list[tuple[Any, int]]:
     return [(c, n) for c, n in seen.values()]
 
 
-def _idle_pipe(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
+def _idle_pipe(kernel: str, ts: list[Task], costs: list[tuple[Any, int]]) -> Iterator[Diagnostic]:
     pipe = _COMPUTE_PIPE.get(ts[0].core_type)
     launch = int(const("task_launch"))
-    costs = _distinct_costs(ts)
     work = sum((cost.cycles - launch) * n for cost, n in costs)
     if pipe is None or work <= 0:
         return
@@ -132,11 +133,14 @@ def _idle_pipe(kernel: str, ts: list[Task]) -> Iterator[Diagnostic]:
                      f"{others}; {advice}", _where(ts))
 
 
-def _narrow_transfers(kernel: str, ts: list[Task], granule: int) -> Iterator[Diagnostic]:
+def _narrow_transfers(kernel: str, ts: list[Task], costs: list[tuple[Any, int]], granule: int) -> Iterator[Diagnostic]:
     ex = ts[0].executor
     sites, spans = getattr(ex, "sites", ()), getattr(ex, "site_spans", ())
     runs = [0] * len(sites)
-    for counts, n in Counter(t.cost.counts for t in ts).items():  # type: ignore[union-attr]
+    per_counts: Counter = Counter()
+    for cost, n in costs:
+        per_counts[cost.counts] += n
+    for counts, n in per_counts.items():
         for i in range(len(sites)):
             runs[i] += n * (counts[i] if counts is not None and i < len(counts) else 1)
     for i, (c, span) in enumerate(zip(sites, spans)):
@@ -196,10 +200,12 @@ def _shallow_rings(tasks: list[Task], program: Any) -> Iterator[Diagnostic]:
 def _orchestration_bound(record: RunRecord) -> Iterator[Diagnostic]:
     """PH010: submitting the tasks, one after another on the orchestrator, takes most of the run."""
     orch, span = record.orchestrator_cycles, record.makespan_cycles
+    if not span or orch < ORCH_BOUND_SHARE * span:
+        return
     done = [t for t in record.tasks if t.cost is not None and t.start_cycle is not None]
     cores = len({(t.core_type, t.core_index) for t in done})
-    if len(done) < 2 * cores or not span or orch < ORCH_BOUND_SHARE * span:
-        return   # also: a core that runs one task waits for no second submission
+    if len(done) < 2 * cores:
+        return   # a core that runs one task waits for no second submission
     submit = int(const("orch_submit"))
     work = sum(t.cycles for t in done)
     busiest: dict[tuple[str, int], int] = {}    # per core (type, index)
@@ -225,7 +231,9 @@ def run_hints(record: RunRecord, program: Any = None) -> list[Diagnostic]:
     granule = get_soc(BackendType[record.backend]).ddr_access_granularity
     out: list[Diagnostic] = []
     for kernel, ts in _by_kernel(record.tasks).items():
-        out += [*_small_tasks(kernel, ts), *_idle_pipe(kernel, ts), *_narrow_transfers(kernel, ts, granule)]
+        costs = _distinct_costs(ts)
+        out += [*_small_tasks(kernel, ts, costs), *_idle_pipe(kernel, ts, costs),
+                *_narrow_transfers(kernel, ts, costs, granule)]
     out += _shallow_rings(record.tasks, program)
     out += _orchestration_bound(record)
     return out

@@ -38,7 +38,9 @@ differently. `tests/runtime/test_rt_batch.py` compares batched and one-at-a-time
 
 from __future__ import annotations
 
+import operator
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,6 +57,7 @@ from .arena import ChipMemory
 from .exprs import Env, ExprFn
 from .interp import StmtFn
 from .kernel import KernelExecutor, _KernelCompiler
+from .run_memo import RunMemo
 
 __all__ = ["BatchKernel", "Lanes", "NotBatchable", "batch_kernel", "batching_enabled", "lane_scalars", "lane_tainted",
            "ENV_VAR"]
@@ -458,6 +461,7 @@ class BatchKernel(KernelExecutor):
             spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))
         self.lane_bytes = sum(_union(v) for v in spans.values())   # on-chip bytes one lane touches
         self._lane_templates: dict[tuple[int, int, int, int], tuple[ChipMemory, list]] = {}
+        self._stacks = RunMemo()     # the lane runs of tensor arguments (`batch_env`)
 
     def lanes_for(self, threads: int, cores: int = 0) -> int:
         """The most lanes a batch of this kernel takes when its large ops run on `threads` host
@@ -486,15 +490,33 @@ class BatchKernel(KernelExecutor):
         self._lane_templates[key] = (chip, tmpl)
         return tmpl
 
-    def batch_env(self, lanes: Sequence[list], chip: ChipMemory, cores: range) -> list:
+    def batch_env(self, lanes: Sequence[list], chip: ChipMemory, cores: range, serial: int = 0) -> list:
         """The batch environment of `lanes` (each from `bind` on core `cores[k]`'s arena): lane
-        views, `Lanes` of the tensor arguments, the first lane's scalars."""
+        views, `Lanes` of the tensor arguments, the first lane's scalars. `serial`: the device's
+        `run_serial`; a tensor argument whose lanes are the same tensor objects as in a batch of
+        this run or the one before gets the runs that stack (`Lanes.pieces`) found then, rebuilt
+        from their layout (`run_memo.py`: the orchestrator makes the same views every run; the
+        memo holds weak references to the lanes, and no view)."""
         env = self.lane_template(chip, cores).copy()
         first = lanes[0]
+        memo = self._stacks
         for i, (_, slot, is_tensor, *_rest) in enumerate(self._params):
             if i in self.lane_params:
                 continue        # read by lane-by-lane statements only, from each lane's own value
-            env[slot] = Lanes([lane[slot] for lane in lanes]) if is_tensor else first[slot]
+            if not is_tensor:
+                env[slot] = first[slot]
+                continue
+            ts = Lanes([lane[slot] for lane in lanes])
+            key = (slot, *map(id, ts))
+            hit = memo.get(key, serial)
+            if hit is not None and all(map(operator.is_, [r() for r in hit[0]], ts)):
+                ts.__dict__["_pieces"] = [(k0, k1, torch.as_strided(ts[k0], *how)) for k0, k1, how in hit[1]]
+            else:
+                p = ts.pieces
+                if p is not None:
+                    memo.put(key, (tuple(map(weakref.ref, ts)),
+                                   [(k0, k1, (v.shape, v.stride(), v.storage_offset())) for k0, k1, v in p]))
+            env[slot] = ts
         for _, _, slot in self._c.dim_binders:
             env[slot] = first[slot]
         return env

@@ -76,6 +76,7 @@ from .record import OrchEvent, RunRecord, ScopeInfo
 from .regions import region_of
 from .replay import RunPlans, replay_enabled
 from .rings import RING_FIELDS, RingSizes, RingTracker, ring_of, ring_sizes
+from .run_memo import RunMemo
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
 from .scheduler import EventScheduler, named_error
 from .task import BLOCK_INDEX, Task, TaskOptions
@@ -116,6 +117,8 @@ class SimDevice:
         self._orchestrators: dict[Function, Orchestrator] = {}
         self._tracker = DepTracker()
         self._region_cache: dict[tuple, Any] = {}     # regions of views seen (regions.region_of)
+        self.view_memo = RunMemo()   # the orchestrator's views and their regions (run_memo.py)
+        self.run_serial = 0          # counts runs (begin_run), for `view_memo`
         self._flags: dict[Function, tuple[tuple[int, bool, bool, bool], ...]] = {}
         self._auto_deps = True
         self._sanitize = False
@@ -404,13 +407,25 @@ class SimDevice:
             plan = self._flags[func] = tuple((i, d in _READS, d in _WRITES, i in narrowed)
                                              for i, d in enumerate(func.param_directions))
         cache, narrow = self._region_cache, ex.access.region_arg
+        memo, serial = self.view_memo, self.run_serial
         if len(args) < len(plan):
             plan = plan[:len(args)]
         out = []
         for i, rd, wr, nar in plan:
             a = args[i]
             if isinstance(a, torch.Tensor):
-                out.append((i, region_of(narrow(i, args) if nar else a, cache), rd, wr))
+                if nar:
+                    r = region_of(narrow(i, args), cache)
+                else:   # a view the orchestrator made (and keeps, run_memo.py): its region once
+                    e = memo.get(id(a), serial)
+                    if e is not None and e[0]() is a:
+                        r = e[1]
+                        if r is None:
+                            r = region_of(a, cache)
+                            memo.put(id(a), (e[0], r))
+                    else:
+                        r = region_of(a, cache)
+                out.append((i, r, rd, wr))
         return tuple(out)
 
     def submit_group(self, program: Program, group: Function, args: Sequence[Any],
@@ -629,6 +644,7 @@ class SimDevice:
         a program).
         """
         self.tasks = []
+        self.run_serial += 1
         for ex in self._kernels.values():
             if hasattr(ex, "refresh"):  # external kernels: an edited source is rebuilt
                 ex.refresh()

@@ -1,0 +1,113 @@
+"""What full simulations keep from one run to the next (`runtime/sim/run_memo.py`, issue 14 item 5):
+the orchestrator's views of the same tensors, their regions, and the lane runs of batches. Checked:
+the memo's two generations, the same view objects in a second run, new views for a new tensor or
+one whose layout changed in place, right numbers after the data changed, and no tensor kept alive
+by the memos."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import torch
+
+import pypto.language as pl
+from pypto import ir
+from pypto.runtime.sim import SimDevice
+from pypto.runtime.sim.run_memo import RunMemo
+
+N, T = 256, 64
+
+
+@pl.program
+class Tiles:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_tile(self, a: pl.Tensor[[T, T], pl.FP32], b: pl.Tensor[[T, T], pl.FP32],
+                 c: pl.Out[pl.Tensor[[T, T], pl.FP32]]) -> pl.Tensor[[T, T], pl.FP32]:
+        ta = pl.load(a, [0, 0], [T, T])
+        tb = pl.load(b, [0, 0], [T, T])
+        tc = pl.add(ta, tb)
+        c = pl.store(tc, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[N, N], pl.FP32], b: pl.Tensor[[N, N], pl.FP32],
+             c: pl.Out[pl.Tensor[[N, N], pl.FP32]]) -> pl.Tensor[[N, N], pl.FP32]:
+        for i in pl.range(0, N, T):
+            for j in pl.range(0, N, T):
+                sa = pl.slice(a, [T, T], [i, j])
+                sb = pl.slice(b, [T, T], [i, j])
+                sc = pl.slice(c, [T, T], [i, j])
+                sc = self.add_tile(sa, sb, sc)
+        return c
+
+
+def _full(tmp_path):
+    cp = ir.compile(Tiles, output_dir=tmp_path / "tiles", dump_passes=False)
+    dev = SimDevice(cp.backend_type)
+
+    def run(a, b, c):
+        dev.run(cp.program, cp.entry_function, [a, b, c], replay=False)
+        return [t.args for t in dev.tasks]
+    return dev, run
+
+
+def _inputs(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(N, N, generator=g), torch.randn(N, N, generator=g), torch.zeros(N, N)
+
+
+def test_a_memo_keeps_the_current_and_the_previous_run() -> None:
+    m = RunMemo()
+    assert m.get("x", 1) is None
+    m.put("x", 1)
+    m.put("y", 2)
+    assert m.get("x", 1) == 1
+    assert m.get("x", 2) == 1      # from the run before: moved to this run's entries
+    assert m.get("x", 3) == 1      # used in run 2, so still here in run 3
+    assert m.get("y", 3) is None   # last used in run 1: dropped
+    assert len(m) == 1
+
+
+def test_a_second_full_run_reuses_the_views_and_its_numbers_follow_the_data(tmp_path) -> None:
+    dev, run = _full(tmp_path)
+    a, b, c = _inputs(0)
+    first = run(a, b, c)
+    accesses = [t.accesses for t in dev.tasks]
+    torch.testing.assert_close(c, a + b, rtol=0, atol=0)
+    a.mul_(3)                      # new data, same tensors: the same views, the new sums
+    c.zero_()
+    second = run(a, b, c)
+    assert len(first) == len(second) == (N // T) ** 2
+    assert all(x is y for f, s in zip(first, second) for x, y in zip(f, s))
+    torch.testing.assert_close(c, a + b, rtol=0, atol=0)
+    assert [t.accesses for t in dev.tasks] == accesses
+
+
+def test_a_new_tensor_or_one_whose_layout_changed_in_place_gets_new_views(tmp_path) -> None:
+    dev, run = _full(tmp_path)
+    a, b, c = _inputs(1)
+    first = run(a, b, c)
+    regions = [[r for _, r, _, _ in t.accesses] for t in dev.tasks]
+    a2 = a.clone()
+    second = run(a2, b, c)
+    assert all(f[0] is not s[0] and f[1] is s[1] for f, s in zip(first, second))
+    torch.testing.assert_close(c, a2 + b, rtol=0, atol=0)
+    assert [[r for _, r, _, _ in t.accesses][1:] for t in dev.tasks] == [r[1:] for r in regions]
+    a2.t_()                        # the same tensor object and data pointer, other strides
+    c.zero_()
+    third = run(a2, b, c)
+    assert all(s[0] is not t[0] for s, t in zip(second, third))
+    torch.testing.assert_close(c, a2 + b, rtol=0, atol=0)   # the transposed operand's tiles
+
+
+def test_the_memos_keep_no_tensor_alive(tmp_path) -> None:
+    dev, run = _full(tmp_path)
+    refs = []
+    for s in range(3):
+        args = run(*_inputs(s))
+        refs += [weakref.ref(x) for t in args for x in t]
+        del args
+    dev.tasks, dev.last_run = [], None
+    gc.collect()
+    assert refs and all(r() is None for r in refs)
