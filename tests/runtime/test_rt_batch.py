@@ -159,31 +159,122 @@ def test_matmuls_in_a_loop_batch_bit_identically(dt, m, tmp_path) -> None:
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
 
 
-@pytest.mark.parametrize("m", [16, 1])
-def test_a_replayed_batch_saves_ddr_only_against_failures_on_data(m, tmp_path, monkeypatch) -> None:
-    """A batch whose loads sit at run-time offsets may fail (a box out of bounds), so a full
-    simulation's deferred batch saves the DDR bytes it writes first; a replay's boxes are those of
-    the recorded run, so it saves them only for a kernel with lane-by-lane statements (m = 1: the
-    gemv runs lane by lane), which may fail on data."""
+_BOXES = """
+import pypto.language as pl
+
+@pl.program
+class Boxes:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 64], pl.FP32], k0: pl.Scalar[pl.INDEX],
+          c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(a, [0, k0], [16, 32])
+        u = pl.add(t, t)
+        c = pl.store(u, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{rows}, 64], pl.FP32],
+             c: pl.Out[pl.Tensor[[{rows}, 32], pl.FP32]]) -> pl.Tensor[[{rows}, 32], pl.FP32]:
+        for i in pl.range(0, {tasks}):
+            sa = pl.slice(a, [16, 64], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, 32, sc)
+        return c
+"""
+
+
+def _saves(monkeypatch) -> list[int]:
+    """The batches that saved the DDR bytes they write (`replay._written`), by task count."""
     from pypto.runtime.sim import replay
-    first, acc = ("pl.tile.matmul", "pl.tile.matmul_acc") if m > 1 else ("pl.tile.gemv", "pl.tile.gemv_acc")
-    src = _MATMUL.format(dt="FP16", m=m, rows=m * TASKS, tasks=TASKS, first=first, acc=acc)
-    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
-    saves = []
+    saves: list[int] = []
     real = replay._written
     monkeypatch.setattr(replay, "_written", lambda tasks: saves.append(len(tasks)) or real(tasks))
-    a, b = _values("FP16", (m * TASKS, 64), 1) - 1, _values("FP16", (64, 32), 4) - 1
-    c = torch.zeros(m * TASKS, 32)
+    return saves
+
+
+@pytest.mark.parametrize("case", ["offset", "gemv"])
+def test_a_replayed_batch_saves_ddr_only_against_failures_on_data(case, tmp_path, monkeypatch) -> None:
+    """A batch whose load sits at an offset given by the task (`k0`) may fail (a box out of
+    bounds), so a full simulation's deferred batch saves the DDR bytes it writes first; a replay's
+    boxes are those of the recorded run, so it saves them only for a kernel with lane-by-lane
+    statements (the gemv runs lane by lane), which may fail on data."""
+    saves = _saves(monkeypatch)
+    if case == "offset":
+        cp = ir.compile(pl.parse(_BOXES.format(rows=16 * TASKS, tasks=TASKS)), output_dir=tmp_path,
+                        dump_passes=False, skip_ptoas=True)
+        a, c = torch.randn(16 * TASKS, 64), torch.zeros(16 * TASKS, 32)
+        args, want = [a, c], lambda: a[:, 32:] * 2
+    else:
+        src = _MATMUL.format(dt="FP16", m=1, rows=TASKS, tasks=TASKS, first="pl.tile.gemv", acc="pl.tile.gemv_acc")
+        cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+        a, b = _values("FP16", (TASKS, 64), 1) - 1, _values("FP16", (64, 32), 4) - 1
+        c = torch.zeros(TASKS, 32)
+        args, want = [a, b, c], lambda: a.float() @ b.float()
     dev = SimDevice(cp.backend_type)
-    cp.run_on(dev, [a, b, c], None)     # full simulation: the first task runs, the rest batch and save
-    assert saves == [TASKS - 1]
+    cp.run_on(dev, args, None)     # full simulation: deferred tasks batch and save
+    first = saves[:]
+    assert first == ([TASKS] if case == "offset" else [TASKS - 1])   # (a loop kernel's first task runs alone)
     bk = batch_kernel(dev.tasks[0].executor)
-    assert bk.may_fail and bk.may_fail_on_data == (m == 1)
+    assert bk.may_fail and bk.may_fail_on_data == (case == "gemv")
     c.zero_()
-    cp.run_on(dev, [a, b, c], None)     # replayed, one batch
+    cp.run_on(dev, args, None)     # replayed, one batch
     assert dev.run_plans.replays == 1
-    assert saves == ([TASKS - 1, TASKS] if m == 1 else [TASKS - 1])
-    torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
+    assert saves == (first + [TASKS] if case == "gemv" else first)
+    torch.testing.assert_close(c, want(), rtol=2e-3, atol=2e-3)
+
+
+def test_a_k_loop_whose_boxes_stay_inside_saves_nothing(tmp_path, monkeypatch) -> None:
+    """The K-loop's loads at `[0, k]` and `[k, 0]` for k in range(32, 64, 32) are proven inside the
+    kernel's static [16, 64] and [64, 32] tensors (`access.StaticBoxes`): its batches cannot fail,
+    and neither a full simulation nor a replay saves anything."""
+    saves = _saves(monkeypatch)
+    src = _MATMUL.format(dt="FP16", m=16, rows=16 * TASKS, tasks=TASKS, first="pl.tile.matmul",
+                         acc="pl.tile.matmul_acc")
+    cp = ir.compile(pl.parse(src), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    a, b = _values("FP16", (16 * TASKS, 64), 1) - 1, _values("FP16", (64, 32), 4) - 1
+    c = torch.zeros(16 * TASKS, 32)
+    dev = SimDevice(cp.backend_type)
+    for _ in range(2):
+        c.zero_()
+        cp.run_on(dev, [a, b, c], RunConfig(sim_replay=False))
+        torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
+    bk = batch_kernel(dev.tasks[0].executor)
+    assert not bk.may_fail and saves == []
+
+
+_BOUNDS = """
+import pypto.language as pl
+
+@pl.program
+class Bounds:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 128], pl.FP32], n: pl.Scalar[pl.INDEX],
+          c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t0 = pl.load(a, [0, 0], [16, 32])
+        for k, (acc,) in pl.range({start}, {stop}, {step}, init_values=(t0,)):
+            t = pl.load(a, [0, {offset}], [16, 32])
+            s = pl.add(acc, t)
+            out = pl.yield_(s)
+        c = pl.store(out, [0, 0], c)
+        return c
+"""
+
+
+@pytest.mark.parametrize("start, stop, step, offset, inside", [
+    (32, 128, 32, "k", True),          # k = 32, 64, 96: the last box ends at 128
+    (32, 129, 32, "k", False),         # k reaches 128: out of the tensor
+    (32, 128, 32, "k + 16", False),    # 112 + 32 > 128
+    (0, 128, 32, "k // 2", True),
+    (0, 128, 32, "n", False),          # the task's scalar: not known for every task
+    (0, "n", 32, "k", False),          # a loop bound of the task
+])
+def test_static_boxes_are_proven_inside_only_for_every_task(start, stop, step, offset, inside) -> None:
+    from pypto.runtime.sim.access import StaticBoxes
+    prog = pl.parse(_BOUNDS.format(start=start, stop=stop, step=step, offset=offset))
+    func = prog.get_function("k")
+    loop = next(s for s in func.body.stmts if type(s).__name__ == "ForStmt")
+    load = next(s.value for s in loop.body.stmts if getattr(getattr(s, "value", None), "op", None) == "tile.load")
+    assert StaticBoxes(func).inside(load) is inside
 
 
 def test_a_batched_product_that_rounds_differently_is_computed_lane_by_lane(tmp_path, monkeypatch) -> None:

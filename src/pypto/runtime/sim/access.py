@@ -49,7 +49,7 @@ from ...ir.stmt import AssignStmt, EvalStmt, ForStmt, IfStmt, ScopeStmt, SeqStmt
 from ...ir.types import ScalarType, TensorType, TileType
 from ...ops.registry import get_op, has_op
 
-__all__ = ["AccessSummary"]
+__all__ = ["AccessSummary", "StaticBoxes"]
 
 Interval = tuple[int, int]
 Memo = dict[int, Interval]
@@ -480,6 +480,39 @@ def _covers_static(boxes: list[_Box], t: TensorType) -> bool:
         if not ivs or min(x[0] for x, _ in ivs) > 0 or max(x[1] + n for x, n in ivs) < dim:
             return False
     return True
+
+
+class StaticBoxes:
+    """Whether the DDR box an op of kernel `func` moves lies inside its tensor for every task: its
+    offsets' intervals (module docstring) depend on no task argument, its sizes are constants, and
+    the tensor's declared shape is static and holds the box at every offset. Loop variables count
+    over every value their loop gives them (`pl.range(128, 1024, 128)`: 128 to 896), so a K-loop
+    loading `[0, k]` of a `[128, 1024]` tensor is proven inside. A batch of such a kernel cannot
+    fail on a box (`batch.BatchKernel.may_fail`)."""
+
+    def __init__(self, func: Function) -> None:
+        self._iv = _Intervals(func, _Definitions(func))
+
+    def inside(self, call: Call) -> bool:
+        """True when the box of `call` (an op with `OpSpec.ddr_region`) is inside its tensor for
+        every task (class docstring); False when that is not known."""
+        ti, oi, si = get_op(call.op).ddr_region  # type: ignore[arg-type, misc]
+        dims = [getattr(d, "value", None) for d in getattr(call.args[ti].type, "shape", (None,))]
+        offs, sizes = call.args[oi], _const_ints(call.args[si])
+        if None in dims or sizes is None or not isinstance(offs, MakeTuple) or \
+                not len(dims) == len(sizes) == len(offs.elements):
+            return False
+        try:
+            for o, n, d in zip(offs.elements, sizes, dims):
+                fn = self._iv.of(o)
+                if fn is None:
+                    return False
+                lo, hi = fn(_NoArgs(), {})
+                if lo < 0 or hi + n > d:
+                    return False
+        except _GiveUp:
+            return False
+        return True
 
 
 class AccessSummary:

@@ -53,6 +53,7 @@ from ...ir.function import Function
 from ...ir.stmt import AssignStmt, EvalStmt, Stmt
 from ...ir.types import ScalarType, TensorType, TileType
 from ...ir.visitor import IRVisitor
+from .access import StaticBoxes
 from .arena import ChipMemory
 from .exprs import Env, ExprFn
 from .interp import StmtFn
@@ -277,6 +278,7 @@ class _BatchCompiler(_KernelCompiler):
         self.lanes: list[Any] = [()]
         self.may_fail = False   # a statement may raise at run time (module docstring: errors)
         self.may_fail_on_data = False   # ... for a reason other than a box out of bounds
+        self._boxes: StaticBoxes | None = None   # built for the first load / store at run-time offsets
         self._in_lane = 0
         self.batched_ops: list[str] = []
         self.lane_ops: list[str] = []
@@ -375,14 +377,20 @@ class _BatchCompiler(_KernelCompiler):
 
     def _note_box(self, spec: Any, call: Call) -> None:
         """A batched op that moves a box of a DDR tensor (`OpSpec.ddr_region`: load, store) may
-        raise (the box out of bounds) unless its offsets are constants and its tensor has a static
-        shape; no other batch form raises."""
+        raise (the box out of bounds) unless its tensor has a static shape and its offsets are
+        constants, or intervals proven inside that shape for every task (`access.StaticBoxes`: a
+        K-loop's `[0, k]`); no other batch form raises."""
         if spec.ddr_region is None:
             return
         tensor, offsets, _ = spec.ddr_region
         shape = getattr(call.args[tensor].type, "shape", ())
-        if _refs(call.args[offsets]) or not all(isinstance(getattr(d, "value", None), int) for d in shape):
+        if not all(isinstance(getattr(d, "value", None), int) for d in shape):
             self.may_fail = True
+        elif _refs(call.args[offsets]):
+            if self._boxes is None:
+                self._boxes = StaticBoxes(self.func)
+            if not self._boxes.inside(call):
+                self.may_fail = True
 
     def _lane(self, make: Callable[[], StmtFn], expr: Expr, var: Var | None) -> StmtFn:
         """The statement built by `make` (an ordinary one-task closure) run on each lane's
