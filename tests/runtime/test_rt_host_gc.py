@@ -110,3 +110,36 @@ def test_simulator_runs_use_it(thresholds, monkeypatch) -> None:
     with pytest.raises(RuntimeSimError, match="planted"):
         cp.run_on(None, [a, b, c], RunConfig(sim_replay=False))
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def _young_collections() -> int:
+    return gc.get_stats()[0]["collections"]
+
+
+def test_what_the_run_leaves_goes_to_the_oldest_generation_unscanned(thresholds) -> None:
+    """The objects a run keeps are not left for the next young collection to scan: when the
+    setting comes back, they are in the oldest generation (the young counts start again), and
+    the next few hundred allocations trigger no collection."""
+    with fewer_collections():
+        kept = [[i] for i in range(5000)]
+        assert gc.get_count()[0] >= 5000
+        before = _young_collections()
+    more = [[i] for i in range(500)]
+    assert _young_collections() == before and gc.get_count()[0] < 700
+    assert len(kept) == 5000 and len(more) == 500
+
+
+def test_objects_the_caller_froze_stay_frozen(thresholds) -> None:
+    """A caller with frozen objects keeps them frozen: the run's survivors are then collected as
+    usual (a young collection soon after the run)."""
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with fewer_collections():
+            kept = [[i] for i in range(5000)]
+            before = _young_collections()
+        more = [[i] for i in range(500)]
+        assert gc.get_freeze_count() == frozen and _young_collections() > before
+        assert len(kept) == 5000 and len(more) == 500
+    finally:
+        gc.unfreeze()
