@@ -348,9 +348,11 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
         stage = Path(tempfile.mkdtemp(prefix=".build_", dir=out))
         kernels, ptoas = _build(lowered, stage, compiled, skip_ptoas)
         t2 = time.perf_counter()
-        from .tools.perf_hints import perf_hints, render_perf_hints
+        from .passes.convert_tensor_to_tile_ops import TRANSFERS
+        from .tools.perf_hints import perf_hints, render_perf_hints, transfers_to_json
 
-        hint_list = diag.keep(ctx.records.get("perf_hints", []) + perf_hints(lowered, backend_type)) \
+        generated = ctx.records.get(TRANSFERS, set())
+        hint_list = diag.keep(ctx.records.get("perf_hints", []) + perf_hints(lowered, backend_type, generated)) \
             if diag.runs("compile") else []
         hints = render_perf_hints(hint_list, lowered, backend_type, diag)
         warned = _compile_warnings(ssa, lowered, diag)
@@ -384,5 +386,6 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     compiled.diagnostics = diag
     meta = _meta(lowered, compiled, strategy, kernels, ptoas)
     meta["diagnostics"] = diag.to_json()
+    meta["tensor_transfers"] = transfers_to_json(generated)   # PH001's wording, for the command line
     _write_json(out / "compiled_meta.json", meta, atomic=True)
     return compiled

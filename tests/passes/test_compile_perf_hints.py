@@ -2,6 +2,7 @@
 against the backend's recommended bytes, PH002 L0 tiles off the 16-row fractal, PH003 Out
 parameters never written; and `python -m pypto.tools.perf_hints BUILD_DIR`."""
 
+import json
 import re
 from pathlib import Path
 
@@ -58,6 +59,39 @@ def test_ph001_narrow_rows_depend_on_the_backend(tmp_path, caplog):
     ir.compile(Narrow, output_dir=tmp_path / "a5", backend_type=BackendType.Ascend950)
     assert _hints(tmp_path / "a5") == ["no performance hints"]
     assert not [r for r in caplog.records if r.name == "pypto.diagnostics"]
+
+
+@pl.program
+class NarrowTensor:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 256], pl.FP32],
+             y: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            y[:] = pl.exp(x[:, 0:64])   # rows of 64 x FP32 = 256 B: a slice of x, all of y
+        return y
+
+
+def test_ph001_at_tensor_level_advises_the_tensor_or_the_slice(tmp_path, capsys):
+    """The transfers of a tensor-level region are made by the compiler: PH001 advises a wider
+    tensor (a store of whole rows of y) or a wider slice (the load of x[:, 0:64]), not a wider
+    tile; the command line, reading the finished build, words them the same."""
+    ir.compile(NarrowTensor, output_dir=tmp_path / "b", backend_type=BackendType.Ascend910B)
+    line = _line_of("y[:] = pl.exp(x[:, 0:64])")
+    head = ("in 'main_incore_0': '{op}' moves tile rows of 256 B (64 x FP32), below the 512 B innermost "
+            "size Ascend910B recommends (DDR is accessed in 512 B units); the compiler made this transfer "
+            "from tensor-level code, ")
+    assert _hints(tmp_path / "b") == [
+        f"PH001 {HERE}:{line}:20: " + head.format(op="tile.load") + "with rows of a slice of the tensor: slice "
+        "at least 128 elements along its innermost dimension (when the compiler chose the slice, a block of "
+        "the region, PH008 says what to change)",
+        f"PH001 {HERE}:{line}:13: " + head.format(op="tile.store") + "with whole rows of the tensor: give the "
+        "tensor an innermost dimension of at least 128 elements (a layout with a longer last dimension, e.g. "
+        "the transposed tensor)"]
+    assert ph.main([str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out == (tmp_path / "b" / "report" / "perf_hints.log").read_text()
+    kept = json.loads((tmp_path / "b" / "compiled_meta.json").read_text())["tensor_transfers"]
+    assert [row[:3] for row in kept] == [[str(HERE), line, 13], [str(HERE), line, 20]]
+    assert ph.transfers_from_json(None) == set()   # a build from before: tile-level wording
 
 
 @pl.program

@@ -177,3 +177,77 @@ def test_correct_programs_are_clean_and_give_the_same_numbers(tmp_path) -> None:
     cp(x, y2, config=SAN)
     assert torch.equal(y1, y2) and cp.last_run.findings == [] and cp.last_run.sanitize
     torch.testing.assert_close(y2, x.view(4, 16, 32).sum(0))
+
+
+@pl.program
+class RowsAt:
+    @pl.function(type=pl.FunctionType.InCore)
+    def rows(self, x: pl.Tensor[[48, 64], pl.FP32], r: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32],
+             y: pl.Out[pl.Tensor[[48, 64], pl.FP32]], n: pl.Scalar[pl.INDEX], m: pl.Scalar[pl.INDEX],
+             q: pl.Scalar[pl.INDEX]) -> pl.Tensor[[48, 64], pl.FP32]:
+        t = pl.load(x, [r, 0], [16, 64])     # r = 48 in the last task: rows 48:64 of 48
+        y = pl.store(pl.mul(t, s), [r, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[48, 64], pl.FP32],
+             y: pl.Out[pl.Tensor[[48, 64], pl.FP32]]) -> pl.Tensor[[48, 64], pl.FP32]:
+        for k in pl.range(4):
+            y = self.rows(x, k * 16, 0.3333333333333333, y, 48, 2, 3)
+        return y
+
+
+def _source_line(needle: str) -> tuple[int, int]:
+    """(line, column) of the first line of this file holding `needle`."""
+    with open(__file__) as f:
+        for i, line in enumerate(f, 1):
+            if needle in line:
+                return i, line.index(needle) + 1
+    raise AssertionError(needle)
+
+
+_OOB = ("load region [48:64, 0:64] is out of bounds of the tensor of shape [48, 64] "
+        "(dimension 0: 48:64 not within 0:48)")
+
+
+def test_a_task_fault_names_the_calling_line_and_the_scalar_arguments(tmp_path) -> None:
+    """The same out-of-bounds load of the last task, with and without the sanitizer: both name the
+    orchestration line that called the kernel and the call's scalar arguments by parameter name
+    (at most four, each repr cut to 16 characters; the tensors are left out)."""
+    from pypto.core.errors import RuntimeSimError
+
+    cp = ir.compile(RowsAt, output_dir=tmp_path, dump_passes=False)
+    load, col = _source_line("pl.load(x, [r, 0], [16, 64])")
+    call, _ = _source_line("y = self.rows(x, k * 16, 0.3333333333333333, y, 48, 2, 3)")
+    called = f"called at test_rt_sanitizer.py:{call} with r=48, s=0.33333333333..., n=48, m=2, ..."
+    x = torch.randn(48, 64)
+    with pytest.raises(RuntimeSimError) as e:
+        cp(x, torch.zeros(48, 64))
+    assert type(e.value) is RuntimeSimError
+    assert str(e.value).splitlines()[0] == (
+        f"{__file__}:{load}:{col}: error: task 3 (kernel 'rows' on AIV3, {called}): "
+        f"tile.load failed in kernel 'rows': {_OOB}")
+    err = run_findings(cp, x, torch.zeros(48, 64))
+    (f,) = err.findings
+    assert (f.kind, f.task_id, f.called) == ("ddr-out-of-bounds", 3, called)
+    assert str(err).splitlines()[:2] == [
+        "sanitizer found 1 problem:",
+        f"{__file__}:{load}:{col}: sanitizer: [ddr-out-of-bounds] (kernel 'rows', tile.load, "
+        f"task 3, {called}) {_OOB}"]
+
+
+def test_call_site_forms(tmp_path) -> None:
+    """`Task.call_site` (the text both name): the line alone for a kernel of tensors, the scalars
+    alone when the line is unknown, bools and floats as Python writes them, long reprs cut."""
+    from dataclasses import replace
+
+    cp = ir.compile(TwoStage, output_dir=tmp_path, dump_passes=False)
+    cp(torch.randn(16, 64), torch.zeros(16, 64))
+    t = cp.last_run.tasks[0]
+    call, _ = _source_line("tmp = self.produce(x, tmp)")
+    at = f"called at test_rt_sanitizer.py:{call}"
+    assert t.kernel == "produce" and t.call_site() == at
+    assert replace(t, span=None).call_site() == ""
+    assert replace(t, span=None, args=(t.args[0], True)).call_site() == "called with y=True"
+    assert replace(t, args=(7, -2.5)).call_site() == f"{at} with x=7, y=-2.5"
+    assert replace(t, args=(t.args[0], 10 ** 20)).call_site() == f"{at} with y=1000000000000..."

@@ -12,6 +12,9 @@ to tiles and rewrites, in order:
 - an op with an `OpSpec.on_chip` lowering (the distributed transfers `pld.tensor.*`, which run on
   DDR tensors as they are) → the tile ops it gives, when one of its operands lives on chip.
 Loop-carried tensors whose initial value lives on chip become loop-carried tiles.
+The spans of the loads and stores it makes go to `ctx.records["tensor_transfers"]` (`TRANSFERS`): a
+DDR transfer of tensor-level code, whose tile the user did not shape (perf hint PH001 says what to
+change at the tensor level instead).
 A scalar result (`tensor.read` → `tile.read`) keeps its variable, so types naming it (a partial
 tile's `valid_shape`) stay valid; any variable re-created here (a carried value) is substituted in
 every later use, types included. A tensor of dynamic shape cannot become a tile: the CompileError
@@ -63,7 +66,9 @@ from ..ops.typing_rules import const_dims
 from .base import FunctionPass, PassContext
 from .op_builder import build_call, zeros_like_offsets
 
-__all__ = ["ConvertTensorToTileOps", "SPECIAL_LOWERINGS"]
+__all__ = ["ConvertTensorToTileOps", "SPECIAL_LOWERINGS", "TRANSFERS"]
+
+TRANSFERS = "tensor_transfers"   # ctx.records key: spans of the DDR transfers made from tensor-level code
 
 _INCORE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
@@ -148,6 +153,12 @@ class _Converter:
         self.out: list[Stmt] = []
         self.counter = 0
         self.homes = homes or {}
+        self.transfers: set[Span] = set()  # known spans of the tile.load / tile.store made here
+
+    def made(self, span: Span) -> None:
+        """A load or store was made at `span` (an unknown span names no one place: not kept)."""
+        if span is not None and span.is_known():
+            self.transfers.add(span)
 
     def renames(self) -> dict[Var, Expr]:
         """The renamed values (re-created iter args and results): same kind of type on both sides."""
@@ -194,6 +205,7 @@ class _Converter:
         if region.valid_shape is not None:  # a partial slice stays a partial tile
             load_args.append(region.valid_shape)
         call = build_call("tile.load", load_args, {"target_memory": space}, span)
+        self.made(span)
         name = f"{e.name}_tile" if isinstance(e, Var) else "t"
         t = self.emit_assign(name, call, span)
         if region.pad is not PadValue.null:
@@ -441,6 +453,7 @@ class _Converter:
                                "supported; assemble into a DDR (parameter) tensor", span)
         tile = self.as_tile(value, span)
         stored = build_call("tile.store", [tile, self.sub(offsets), self.sub(target)], {}, span)
+        self.made(span)
         self.out.append(AssignStmt(var, stored, span=span))
 
     def _lower_zero_fill(self, var: Var, args: list[Expr], call: Call, span: Span) -> None:
@@ -577,4 +590,5 @@ class ConvertTensorToTileOps(FunctionPass):
         homes.visit_stmt(func.body)
         conv = _Converter(homes.homes)
         body = conv.block(func.body)
+        ctx.records.setdefault(TRANSFERS, set()).update(conv.transfers)
         return replace(func, body=body)

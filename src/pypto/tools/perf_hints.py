@@ -6,7 +6,9 @@ Each hint has a code, the user's source location, the function and a message say
 | code  | what it finds |
 |-------|---------------|
 | PH001 | a DDR transfer whose innermost tile dimension is below the backend's recommended bytes
-|       | (`SoCModel.recommended_inner_bytes`: 512 B on Ascend910B, 128 B on Ascend950) |
+|       | (`SoCModel.recommended_inner_bytes`: 512 B on Ascend910B, 128 B on Ascend950); for a
+|       | transfer the compiler made from tensor-level code (ConvertTensorToTileOps records their
+|       | spans) it advises a wider tensor or slice instead of a wider tile |
 | PH002 | an L0 tile (Left/Right/Acc) whose rows or columns are not a multiple of the 16-row fractal |
 | PH003 | an Out parameter that no path writes (the caller's tensor keeps its old contents) |
 | PH008 | a tensor-level region TileTensorBlocks could only tile into blocks whose rows are below the
@@ -22,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from typing import Any
 
 from ..backend import BackendType, SoCModel, get_soc
 from ..core.diagnostics import CATALOGUE, Diagnostic, DiagnosticOptions, render_diagnostics
 from ..core.enums import MemorySpace
+from ..core.span import Span
 from ..ir.expr import Call, ConstInt, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import AssignStmt
@@ -34,7 +38,8 @@ from ..ir.types import TensorType, TileType
 from ..ir.visitor import IRVisitor
 from ..ops import get_op
 
-__all__ = ["PerfHint", "perf_hints", "render_perf_hints", "HINT_CODES", "main"]
+__all__ = ["PerfHint", "perf_hints", "render_perf_hints", "HINT_CODES", "main", "transfers_to_json",
+           "transfers_from_json"]
 
 _L0 = {MemorySpace.Left: "Left (L0A)", MemorySpace.Right: "Right (L0B)", MemorySpace.Acc: "Acc (L0C)"}
 
@@ -43,11 +48,13 @@ PerfHint = Diagnostic   # one hint: `code` (PH001...), `function` name, `message
 
 
 class _Calls(IRVisitor):
-    """Every op call of a function with its span, and every tile Var bound by an assignment."""
+    """Every op call of a function with its span, and every tile Var bound by an assignment;
+    `generated`: the spans of the DDR transfers the compiler made from tensor-level code."""
 
-    def __init__(self) -> None:
+    def __init__(self, generated: Collection[Span] = ()) -> None:
         self.calls: list[Call] = []
         self.tiles: list[Var] = []
+        self.generated = generated
 
     def visit_Call(self, e: Call) -> None:
         if isinstance(e.op, str):
@@ -78,11 +85,28 @@ def _narrow_ddr_rows(func: Function, c: _Calls, soc: SoCModel) -> Iterator[PerfH
         rec = soc.recommended_inner_bytes
         if nbytes < rec:
             per = max(1, rec * 8 // tile.dtype.storage_bits)  # type: ignore[union-attr]
+            fix = _tensor_level_fix(call, shape[-1], per) if call.span in c.generated else \
+                f"make the innermost tile dimension at least {per} elements"
             yield PerfHint("PH001", func.name,
                            f"'{spec.name}' moves tile rows of {nbytes} B ({shape[-1]} x "
                            f"{tile.dtype.name}), below the {rec} B innermost size {soc.backend.name} "  # type: ignore[union-attr]
-                           f"recommends (DDR is accessed in {soc.ddr_access_granularity} B units); "
-                           f"make the innermost tile dimension at least {per} elements", call.span)
+                           f"recommends (DDR is accessed in {soc.ddr_access_granularity} B units); {fix}",
+                           call.span)
+
+
+def _tensor_level_fix(call: Call, cols: int, per: int) -> str:
+    """PH001's advice for a transfer made from tensor-level code, whose tile the user did not
+    shape: its rows are whole rows of the tensor, or of a slice (the user's, or a block
+    TileTensorBlocks chose, which PH008 reports)."""
+    tensor = next(a.type for a in call.args if isinstance(a.type, TensorType))
+    inner = tensor.shape[-1] if tensor.shape else None
+    if isinstance(inner, ConstInt) and inner.value == cols:
+        return (f"the compiler made this transfer from tensor-level code, with whole rows of the tensor: "
+                f"give the tensor an innermost dimension of at least {per} elements (a layout with a longer "
+                f"last dimension, e.g. the transposed tensor)")
+    return (f"the compiler made this transfer from tensor-level code, with rows of a slice of the tensor: "
+            f"slice at least {per} elements along its innermost dimension (when the compiler chose the slice, "
+            f"a block of the region, PH008 says what to change)")
 
 
 def _unaligned_l0(func: Function, c: _Calls, soc: SoCModel) -> Iterator[PerfHint]:
@@ -118,8 +142,11 @@ _PER_FUNCTION: list[tuple[str, Callable[[Function, _Calls, SoCModel], Iterator[P
 HINT_CODES = {c: CATALOGUE[c].summary for c in ("PH001", "PH002", "PH003", "PH008", "PH009")}
 
 
-def perf_hints(program: Program, backend: BackendType) -> list[PerfHint]:
-    """Every hint for the lowered `program` on `backend`, kernels in program order."""
+def perf_hints(program: Program, backend: BackendType, generated: Collection[Span] = ()) -> list[PerfHint]:
+    """Every hint for the lowered `program` on `backend`, kernels in program order. `generated`:
+    the spans of the DDR transfers the compiler made from tensor-level code
+    (`ctx.records["tensor_transfers"]` of the compile, kept in `compiled_meta.json`), which PH001
+    words for a tensor-level author."""
     from ..codegen.common import is_kernel
 
     soc = get_soc(backend)
@@ -127,12 +154,23 @@ def perf_hints(program: Program, backend: BackendType) -> list[PerfHint]:
     for f in program.functions:
         if not is_kernel(f):
             continue
-        c = _Calls()
+        c = _Calls(generated)
         c.visit_function(f)
         for _, rule in _PER_FUNCTION:
             out.extend(rule(f, c, soc))
     out.extend(_unwritten_outputs(program))
     return out
+
+
+def transfers_to_json(spans: Collection[Span]) -> list[list[Any]]:
+    """The spans of the transfers made from tensor-level code (`perf_hints`'s `generated`) as
+    `compiled_meta.json` keeps them: [file, begin line, begin column, end line, end column], sorted."""
+    return sorted([sp.filename, sp.begin_line, sp.begin_col, sp.end_line, sp.end_col] for sp in spans)
+
+
+def transfers_from_json(rows: list[list[Any]] | None) -> set[Span]:
+    """The spans `transfers_to_json` wrote (None, a build from before they were kept: none)."""
+    return {Span(*row) for row in rows or ()}
 
 
 def render_perf_hints(hints: list[PerfHint], program: Program, backend: BackendType,
@@ -156,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     opts = cp.diagnostics   # the build's diagnostic_phase / disabled_diagnostics
-    hints = opts.keep(perf_hints(cp.program, cp.backend_type)) if opts.runs("compile") else []
+    generated = transfers_from_json((cp.meta or {}).get("tensor_transfers"))
+    hints = opts.keep(perf_hints(cp.program, cp.backend_type, generated)) if opts.runs("compile") else []
     sys.stdout.write(render_perf_hints(hints, cp.program, cp.backend_type, opts))
     return 0
 

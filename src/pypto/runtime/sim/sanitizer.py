@@ -1,6 +1,7 @@
 """Simulator sanitizer (`RunConfig(sanitize=True)`): finds the bugs that silently give wrong numbers.
 
-It reports, each naming the kernel, the op and the user's source line:
+It reports, each naming the kernel, the op and the user's source line, and for a task the
+orchestration line that called the kernel and the call's scalar arguments (`Task.call_site`):
 
 - **uninitialized-read**: an op reads on-chip bytes that nothing in the current task wrote (stale
   bytes of an earlier task, or a `tile.create` buffer never filled);
@@ -45,7 +46,8 @@ KINDS = ("uninitialized-read", "overlapping-live-buffers", "ddr-out-of-bounds", 
 @dataclass(frozen=True)
 class Finding:
     """One sanitizer report: `kind` (one of KINDS), the text, and where: kernel, op, source span,
-    task id."""
+    task id, and how the task was called (`Task.call_site`: `called at prog.py:22 with i=48`;
+    empty when unknown, or when the message names the call sites itself)."""
 
     kind: str
     message: str
@@ -53,6 +55,7 @@ class Finding:
     op: str | None = None
     span: Span | None = None
     task_id: int | None = None
+    called: str = ""
 
     def __str__(self) -> str:
         where = f"kernel '{self.kernel}'" if self.kernel else "orchestration"
@@ -60,6 +63,8 @@ class Finding:
             where += f", {self.op}"
         if self.task_id is not None:
             where += f", task {self.task_id}"
+        if self.called:
+            where += f", {self.called}"
         return render_location(self.span, f"[{self.kind}] ({where}) {self.message}", "sanitizer")
 
 
@@ -126,15 +131,18 @@ class Sanitizer:
         return s
 
     def report(self, kind: str, message: str, op: str | None, span: Span | None,
-               key: tuple = ()) -> None:
-        """Record a finding once per (kind, kernel, op, span, key)."""
+               key: tuple = (), called: str | None = None) -> None:
+        """Record a finding once per (kind, kernel, op, span, key); `called` (None: the current
+        task's `call_site`) says how the task was called."""
         kernel = self.task.kernel if self.task is not None else None
         dedup = (kind, kernel, op, span, key)
         if dedup in self._seen:
             return
         self._seen.add(dedup)
         tid = self.task.task_id if self.task is not None else None
-        self.findings.append(Finding(kind, message, kernel, op, span, tid))
+        if called is None:
+            called = self.task.call_site() if self.task is not None else ""
+        self.findings.append(Finding(kind, message, kernel, op, span, tid, called))
 
     # ---- on-chip reads and writes ------------------------------------------------------------------
     def read(self, slot: int, ext: Extent, var: str, op: str, span: Span | None) -> None:
@@ -246,7 +254,8 @@ def _side(t: Task, access: tuple) -> tuple[str, str | None, Span | None]:
     pname = func.params[idx].name
     op, span = first_accesses(func).get(idx, (None, None))
     verb = "reads and writes" if reads and writes else ("writes" if writes else "reads")
-    called = f", called at {t.span}" if t.span is not None and t.span.is_known() else ""
+    called = t.call_site()
+    called = f", {called}" if called else ""
     via = f" with {op} at {span}" if op and span is not None and span.is_known() else ""
     return f"task {t.task_id} ('{t.kernel}'{called}) {verb} '{pname}' {describe(region)}{via}", op, span
 
@@ -275,4 +284,4 @@ def check_ordering(san: Sanitizer, tasks: list[Task]) -> None:
             theirs, _, _ = _side(tasks[d], pair[1])
             san.task = t
             san.report("unordered-conflict", f"{mine}; {theirs}; the accesses conflict ({kind}) but "
-                       f"no dependency orders the two tasks", op, span or t.span, (d,))
+                       f"no dependency orders the two tasks", op, span or t.span, (d,), called="")

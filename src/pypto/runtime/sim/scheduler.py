@@ -37,7 +37,6 @@ order; independent tasks may run in another order, as on the hardware.
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -63,15 +62,15 @@ def run_task(device: SimDevice, task: Task) -> None:
 
 
 def named_error(err: RuntimeSimError, task: Task) -> RuntimeSimError:
-    """`err` prefixed with the task, kernel and core it happened in, and the line of the
-    orchestration that called the kernel (the error's own location is the kernel's line);
-    sanitizer reports, and errors already named — a deferred task's, raised while another task
-    starts — as they are."""
+    """`err` prefixed with the task, kernel and core it happened in, the line of the
+    orchestration that called the kernel and the call's scalar arguments (`Task.call_site`:
+    `task 3 (kernel 'k' on AIV3, called at prog.py:22 with i=48, n=16): ...`; the error's own
+    location is the kernel's line); sanitizer reports, and errors already named — a deferred
+    task's, raised while another task starts — as they are."""
     if getattr(err, "findings", None) or getattr(err, "task_named", False):
         return err
-    span = task.span
-    called = f", called at {os.path.basename(span.filename)}:{span.begin_line}" \
-        if span is not None and span.is_known() else ""
+    called = task.call_site()
+    called = f", {called}" if called else ""
     named = RuntimeSimError(f"task {task.task_id} (kernel '{task.kernel}' on {task.core}{called}): {err.message}",
                             err.span)
     named.task_named = True  # type: ignore[attr-defined]

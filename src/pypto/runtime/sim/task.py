@@ -7,6 +7,7 @@ call's source location, the runtime scope it was submitted in).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,14 @@ class _BlockIndex:
 
 
 BLOCK_INDEX = _BlockIndex()
+
+
+CALL_ARGS = 4    # scalar arguments an error message shows (Task.call_site)
+CALL_REPR = 16   # characters of each one's repr
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CALL_REPR else text[:CALL_REPR - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,25 @@ class Task:
         SPMD block (blocks of one launch are not ordered), no argument left out of tracking. The
         sanitizer checks the ordering of runs with any task for which this is False."""
         return not self.manual and self.launch is None and not self.untracked
+
+    def call_site(self) -> str:
+        """How the task was called, for error messages (`scheduler.named_error`, sanitizer
+        findings): `called at prog.py:22 with i=384, n=128` — the file name and line of the kernel
+        call in the orchestration, and the kernel's scalar arguments (ints, floats, bools; no
+        tensors) by parameter name, at most `CALL_ARGS` of them (then `...`), each repr cut to
+        `CALL_REPR` characters. `called with ...` when the line is unknown; "" when neither part
+        is known. Error paths only (it walks the arguments)."""
+        span = self.span
+        where = f" at {os.path.basename(span.filename)}:{span.begin_line}" \
+            if span is not None and span.is_known() else ""
+        func = getattr(self.executor, "func", None)
+        names = [p.name for p in func.params] if func is not None else []
+        shown = [f"{names[i] if i < len(names) else f'arg{i}'}={_cut(repr(a))}"
+                 for i, a in enumerate(self.args) if isinstance(a, (bool, int, float))]
+        if len(shown) > CALL_ARGS:
+            shown = shown[:CALL_ARGS] + ["..."]
+        scalars = f" with {', '.join(shown)}" if shown else ""
+        return f"called{where}{scalars}" if where or scalars else ""
 
     def __repr__(self) -> str:
         def brief(a: Any) -> str:
