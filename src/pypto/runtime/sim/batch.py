@@ -498,13 +498,13 @@ class BatchKernel(KernelExecutor):
         self._lane_templates[key] = (chip, tmpl)
         return tmpl
 
-    def batch_env(self, lanes: Sequence[list], chip: ChipMemory, cores: range, serial: int = 0) -> list:
+    def batch_env(self, lanes: Sequence[list], chip: ChipMemory, cores: range, serial: int | None = None) -> list:
         """The batch environment of `lanes` (each from `bind` on core `cores[k]`'s arena): lane
-        views, `Lanes` of the tensor arguments, the first lane's scalars. `serial`: the device's
-        `run_serial`; a tensor argument whose lanes are the same tensor objects as in a batch of
-        this run or the one before gets the runs that stack (`Lanes.pieces`) found then, rebuilt
-        from their layout (`run_memo.py`: the orchestrator makes the same views every run; the
-        memo holds weak references to the lanes, and no view)."""
+        views, `Lanes` of the tensor arguments, the first lane's scalars. `serial`: None, or the
+        device's `run_serial` (a full simulation); then a tensor argument whose lanes are the same
+        tensor objects as in a batch of this run or the one before gets the runs that stack
+        (`Lanes.pieces`) found then, rebuilt from their layout (`run_memo.py`: the orchestrator
+        makes the same views every run; the memo holds weak references to the lanes, no view)."""
         env = self.lane_template(chip, cores).copy()
         first = lanes[0]
         memo = self._stacks
@@ -515,6 +515,9 @@ class BatchKernel(KernelExecutor):
                 env[slot] = first[slot]
                 continue
             ts = Lanes([lane[slot] for lane in lanes])
+            if serial is None:
+                env[slot] = ts
+                continue
             key = (slot, *map(id, ts))
             hit = memo.get(key, serial)
             if hit is not None and all(map(operator.is_, [r() for r in hit[0]], ts)):

@@ -118,6 +118,7 @@ class SimDevice:
         self._tracker = DepTracker()
         self._region_cache: dict[tuple, Any] = {}     # regions of views seen (regions.region_of)
         self.view_memo = RunMemo()   # the orchestrator's views and their regions (run_memo.py)
+        self._last_tasks: list[Task] = []   # the previous run's, while a run is in progress
         self.run_serial = 0          # counts runs (begin_run), for `view_memo`
         self._flags: dict[Function, tuple[tuple[int, bool, bool, bool], ...]] = {}
         self._auto_deps = True
@@ -643,7 +644,9 @@ class SimDevice:
         `submit` / `sync` then add tasks to it and `end_run` finishes it (`run` does all three for
         a program).
         """
-        self.tasks = []
+        # the last run's tasks stay referenced until this run ends (`end_run`): the orchestrator
+        # finds the views they hold again (`view_memo`, run_memo.py) instead of making new ones
+        self._last_tasks, self.tasks = self.tasks, []
         self.run_serial += 1
         for ex in self._kernels.values():
             if hasattr(ex, "refresh"):  # external kernels: an edited source is rebuilt
@@ -683,6 +686,7 @@ class SimDevice:
         finally:
             self._sanitizer[0] = None
             self._dumper = None
+            self._last_tasks = []
             # the dependency index is done with: freed now rather than at the next run, so Python's
             # collection at the end of the run (host_gc.py) scans only what the run leaves behind
             self._tracker.reset()
@@ -707,9 +711,12 @@ class SimDevice:
         """
         with one_torch_thread() as threads, chip_context(self.soc.num_aiv, self.soc.num_aic), \
                 host_threads(available_threads(threads)), fewer_collections():  # gc: host_gc.py
-            if not sanitize and not dump_args and replay_enabled(replay):
-                return self.run_plans.run(self, program, entry, args, auto_deps, rings)
-            return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
+            try:
+                if not sanitize and not dump_args and replay_enabled(replay):
+                    return self.run_plans.run(self, program, entry, args, auto_deps, rings)
+                return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
+            finally:
+                self._last_tasks = []   # (a run that failed before end_run)
 
     def _run(self, program: Program, entry: Function, args: Sequence[Any], sanitize: bool,
              auto_deps: bool, rings: RingSizes | None, dump_args: int) -> tuple | None:

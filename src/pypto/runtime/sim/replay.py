@@ -545,9 +545,11 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
             e = old
         else:
             lanes = [bk.bind(t.args, device.arena(t.core_type, t.core_index)) for t in tasks]  # type: ignore[arg-type]
+            # (a full simulation's views are the orchestrator's, found again by later runs; a
+            # replay makes new ones each time: no use remembering their lane runs)
             e = ([t.args for t in tasks], None, lanes,
-                 bk.batch_env(lanes, device.arena(tasks[0].core_type, cores[0]).chip, cores,
-                              device.run_serial))  # type: ignore[arg-type]
+                 bk.batch_env(lanes, device.arena(tasks[0].core_type, cores[0]).chip, cores,  # type: ignore[arg-type]
+                              None if boxes_checked else device.run_serial))
         for t in tasks:
             envs[t.task_id] = e
         bk.run_lanes(e[3], e[2])
