@@ -57,16 +57,17 @@ def _inputs(seed: int):
     return torch.randn(N, N, generator=g), torch.randn(N, N, generator=g), torch.zeros(N, N)
 
 
-def test_a_memo_keeps_the_current_and_the_previous_run() -> None:
+def test_a_memo_drops_what_the_last_run_did_not_use_once_it_has_grown() -> None:
+    from pypto.runtime.sim import run_memo
     m = RunMemo()
     assert m.get("x", 1) is None
     m.put("x", 1)
-    m.put("y", 2)
-    assert m.get("x", 1) == 1
-    assert m.get("x", 2) == 1      # from the run before: moved to this run's entries
-    assert m.get("x", 3) == 1      # used in run 2, so still here in run 3
-    assert m.get("y", 3) is None   # last used in run 1: dropped
-    assert len(m) == 1
+    for k in range(run_memo._SLACK + 10):
+        m.put(("y", k), k)
+    assert m.get("x", 1) == 1 and m.get(("y", 3), 1) == 3
+    assert m.get("x", 2) == 1            # run 2 uses only "x"
+    assert m.get(("y", 3), 3) is None    # run 3: more than twice what run 2 used, so run 1's went
+    assert m.get("x", 3) == 1 and len(m) == 1
 
 
 def test_a_second_full_run_reuses_the_views_and_its_numbers_follow_the_data(tmp_path) -> None:

@@ -76,7 +76,7 @@ from .record import OrchEvent, RunRecord, ScopeInfo
 from .regions import region_of
 from .replay import RunPlans, replay_enabled
 from .rings import RING_FIELDS, RingSizes, RingTracker, ring_of, ring_sizes
-from .run_memo import RunMemo
+from .run_memo import ViewMemo
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
 from .scheduler import EventScheduler, named_error
 from .task import BLOCK_INDEX, Task, TaskOptions
@@ -117,7 +117,7 @@ class SimDevice:
         self._orchestrators: dict[Function, Orchestrator] = {}
         self._tracker = DepTracker()
         self._region_cache: dict[tuple, Any] = {}     # regions of views seen (regions.region_of)
-        self.view_memo = RunMemo()   # the orchestrator's views and their regions (run_memo.py)
+        self.view_memo = ViewMemo()  # the orchestrator's views and their regions (run_memo.py)
         self._last_tasks: list[Task] = []   # the previous run's, while a run is in progress
         self.run_serial = 0          # counts runs (begin_run), for `view_memo`
         self._flags: dict[Function, tuple[tuple[int, bool, bool, bool], ...]] = {}
@@ -408,7 +408,7 @@ class SimDevice:
             plan = self._flags[func] = tuple((i, d in _READS, d in _WRITES, i in narrowed)
                                              for i, d in enumerate(func.param_directions))
         cache, narrow = self._region_cache, ex.access.region_arg
-        memo, serial = self.view_memo, self.run_serial
+        memo, serial = self.view_memo.views, self.run_serial
         if len(args) < len(plan):
             plan = plan[:len(args)]
         out = []
@@ -422,8 +422,7 @@ class SimDevice:
                     if e is not None and e[0]() is a:
                         r = e[1]
                         if r is None:
-                            r = region_of(a, cache)
-                            memo.put(id(a), (e[0], r))
+                            r = e[1] = region_of(a, cache)
                     else:
                         r = region_of(a, cache)
                 out.append((i, r, rd, wr))

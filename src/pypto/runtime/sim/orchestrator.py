@@ -143,12 +143,12 @@ class _OrchCompiler(FunctionCompiler):
         return synced
 
     def _memo_view(self, call: Call, spec: OpSpec, run: ExprFn) -> ExprFn:
-        """The view op `call` (`run` computes it) returning the view it made in this run or the
-        one before for the same source tensor object, with the same data pointer, shape and
-        strides, and the same other arguments (`run_memo.py`): a loop over tiles makes the same
-        views every run. The memo holds weak references: a view is found again while the last
-        run's records (its tasks' arguments) keep it alive. Not for a call whose valid shapes are only known at run time, and only
-        views of the source (a padded slice makes a new tensor) are kept."""
+        """The view op `call` (`run` computes it) returning the view it made in an earlier run for
+        the same source tensor object, with the same data pointer, shape and strides, and the same
+        other arguments (`run_memo.ViewMemo`): a loop over tiles makes the same views every run.
+        The memo holds weak references: a view is found again while the last run's records (its
+        tasks' arguments) keep it alive. Not for a call whose valid shapes are only known at run
+        time; only views of the source are kept (a padded slice makes a new tensor)."""
         valid = self._valid_fns(call, spec)
         if valid is not None and any(callable(f) for f in valid):
             return run
@@ -156,27 +156,29 @@ class _OrchCompiler(FunctionCompiler):
         if not fns:
             return run
         f0, rest, device, site = fns[0], fns[1:], self.device, object()
-        memo = device.view_memo
+        vm = device.view_memo
+        memo, source = vm.views, vm.source
 
         def view(env: Env) -> Any:
             x = f0(env)
             if not isinstance(x, torch.Tensor):
                 return run(env)
+            serial = device.run_serial
             try:
-                key = (site, id(x), *[f(env) for f in rest])
-                e = memo.get(key, device.run_serial)
+                key = (site, source(x, serial), *[f(env) for f in rest])
+                ref = memo.get(key, serial)
             except TypeError:     # an argument that is not hashable
                 return run(env)
-            if e is not None and e[0]() is x and e[1] == x.data_ptr() and e[2] == x.shape and e[3] == x.stride():
-                v = e[4]()
+            if ref is not None:
+                v = ref()
                 if v is not None:
                     return v
             v = run(env)
             if isinstance(v, torch.Tensor) and v._base is not None and \
                     v._base is (x._base if x._base is not None else x):
                 ref = weakref.ref(v)
-                memo.put(key, (weakref.ref(x), x.data_ptr(), x.shape, x.stride(), ref))
-                memo.put(id(v), (ref, None))   # its region, found by the device's first `_accesses`
+                memo.put(key, ref)
+                memo.put(id(v), [ref, None])   # its region, found by the device's first `_accesses`
             return v
         return view
 

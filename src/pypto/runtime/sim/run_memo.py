@@ -4,51 +4,93 @@
 A run of an orchestration that loops over tiles makes, per task, the same views of the same DDR
 tensors as the run before it (`tensor.slice` at the same offsets), finds their DDR regions, and
 stacks the same views into the lanes of its batches. `RunMemo` keeps such results keyed by what
-they were computed from, for the run in progress and the one before it only: at the first lookup
-of a new run (`SimDevice.run_serial` moved on), what the run before the last did not use again is
-dropped, so a memo holds at most two runs' worth of entries.
+they were computed from. Each entry remembers the last run that used it; when a run starts using
+the memo and it holds more than twice the entries the run before used (plus a few), the entries
+that run did not use are dropped. A memo thus stays about the size of what one run uses.
 
 Entries hold weak references to the tensors they were computed from, never the tensors: a memo
 keeps nothing alive, and what it finds again is what the last run's records (its tasks'
-arguments) still hold. Users: the orchestrator's view ops (`orchestrator.py`: a view is found
-again only for the same source tensor object with the same data pointer, shape and strides), the
-device's regions of those views (`SimDevice._accesses`), and the lane runs of a batch
-(`BatchKernel.batch_env`).
+arguments, kept until the next run ends: `SimDevice.begin_run`) still hold. Users: the
+orchestrator's view ops (`orchestrator.py`: a view is found again only for the same source tensor
+object with the same data pointer, shape and strides), the device's regions of those views
+(`SimDevice._accesses`), and the lane runs of a batch (`BatchKernel.batch_env`).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
-__all__ = ["RunMemo"]
+__all__ = ["RunMemo", "ViewMemo"]
+
+_SLACK = 64   # entries a memo may hold beyond twice the last run's before it drops unused ones
 
 
 class RunMemo:
-    """A memo of the current and the previous run (module docstring). `get(key, serial)` with the
+    """A memo of values by key across runs (module docstring). `get(key, serial)` with the
     device's `run_serial`; `put(key, value)` after a miss. Values must not be None."""
 
-    __slots__ = ("_cur", "_prev", "_serial")
+    __slots__ = ("_d", "_serial", "_used")
 
     def __init__(self) -> None:
-        self._cur: dict[Any, Any] = {}
-        self._prev: dict[Any, Any] = {}
+        self._d: dict[Any, list] = {}     # key -> [last run that used it, value]
         self._serial = -1
+        self._used = 0                    # entries used by the run `_serial`
 
     def get(self, key: Any, serial: int) -> Any:
-        """The value stored under `key` by this run or the one before it (moved to this run's
-        generation), else None."""
+        """The value stored under `key`, else None."""
         if serial != self._serial:
-            self._prev, self._cur, self._serial = self._cur, {}, serial
-        v = self._cur.get(key)
-        if v is None:
-            v = self._prev.pop(key, None)
-            if v is not None:
-                self._cur[key] = v
-        return v
+            self._turn(serial)
+        e = self._d.get(key)
+        if e is None:
+            return None
+        if e[0] != serial:
+            e[0] = serial
+            self._used += 1
+        return e[1]
 
     def put(self, key: Any, value: Any) -> None:
-        """Store `value` under `key` for this run (after `get` returned None for it)."""
-        self._cur[key] = value
+        """Store `value` under `key` (after `get` returned None for it in this run)."""
+        self._d[key] = [self._serial, value]
+        self._used += 1
+
+    def _turn(self, serial: int) -> None:
+        last, d = self._serial, self._d
+        if len(d) > 2 * self._used + _SLACK:
+            self._d = {k: e for k, e in d.items() if e[0] == last}
+        self._serial, self._used = serial, 0
 
     def __len__(self) -> int:
-        return len(self._cur) + len(self._prev)
+        return len(self._d)
+
+
+class ViewMemo:
+    """The orchestrator's views and their DDR regions, kept across runs (module docstring).
+
+    `source(x, serial)`: a token for tensor `x` as it is now — the same token while `x` is the
+    same object with the same data pointer, shape and strides (checked once per run), a new one
+    otherwise; views are keyed by it. `views`: (call site, token, other arguments) -> weak
+    reference to the view; id(view) -> [weak reference, its Region or None]."""
+
+    __slots__ = ("views", "_sources", "_tokens")
+
+    def __init__(self) -> None:
+        self.views = RunMemo()
+        self._sources = RunMemo()
+        self._tokens = 0
+
+    def source(self, x: Any, serial: int) -> int:
+        """The token of tensor `x` in run `serial` (class docstring)."""
+        e = self._sources.get(id(x), serial)
+        if e is not None and e[0]() is x:
+            if e[3] == serial:
+                return e[2]
+            meta = (x.data_ptr(), x.shape, x.stride())
+            if meta == e[1]:
+                e[3] = serial
+                return e[2]
+        else:
+            meta = (x.data_ptr(), x.shape, x.stride())
+        self._tokens += 1
+        self._sources.put(id(x), [weakref.ref(x), meta, self._tokens, serial])
+        return self._tokens
