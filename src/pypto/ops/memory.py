@@ -279,14 +279,17 @@ def _load_batch(site: KernelSite) -> Any:
     box = _box(site, 0, offsets[0], tuple(c[0])) if offsets is not None and c is not None else None
     proven, slices = box if box is not None else (None, None)
     fixed = (slice(None), *slices) if slices is not None else None
+    if fixed is not None and tuple(proven) == tuple(c[0]):
+        fixed = ()      # the box is the whole tensor: no view to make
     sizes = tuple(c[0]) if c is not None else None
 
     def load(dst: Any, lanes: Any, *rest: Any) -> None:
         offs = rest[0] if rest else None
-        for k0, k1, st in pieces(lanes) or ((0, len(lanes), None),):
+        n = len(lanes)
+        for k0, k1, st in pieces(lanes) or ((0, n, None),):
             sl = None if st is None else _run_box(st, proven, fixed, offs, sizes)
             if sl is not None:
-                wide_copy(dst[k0:k1], st[sl])
+                wide_copy(dst if k1 - k0 == n else dst[k0:k1], st[sl] if sl else st)
                 continue
             for k in range(k0, k1):
                 r = one(dst[k], lanes[k], *rest)
@@ -310,15 +313,19 @@ def _store_batch(site: KernelSite) -> Any:
     box = _box(site, 2, offsets[0], vs) if offsets is not None else None
     proven, slices = box if box is not None else (None, None)
     fixed = (slice(None), *slices) if slices is not None else None
-    part = (slice(None), *(slice(0, v) for v in vs))
+    if fixed is not None and tuple(proven) == vs:
+        fixed = ()      # the box is the whole tensor: no view to make
+    part = () if vs == tile else (slice(None), *(slice(0, v) for v in vs))   # () : the whole tile
 
     def store(t: Any, offs: Any, lanes: Any) -> Any:
-        for k0, k1, st in pieces(lanes) or ((0, len(lanes), None),):
+        n = len(lanes)
+        for k0, k1, st in pieces(lanes) or ((0, n, None),):
             sl = None
             if st is not None and (st.stride(0) or k1 - k0 == 1):
                 sl = _run_box(st, proven, fixed, offs, vs)
             if sl is not None:
-                wide_copy(st[sl], t[k0:k1][part])
+                src = t if k1 - k0 == n else t[k0:k1]
+                wide_copy(st[sl] if sl else st, src[part] if part else src)
                 continue
             for k in range(k0, k1):
                 one(t[k], offs, lanes[k])
