@@ -167,9 +167,11 @@ class Boxes:
     @pl.function(type=pl.FunctionType.InCore)
     def k(self, a: pl.Tensor[[16, 64], pl.FP32], k0: pl.Scalar[pl.INDEX],
           c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
-        t = pl.load(a, [0, k0], [16, 32])
-        u = pl.add(t, t)
-        c = pl.store(u, [0, 0], c)
+        for i, (o,) in pl.range(1, init_values=(k0,)):    # an offset the loop carries: not traced
+            t = pl.load(a, [0, o], [16, 32])
+            u = pl.add(t, t)
+            c = pl.store(u, [0, 0], c)
+            o2 = pl.yield_(o + 0)
         return c
 
     @pl.function(type=pl.FunctionType.Orchestration)
@@ -194,10 +196,10 @@ def _saves(monkeypatch) -> list[int]:
 
 @pytest.mark.parametrize("case", ["offset", "gemv"])
 def test_a_replayed_batch_saves_ddr_only_against_failures_on_data(case, tmp_path, monkeypatch) -> None:
-    """A batch whose load sits at an offset given by the task (`k0`) may fail (a box out of
-    bounds), so a full simulation's deferred batch saves the DDR bytes it writes first; a replay's
-    boxes are those of the recorded run, so it saves them only for a kernel with lane-by-lane
-    statements (the gemv runs lane by lane), which may fail on data."""
+    """A batch whose load sits at an offset the access summary cannot follow (carried by a loop)
+    may fail (a box out of bounds), so a full simulation's deferred batch saves the DDR bytes it
+    writes first; a replay's boxes are those of the recorded run, so it saves them only for a
+    kernel with lane-by-lane statements (the gemv runs lane by lane), which may fail on data."""
     saves = _saves(monkeypatch)
     if case == "offset":
         cp = ir.compile(pl.parse(_BOXES.format(rows=16 * TASKS, tasks=TASKS)), output_dir=tmp_path,
@@ -213,7 +215,7 @@ def test_a_replayed_batch_saves_ddr_only_against_failures_on_data(case, tmp_path
     dev = SimDevice(cp.backend_type)
     cp.run_on(dev, args, None)     # full simulation: deferred tasks batch and save
     first = saves[:]
-    assert first == ([TASKS] if case == "offset" else [TASKS - 1])   # (a loop kernel's first task runs alone)
+    assert first == [TASKS - 1]   # (a loop kernel's first task runs alone)
     bk = batch_kernel(dev.tasks[0].executor)
     assert bk.may_fail and bk.may_fail_on_data == (case == "gemv")
     c.zero_()
@@ -240,6 +242,57 @@ def test_a_k_loop_whose_boxes_stay_inside_saves_nothing(tmp_path, monkeypatch) -
         torch.testing.assert_close(c, a.float() @ b.float(), rtol=2e-3, atol=2e-3)
     bk = batch_kernel(dev.tasks[0].executor)
     assert not bk.may_fail and saves == []
+
+
+_TASK_OFFSET = """
+import pypto.language as pl
+
+@pl.program
+class TaskOffset:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 64], pl.FP32], k0: pl.Scalar[pl.INDEX],
+          c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]) -> pl.Tensor[[16, 32], pl.FP32]:
+        t = pl.load(a, [0, k0], [16, 32])
+        u = pl.add(t, t)
+        c = pl.store(u, [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{rows}, 64], pl.FP32], k: pl.Scalar[pl.INDEX],
+             c: pl.Out[pl.Tensor[[{rows}, 32], pl.FP32]]) -> pl.Tensor[[{rows}, 32], pl.FP32]:
+        for i in pl.range(0, {tasks}):
+            sa = pl.slice(a, [16, 64], [i * 16, 0])
+            sc = pl.slice(c, [16, 32], [i * 16, 0])
+            sc = self.k(sa, k, sc)
+        return c
+"""
+
+
+def test_a_batch_whose_tasks_boxes_are_inside_saves_nothing_and_one_outside_fails_cleanly(tmp_path,
+                                                                                         monkeypatch) -> None:
+    """The load's offset `k0` is the task's argument: a batch of tasks whose boxes the access
+    summary evaluates inside their tensors (`AccessSummary.in_bounds`) saves nothing; with `k0`
+    out of bounds it saves, fails with the one-at-a-time error, and leaves the output as a
+    one-at-a-time run leaves it."""
+    saves = _saves(monkeypatch)
+    cp = ir.compile(pl.parse(_TASK_OFFSET.format(rows=16 * TASKS, tasks=TASKS)), output_dir=tmp_path,
+                    dump_passes=False, skip_ptoas=True)
+    a = torch.randn(16 * TASKS, 64)
+    full = RunConfig(sim_replay=False)
+    dev = SimDevice(cp.backend_type)
+    c = torch.zeros(16 * TASKS, 32)
+    cp.run_on(dev, [a, 32, c], full)
+    torch.testing.assert_close(c, a[:, 32:] * 2, rtol=0, atol=0)
+    assert saves == [] and dev.tasks[0].executor.access.in_bounds(dev.tasks[0].args)
+    outs = []
+    for batching in ("1", "0"):
+        monkeypatch.setenv(batch.ENV_VAR, batching)
+        c = torch.full((16 * TASKS, 32), 7.0)
+        with pytest.raises(RuntimeSimError, match=r"task 0 \(kernel 'k' .*\): tile.load failed .* out of bounds"):
+            cp.run_on(SimDevice(cp.backend_type), [a, 48, c], full)
+        outs.append(c)
+    assert saves == [TASKS]
+    assert torch.equal(outs[0], outs[1])
 
 
 _BOUNDS = """
@@ -838,3 +891,41 @@ def test_a_scalar_that_counts_a_loop_is_not_a_lane_scalar(tmp_path) -> None:
     assert batch_kernel(ex, frozenset({3})) is None
     with pytest.raises(NotBatchable, match="loop's bounds"):
         BatchKernel(ex.func, ex.soc, frozenset({3}))
+
+
+@pytest.mark.parametrize("replay, fresh", [(True, False), (False, False), (False, True)])
+def test_a_failing_batch_leaves_the_on_chip_memories_of_a_one_at_a_time_run(replay, fresh, tmp_path,
+                                                                            monkeypatch) -> None:
+    """After the failure of test_a_failing_batch_reports_..., every core's on-chip memory holds
+    what a one-at-a-time run (`PYPTO_SIM_BATCH=0`) leaves: the batch's partial results on the cores
+    of tasks after the failing one are put back before the tasks run again one at a time — also
+    when the failing run is the device's first (`fresh`: memories never used before)."""
+    from test_rt_replay import _arenas
+
+    from pypto.runtime.sim.arena import UNINIT_BYTE
+    cp = ir.compile(pl.parse(_DIVIDES), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-100, 100, (128, 64), dtype=torch.int32, generator=g)
+    b = torch.randint(1, 9, (128, 64), dtype=torch.int32, generator=g)
+    d = torch.randint(1, 9, (128, 64), dtype=torch.int32, generator=g)
+    cfg = RunConfig(platform=cp.platform, sim_replay=replay)
+    outs = []
+    for batching in ("1", "0"):
+        monkeypatch.setenv(batch.ENV_VAR, batching)
+        dev = SimDevice(cp.backend_type)
+        bb, dd = b.clone(), d.clone()
+        if not fresh:
+            cp.run_on(dev, [a, bb, dd, torch.zeros(128, 64, dtype=torch.int32)], cfg)
+        bb[5 * 16 + 3, 7] = 0
+        dd[3 * 16 + 1, 2] = 0
+        c = torch.zeros(128, 64, dtype=torch.int32)
+        with pytest.raises(RuntimeSimError, match=r"task 3 \(kernel 'k' on AIV3"):
+            cp.run_on(dev, [a, bb, dd, c], cfg)
+        outs.append((c, _arenas(dev)))
+    (c1, m1), (c0, m0) = outs
+    assert torch.equal(c1, c0)
+    assert m0.keys() <= m1.keys() and all(torch.equal(m1[k], m0[k]) for k in m0)
+    # a memory the batch bound (its core's first use) but a one-at-a-time run never reached holds
+    # the bytes of a memory never used
+    assert all(bool((m1[k] == UNINIT_BYTE).all()) for k in m1.keys() - m0.keys())
+    assert (m1.keys() - m0.keys()) == (set() if not fresh else {(("AIV", i), m) for (_, i), m in m1 if i > 3})

@@ -528,9 +528,39 @@ class AccessSummary:
         w = _Walker(func)
         w.stmt(func.body)
         self._boxes: dict[int, tuple[_Box, ...]] = {}
+        # every box of every tensor parameter, when all are known (`in_bounds`)
+        self._every: dict[int, tuple[_Box, ...]] | None = None
         if w.traced:
             self._boxes = {p: tuple(b) for p, b in w.boxes.items()
                            if b and not _covers_static(b, func.params[p].type)}
+            if all(b is not _WHOLE for b in w.boxes.values()):
+                self._every = {p: tuple(b) for p, b in w.boxes.items() if b}
+
+    def in_bounds(self, args: Sequence[Any]) -> bool:
+        """True when every DDR box the kernel moves for a task with `args` lies inside its tensor
+        argument (each load and store of the kernel is summarised, and each box's interval, loops
+        included, is inside the argument's shape): such a task cannot fail on a box. False when
+        that is not known."""
+        every = self._every
+        if every is None or len(args) != self._nparams:
+            return False
+        memo: Memo = {}
+        try:
+            for p, boxes in every.items():
+                a = args[p]
+                if not isinstance(a, torch.Tensor):
+                    return False
+                shape = a.shape
+                for fns, sizes in boxes:
+                    if len(fns) != len(shape):
+                        return False
+                    for fn, n, d in zip(fns, sizes, shape):
+                        lo, hi = fn(args, memo)
+                        if lo < 0 or hi + n > d:
+                            return False
+        except _GiveUp:
+            return False
+        return True
 
     @property
     def narrowed(self) -> frozenset[int]:

@@ -85,6 +85,17 @@ def lane_budget() -> int:
         return DEFAULT_BUDGET
 
 
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The byte ranges `spans` merged where they overlap or touch, in address order."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
+
+
 def _union(spans: list[tuple[int, int]]) -> int:
     total, end = 0, -1
     for lo, hi in sorted(spans):
@@ -468,8 +479,22 @@ class BatchKernel(KernelExecutor):
         for ext in self._c.extents.values():
             spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))
         self.lane_bytes = sum(_union(v) for v in spans.values())   # on-chip bytes one lane touches
+        self._spans = {space: _merged(v) for space, v in spans.items()}
         self._lane_templates: dict[tuple[int, int, int, int], tuple[ChipMemory, list]] = {}
         self._stacks = RunMemo()     # the lane runs of tensor arguments (`batch_env`)
+
+    def save_lanes(self, chip: ChipMemory, cores: range) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(view, copy) of the on-chip bytes this kernel's tiles occupy on each core of `cores`:
+        a batch that may fail saves them first, and a failed batch puts them back before its tasks
+        run again one at a time (`replay.run_batch`), so the cores of tasks a one-at-a-time run
+        never reaches keep what they held."""
+        out = []
+        for space, spans in self._spans.items():
+            rows = chip.rows(space)[cores.start:cores.stop:cores.step]
+            for lo, hi in spans:
+                v = rows[:, lo:hi]
+                out.append((v, v.clone()))
+        return out
 
     def lanes_for(self, threads: int, cores: int = 0) -> int:
         """The most lanes a batch of this kernel takes when its large ops run on `threads` host

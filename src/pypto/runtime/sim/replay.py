@@ -528,9 +528,11 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
     parameters `lane_params` differ between lanes; a task's bound environment is reused from the
     last replay like a single task's (`RunPlan.replay`), and stored in `envs[task_id]`.
 
-    A batch that may fail first saves the DDR bytes it will write (`_written`); `boxes_checked`
-    (a replay: every load and store box is the recorded run's, which fitted) leaves out the
-    failures of boxes out of bounds (`BatchKernel.may_fail_on_data`).
+    A batch that may fail first saves the DDR bytes it will write (`_written`) and the on-chip
+    bytes of its lanes' cores (`BatchKernel.save_lanes`); `boxes_checked` (a replay: every load and
+    store box is the recorded run's, which fitted), or every task's boxes proven inside its tensors
+    (`AccessSummary.in_bounds`), leaves out the failures of boxes out of bounds
+    (`BatchKernel.may_fail_on_data`).
 
     Raises:
         RuntimeSimError: a lane failed, named with its task (the caller reruns the tasks one at a
@@ -539,7 +541,11 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
     assert bk is not None
     k0 = tasks[0].task_id
     old = old_envs[k0] if old_envs is not None else None
-    saved = _written(tasks) if (bk.may_fail_on_data if boxes_checked else bk.may_fail) else ()
+    # a box out of bounds is what may fail, unless the boxes fitted (a replay's are the recorded
+    # run's) or the access summary proves them inside for every task of the batch
+    may_fail = bk.may_fail_on_data or bk.may_fail and not boxes_checked and \
+        not all(t.executor.access.in_bounds(t.args) for t in tasks)
+    saved = _written(tasks) if may_fail else []
     try:
         if old is not None and len(old) == 4 and all(a is t.args for a, t in zip(old[0], tasks)):
             e = old
@@ -552,9 +558,11 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
                               None if boxes_checked else device.run_serial))
         for t in tasks:
             envs[t.task_id] = e
+        if may_fail:    # (after `bind`: each core's memory is initialised by its first use)
+            saved += bk.save_lanes(device.arena(tasks[0].core_type, cores[0]).chip, cores)  # type: ignore[arg-type]
         bk.run_lanes(e[3], e[2])
     except RuntimeSimError as err:
-        for view, before in saved:    # undo the batch's DDR writes: the caller reruns the tasks
+        for view, before in saved:    # undo the batch's DDR and on-chip writes: the caller reruns the tasks
             view.copy_(before)
         raise named_error(err, tasks[getattr(err, "lane", 0)]) from err
 
