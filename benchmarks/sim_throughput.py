@@ -40,7 +40,10 @@ Three kinds of simulator run are timed separately, since they differ by several 
 - "replay": later calls with replay on (the default): the schedule recorded by the first call is
   replayed and only the kernels' numbers are computed again (`runtime/sim/replay.py`). The
   benchmark checks that these calls were replays.
-"x eager", "tasks/s" and "tile-ops/s" are for replayed runs; "us/task" is given for both.
+"x eager", "tasks/s" and "tile-ops/s" are for replayed runs; "us/task" is given for both. The
+host threads the simulator's large batched ops could use at each replayed call (the idle cores,
+`runtime/sim/host_cores.py`) are printed per workload: one on a busy machine, or just after heavy
+work, whatever torch's own intra-op count.
 
 Tile-ops/s is printed for (a) and (b), whose tasks all run one kernel with a known op count, and
 "-" for (c), whose tasks run three different kernels. On a machine shared with other jobs the
@@ -80,6 +83,7 @@ import pypto.language as pl  # noqa: E402
 from pypto import ir  # noqa: E402
 from pypto.runtime import ChipWorker, RunConfig  # noqa: E402
 from pypto.runtime.sim.cost_model import cycles_to_us  # noqa: E402
+from pypto.runtime.sim.host_cores import available_threads  # noqa: E402
 
 N_ADD, N_MM, T = 2048, 1024, 128
 FFN_M, FFN_D, FFN_F = 256, 512, 1024
@@ -197,7 +201,9 @@ def run_case(name: str, program: object, host: list[torch.Tensor], expected: Cal
         runs[1][0]()
         expected()
         times: list[list[tuple[float, float]]] = [[], [], []]
+        used: list[int] = []    # the host threads each replayed call's batched ops could use
         for _ in range(repeat):     # replayed, full and eager calls in turn: all see the same machine
+            used.append(available_threads(torch.get_num_threads()))
             for k, call in enumerate((runs[0][0], runs[1][0], expected)):
                 times[k].append(median_time(call, 1))
         for _, dev in runs:
@@ -219,7 +225,8 @@ def run_case(name: str, program: object, host: list[torch.Tensor], expected: Cal
             "tile_ops_per_s": tasks * ops_per_task / sim if ops_per_task else None, "us_per_task": sim / tasks * 1e6,
             "ratio": sim / eager, "simulated_us": cycles_to_us(rec.makespan_cycles),
             "sim_cpu_s": sim_cpu, "eager_cpu_s": eager_cpu, "cold_s": cold, "cold_cpu_s": cold_cpu,
-            "full_s": full, "full_cpu_s": full_cpu, "full_us_per_task": full / tasks * 1e6}
+            "full_s": full, "full_cpu_s": full_cpu, "full_us_per_task": full / tasks * 1e6,
+            "host_threads": (min(used), max(used))}
 
 
 def _than_full(full: float, replay: float) -> str:
@@ -283,6 +290,10 @@ def main() -> int:
     print(f"(a) tile-level floor (one thread) {a_floor * 1e3:.2f} ms ({a_floor / add['tasks'] * 1e6:.1f} us/task wall, "
           f"{a_floor_cpu / add['tasks'] * 1e6:.1f} CPU): replayed simulator {add['sim_s'] / a_floor:.2f}x floor "
           f"(full simulation {add['full_s'] / a_floor:.2f}x), floor {a_floor / add['eager_s']:.2f}x torch eager")
+    print("host threads the simulator's large batched ops could use (idle cores, runtime/sim/host_cores.py; "
+          "PYPTO_SIM_THREADS fixes it): " + ", ".join(
+              f"{label[:3]} {lo}" + (f"-{hi}" if hi != lo else "") for label, r in rows
+              for lo, hi in [r["host_threads"]]))
     print("CPU time (all threads of this process; meaningful when the machine is shared):")
     for label, r in rows:
         n = r["tasks"]

@@ -195,3 +195,18 @@ def test_run_accepts_a_registered_handle_and_keyword_arguments() -> None:
             handle(x, wt, out, x=x)
         with pytest.raises(TypeError, match="expected a CompiledProgram or a KernelHandle, got str"):
             w.run("axpy", x, wt, out)
+
+
+def test_a_handle_takes_its_workers_config_and_says_so_for_a_config_argument() -> None:
+    x, wt, out = torch.randn(16, 32), torch.randn(16, 32), torch.zeros(16, 32)
+    compiled = axpy.compile(x, wt, out)
+    with ChipWorker(config=RunConfig(sim_replay=False)) as w:
+        handle = w.register(compiled)
+        for call in (lambda: handle(x, wt, out, config=RunConfig()),
+                     lambda: w.run(handle, x, wt, out, config=RunConfig())):
+            with pytest.raises(TypeError, match=r"a ChipWorker runs every program with its own RunConfig: "
+                                                r"pass it as ChipWorker\(config=\.\.\.\)"):
+                call()
+        handle(x, wt, out)
+        assert not compiled.last_run.replayed and w.device.run_plans.replays == 0
+    torch.testing.assert_close(out, 2 * x + wt)

@@ -98,6 +98,8 @@ def test_page_has_a_row_per_core_a_box_per_task_and_hover_details(build, tmp_pat
     rows = [lab for lab in page.labels[2:] if lab not in counters]
     assert page.labels[:2] == ["orchestrator", "scheduler"] and [r for r in rows if " " not in r] == cores
     assert f"({rec.num_aic + rec.num_aiv - len(busy)} idle core tracks not drawn: <code>--idle</code> draws them)" in text
+    from pypto.runtime.sim.cost_model import cycles_to_us
+    assert f"makespan_us: {cycles_to_us(rec.makespan_cycles):.3f} " in text   # microseconds, rounded
     # each busy core is followed by its pipe rows (level >= 2)
     for core in busy:
         i = rows.index(core)

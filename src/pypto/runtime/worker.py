@@ -234,12 +234,17 @@ class ChipWorker:
 
         Raises:
             ArgumentTypeError / ArgumentValueError (TypeError / ValueError): bad arguments (missing
-                or unknown names, a DeviceTensor of another worker, a program for another chip...).
+                or unknown names, a `config=` — the worker's own is used —, a DeviceTensor of
+                another worker, a program for another chip...).
             DeviceStateError (a RuntimeError): a closed worker, a freed DeviceTensor.
             RuntimeSimError: an error while running.
         """
         device = self.device
         compiled = self._check_program(compiled)
+        if "config" in kwargs and all(p.name != "config" for p in compiled.entry_function.params):
+            raise ArgumentTypeError("a ChipWorker runs every program with its own RunConfig: pass it as "
+                                    "ChipWorker(config=...); its handles and worker.run take no config= "
+                                    "(a CompiledProgram called directly does)")
         args = bind_call_args(compiled.entry_function, args, kwargs)
         for p, a in zip(compiled.entry_function.params, args):
             if isinstance(a, DeviceTensor) and a.worker is not self:

@@ -35,6 +35,11 @@ _ROW, _GAP, _LABEL, _WIDTH = 18, 4, 130, 1400
 _CORES_PID = 1   # the process of the AI-core tracks (`runtime.dfx.swimlane.CHIP_PID`)
 
 
+def _shown(v: object) -> str:
+    """A header value as a reader wants it: floats (microseconds) to 3 decimals, the rest as is."""
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
 def find_trace(path: str | Path) -> Path:
     """The trace file `path` names: the file itself, `<dir>/swimlane.json` or
     `<dir>/dfx_outputs/swimlane.json`.
@@ -151,7 +156,7 @@ def render_html(doc: dict[str, Any], title: str = "swimlane", idle: bool = False
         ts = end * k / 10
         axis.append(f'<text class="axis" x="{x(ts)}" data-x="{x(ts)}" y="12">{ts:.2f} us</text>')
     meta = doc.get("otherData", {}) if isinstance(doc, dict) else {}
-    info = html.escape(", ".join(f"{k}: {v}" for k, v in meta.items()))
+    info = html.escape(", ".join(f"{k}: {_shown(v)}" for k, v in meta.items()))
     if hidden:
         info += f" ({hidden} idle core tracks not drawn: <code>--idle</code> draws them)"
     label_svg = (f'<svg id="labels" xmlns="http://www.w3.org/2000/svg" width="{_LABEL}" height="{height}">'
