@@ -112,3 +112,79 @@ def test_the_memos_keep_no_tensor_alive(tmp_path) -> None:
     dev.tasks, dev.last_run = [], None
     gc.collect()
     assert refs and all(r() is None for r in refs)
+
+
+@pl.program
+class Shared:
+    """Every task reads the whole of `a` (the same tensor in every lane of a batch) and a row
+    block of `b`."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def add_tile(self, a: pl.Tensor[[T, T], pl.FP32], b: pl.Tensor[[T, T], pl.FP32],
+                 c: pl.Out[pl.Tensor[[T, T], pl.FP32]]) -> pl.Tensor[[T, T], pl.FP32]:
+        ta = pl.load(a, [0, 0], [T, T])
+        tb = pl.load(b, [0, 0], [T, T])
+        c = pl.store(pl.add(ta, tb), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[T, T], pl.FP32], b: pl.Tensor[[N, T], pl.FP32],
+             c: pl.Out[pl.Tensor[[N, T], pl.FP32]]) -> pl.Tensor[[N, T], pl.FP32]:
+        for i in pl.range(0, N, T):
+            sb = pl.slice(b, [T, T], [i, 0])
+            sc = pl.slice(c, [T, T], [i, 0])
+            sc = self.add_tile(a, sb, sc)
+        return c
+
+
+def test_lanes_of_a_tensor_whose_layout_changed_in_place_are_stacked_anew(tmp_path, monkeypatch) -> None:
+    """The lane runs of a batch are found again only for lanes of the same layout: a batch of
+    tasks that all read the caller's `a` reads it transposed in place (`t_()`), or moved to other
+    storage at another offset (`set_()`), in the next run."""
+    from pypto.runtime.sim import batch
+    monkeypatch.delenv(batch.ENV_VAR, raising=False)
+    cp = ir.compile(Shared, output_dir=tmp_path / "shared", dump_passes=False)
+    dev = SimDevice(cp.backend_type)
+    g = torch.Generator().manual_seed(5)
+    a, b, c = torch.randn(T, T, generator=g), torch.randn(N, T, generator=g), torch.zeros(N, T)
+    for change in (None, lambda: a.t_(),
+                   lambda: a.set_(torch.randn(T * T + 7, generator=g).untyped_storage(), 7, (T, T), (T, 1))):
+        if change is not None:
+            change()
+        c.zero_()
+        dev.run(cp.program, cp.entry_function, [a, b, c], replay=False)
+        torch.testing.assert_close(c, a.repeat(N // T, 1) + b, rtol=0, atol=0)
+
+
+@pl.program
+class Returned:
+    @pl.function(type=pl.FunctionType.InCore)
+    def double(self, a: pl.Tensor[[T, T], pl.FP32], c: pl.Out[pl.Tensor[[T, T], pl.FP32]]) -> pl.Tensor[[T, T], pl.FP32]:
+        ta = pl.load(a, [0, 0], [T, T])
+        c = pl.store(pl.add(ta, ta), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[2 * T, T], pl.FP32],
+             c: pl.Out[pl.Tensor[[2 * T, T], pl.FP32]]) -> pl.Tensor[[T, T], pl.FP32]:
+        sa = pl.slice(a, [T, T], [T, 0])
+        sc = pl.slice(c, [T, T], [T, 0])
+        sc = self.double(sa, sc)
+        return sc
+
+
+def test_a_returned_view_changed_in_place_by_the_caller_changes_no_later_run(tmp_path) -> None:
+    """A run returns a view of its own (not the one the orchestrator keeps for the next run): the
+    caller may transpose it in place, and the next run still writes the rows it should."""
+    cp = ir.compile(Returned, output_dir=tmp_path / "ret", dump_passes=False)
+    dev = SimDevice(cp.backend_type)
+    a, c = torch.randn(2 * T, T), torch.zeros(2 * T, T)
+    (r,) = dev.run(cp.program, cp.entry_function, [a, c], replay=False)
+    torch.testing.assert_close(r, 2 * a[T:], rtol=0, atol=0)
+    r.t_()
+    c.zero_()
+    (r2,) = dev.run(cp.program, cp.entry_function, [a, c], replay=False)
+    assert r2 is not r and r2.data_ptr() == c[T:].data_ptr()
+    torch.testing.assert_close(c[T:], 2 * a[T:], rtol=0, atol=0)
+    torch.testing.assert_close(r2, 2 * a[T:], rtol=0, atol=0)
+    assert r.shape == (T, T) and r.stride() == (1, T)   # the caller's view, as the caller left it

@@ -38,9 +38,7 @@ differently. `tests/runtime/test_rt_batch.py` compares batched and one-at-a-time
 
 from __future__ import annotations
 
-import operator
 import os
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,7 +56,7 @@ from .arena import ChipMemory
 from .exprs import Env, ExprFn
 from .interp import StmtFn
 from .kernel import KernelExecutor, _KernelCompiler
-from .run_memo import RunMemo
+from .run_memo import RunMemo, ViewMemo
 
 __all__ = ["BatchKernel", "Lanes", "NotBatchable", "batch_kernel", "batching_enabled", "lane_scalars", "lane_tainted",
            "ENV_VAR"]
@@ -523,13 +521,15 @@ class BatchKernel(KernelExecutor):
         self._lane_templates[key] = (chip, tmpl)
         return tmpl
 
-    def batch_env(self, lanes: Sequence[list], chip: ChipMemory, cores: range, serial: int | None = None) -> list:
+    def batch_env(self, lanes: Sequence[list], chip: ChipMemory, cores: range,
+                  sources: ViewMemo | None = None, serial: int = 0) -> list:
         """The batch environment of `lanes` (each from `bind` on core `cores[k]`'s arena): lane
-        views, `Lanes` of the tensor arguments, the first lane's scalars. `serial`: None, or the
-        device's `run_serial` (a full simulation); then a tensor argument whose lanes are the same
-        tensor objects as in a batch of this run or the one before gets the runs that stack
-        (`Lanes.pieces`) found then, rebuilt from their layout (`run_memo.py`: the orchestrator
-        makes the same views every run; the memo holds weak references to the lanes, no view)."""
+        views, `Lanes` of the tensor arguments, the first lane's scalars. `sources`: None, or the
+        device's `view_memo` and `serial` its `run_serial` (a full simulation); then a tensor
+        argument whose lanes are the same tensor objects, each with the same data pointer, dtype,
+        shape and strides (`ViewMemo.source`), as in a batch of this run or the one before gets
+        the runs that stack (`Lanes.pieces`) found then, rebuilt from their layout (`run_memo.py`:
+        the orchestrator makes the same views every run; the memo holds no tensor)."""
         env = self.lane_template(chip, cores).copy()
         first = lanes[0]
         memo = self._stacks
@@ -540,18 +540,18 @@ class BatchKernel(KernelExecutor):
                 env[slot] = first[slot]
                 continue
             ts = Lanes([lane[slot] for lane in lanes])
-            if serial is None:
+            if sources is None:
                 env[slot] = ts
                 continue
-            key = (slot, *map(id, ts))
+            source = sources.source
+            key = (slot, *[source(t, serial) for t in ts])
             hit = memo.get(key, serial)
-            if hit is not None and all(map(operator.is_, [r() for r in hit[0]], ts)):
-                ts.__dict__["_pieces"] = [(k0, k1, torch.as_strided(ts[k0], *how)) for k0, k1, how in hit[1]]
+            if hit is not None:
+                ts.__dict__["_pieces"] = [(k0, k1, torch.as_strided(ts[k0], *how)) for k0, k1, how in hit]
             else:
                 p = ts.pieces
-                if p is not None:
-                    memo.put(key, (tuple(map(weakref.ref, ts)),
-                                   [(k0, k1, (v.shape, v.stride(), v.storage_offset())) for k0, k1, v in p]))
+                if p is not None:   # (each run's storage offset is its first lane's)
+                    memo.put(key, [(k0, k1, (v.shape, v.stride())) for k0, k1, v in p])
             env[slot] = ts
         for _, _, slot in self._c.dim_binders:
             env[slot] = first[slot]

@@ -733,6 +733,8 @@ class SimDevice:
                 result = self.submit_group(program, entry, args, entry.span)
             else:
                 result = self.orchestrator(program, entry).run(args)
+                # (views the orchestrator keeps for the next run are not handed to the caller)
+                result = self.view_memo.handed_out(result, args)
         except Exception as failure:
             self._fail_deferred(failure)
             self._forget_sanitizer()

@@ -144,10 +144,11 @@ class _OrchCompiler(FunctionCompiler):
 
     def _memo_view(self, call: Call, spec: OpSpec, run: ExprFn) -> ExprFn:
         """The view op `call` (`run` computes it) returning the view it made in an earlier run for
-        the same source tensor object, with the same data pointer, shape and strides, and the same
-        other arguments (`run_memo.ViewMemo`): a loop over tiles makes the same views every run.
-        The memo holds weak references: a view is found again while the last run's records (its
-        tasks' arguments) keep it alive. Not for a call whose valid shapes are only known at run
+        the same source tensor object, with the same data pointer, dtype, shape and strides, and
+        the same other arguments (`run_memo.ViewMemo`): a loop over tiles makes the same views
+        every run. The memo holds weak references: a view is found again while the last run's
+        records (its tasks' arguments) keep it alive; a run returns new views of its own
+        (`ViewMemo.handed_out`). Not for a call whose valid shapes are only known at run
         time; only views of the source are kept (a padded slice makes a new tensor)."""
         valid = self._valid_fns(call, spec)
         if valid is not None and any(callable(f) for f in valid):

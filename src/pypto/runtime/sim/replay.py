@@ -555,7 +555,7 @@ def run_batch(device: SimDevice, tasks: list[Task], cores: range, old_envs: list
             # replay makes new ones each time: no use remembering their lane runs)
             e = ([t.args for t in tasks], None, lanes,
                  bk.batch_env(lanes, device.arena(tasks[0].core_type, cores[0]).chip, cores,  # type: ignore[arg-type]
-                              None if boxes_checked else device.run_serial))
+                              None if boxes_checked else device.view_memo, device.run_serial))
         for t in tasks:
             envs[t.task_id] = e
         if may_fail:    # (after `bind`: each core's memory is initialised by its first use)

@@ -12,7 +12,7 @@ Entries hold weak references to the tensors they were computed from, never the t
 keeps nothing alive, and what it finds again is what the last run's records (its tasks'
 arguments, kept until the next run ends: `SimDevice.begin_run`) still hold. Users: the
 orchestrator's view ops (`orchestrator.py`: a view is found again only for the same source tensor
-object with the same data pointer, shape and strides), the device's regions of those views
+object with the same data pointer, dtype, shape and strides), the device's regions of those views
 (`SimDevice._accesses`), and the lane runs of a batch (`BatchKernel.batch_env`).
 """
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import weakref
 from typing import Any
+
+import torch
 
 __all__ = ["RunMemo", "ViewMemo"]
 
@@ -68,8 +70,8 @@ class ViewMemo:
     """The orchestrator's views and their DDR regions, kept across runs (module docstring).
 
     `source(x, serial)`: a token for tensor `x` as it is now — the same token while `x` is the
-    same object with the same data pointer, shape and strides (checked once per run), a new one
-    otherwise; views are keyed by it. `views`: (call site, token, other arguments) -> weak
+    same object with the same data pointer, dtype, shape and strides (checked once per run), a new
+    one otherwise (tokens are never reused); views, and the lane runs of batches, are keyed by it. `views`: (call site, token, other arguments) -> weak
     reference to the view; id(view) -> [weak reference, its Region or None]."""
 
     __slots__ = ("views", "_sources", "_tokens")
@@ -79,18 +81,29 @@ class ViewMemo:
         self._sources = RunMemo()
         self._tokens = 0
 
+    @staticmethod
+    def handed_out(values: tuple | None, args: Any) -> tuple | None:
+        """A run's result `values` with each view the run made (a tensor view that is not one of
+        the run's arguments `args`) replaced by a new view of the same elements: the caller owns
+        what a run returns and may change it in place (`t_()`, `unsqueeze_()`, ...), which must
+        not change the view the orchestrator finds again in the next run."""
+        if values is None:
+            return None
+        return tuple(v.view_as(v) if isinstance(v, torch.Tensor) and v._base is not None
+                     and not any(v is a for a in args) else v for v in values)
+
     def source(self, x: Any, serial: int) -> int:
         """The token of tensor `x` in run `serial` (class docstring)."""
         e = self._sources.get(id(x), serial)
         if e is not None and e[0]() is x:
             if e[3] == serial:
                 return e[2]
-            meta = (x.data_ptr(), x.shape, x.stride())
+            meta = (x.data_ptr(), x.dtype, x.shape, x.stride())
             if meta == e[1]:
                 e[3] = serial
                 return e[2]
         else:
-            meta = (x.data_ptr(), x.shape, x.stride())
+            meta = (x.data_ptr(), x.dtype, x.shape, x.stride())
         self._tokens += 1
         self._sources.put(id(x), [weakref.ref(x), meta, self._tokens, serial])
         return self._tokens
