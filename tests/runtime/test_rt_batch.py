@@ -320,6 +320,12 @@ class Bounds:
     (0, 128, 32, "k // 2", True),
     (0, 128, 32, "n", False),          # the task's scalar: not known for every task
     (0, "n", 32, "k", False),          # a loop bound of the task
+    (96, -1, -32, "k", True),          # k = 96, 64, 32, 0
+    (112, 0, -32, "k", False),         # 112 + 32 > 128
+    (200, 0, 32, "k", False),          # the body never runs: not proven (200 is not inside)
+    (0, 128, 32, "k % 100 + 40", False),   # 96 % 100 + 40 + 32 > 128
+    (0, 128, 32, "pl.min(k, 96)", True),
+    (0, 128, 32, "pl.get_block_idx() * 32", False),   # an SPMD launch's blocks: not proven
 ])
 def test_static_boxes_are_proven_inside_only_for_every_task(start, stop, step, offset, inside) -> None:
     from pypto.runtime.sim.access import StaticBoxes

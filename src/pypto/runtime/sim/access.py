@@ -185,8 +185,9 @@ class _Definitions:
 class _Intervals:
     """Interval functions of the scalar expressions of one kernel (module docstring)."""
 
-    def __init__(self, func: Function, defs: _Definitions) -> None:
+    def __init__(self, func: Function, defs: _Definitions, blocks: bool = True) -> None:
         self.count, self.values, self.loops = defs.count, defs.values, defs.loops
+        self.blocks = blocks    # the block index and count known (the task's), else not traced
         self.params = {p: i for i, p in enumerate(func.params) if isinstance(p.type, ScalarType)}
         self.dims: dict[Var, tuple[int, int]] = {}
         for i, p in enumerate(func.params):
@@ -235,14 +236,14 @@ class _Intervals:
             return None
         return _checked(fn, parts, rng)  # type: ignore[arg-type]
 
-    @staticmethod
-    def _call(e: Call) -> IntervalFn | None:
-        """An operand-less op whose result lies in a declared range (`OpSpec.scalar_range`)."""
+    def _call(self, e: Call) -> IntervalFn | None:
+        """An operand-less op whose result lies in a declared range (`OpSpec.scalar_range`), or
+        the block index / count (when `blocks`)."""
         if e.args or not isinstance(e.op, str) or not has_op(e.op):
             return None
         spec = get_op(e.op)
         rng = spec.scalar_range
-        if rng is None and spec.has_trait("block"):
+        if rng is None and spec.has_trait("block") and self.blocks:
             # the launch's block index / count: known when the task's regions are computed (the
             # device computes them inside the task's block context, SPEC §13 SPMD)
             fn = spec.compute
@@ -484,14 +485,16 @@ def _covers_static(boxes: list[_Box], t: TensorType) -> bool:
 
 class StaticBoxes:
     """Whether the DDR box an op of kernel `func` moves lies inside its tensor for every task: its
-    offsets' intervals (module docstring) depend on no task argument, its sizes are constants, and
-    the tensor's declared shape is static and holds the box at every offset. Loop variables count
+    offsets' intervals (module docstring) depend on no task argument (nor on the block index or
+    count of an SPMD launch), its sizes are constants, and the tensor's declared shape is static
+    and holds the box at every offset. Loop variables count
     over every value their loop gives them (`pl.range(128, 1024, 128)`: 128 to 896), so a K-loop
     loading `[0, k]` of a `[128, 1024]` tensor is proven inside. A batch of such a kernel cannot
     fail on a box (`batch.BatchKernel.may_fail`)."""
 
     def __init__(self, func: Function) -> None:
-        self._iv = _Intervals(func, _Definitions(func))
+        # (not the block index and count: evaluated here, they would be those of no launch)
+        self._iv = _Intervals(func, _Definitions(func), blocks=False)
 
     def inside(self, call: Call) -> bool:
         """True when the box of `call` (an op with `OpSpec.ddr_region`) is inside its tensor for
