@@ -188,3 +188,33 @@ def test_a_returned_view_changed_in_place_by_the_caller_changes_no_later_run(tmp
     torch.testing.assert_close(c[T:], 2 * a[T:], rtol=0, atol=0)
     torch.testing.assert_close(r2, 2 * a[T:], rtol=0, atol=0)
     assert r.shape == (T, T) and r.stride() == (1, T)   # the caller's view, as the caller left it
+
+
+def test_the_memos_stay_bounded_and_keep_nothing_alive_over_runs_that_fail(tmp_path, monkeypatch) -> None:
+    """New tensors every run, some runs failing half-way (an operand of the wrong shape), some
+    replayed: the memos stay about the size of one run's use, and once the records are dropped no
+    tensor of any run is alive."""
+    from pypto.core.errors import RuntimeSimError
+    from pypto.runtime.sim import batch
+    monkeypatch.delenv(batch.ENV_VAR, raising=False)
+    cp = ir.compile(Tiles, output_dir=tmp_path / "tiles", dump_passes=False)
+    dev = SimDevice(cp.backend_type)
+    refs, sizes = [], []
+    for s in range(24):
+        args = list(_inputs(s))
+        if s % 5 == 3:
+            args[1] = torch.zeros(N, N // 2)     # fails when the first task reads it
+        refs += [weakref.ref(x) for x in args]
+        try:
+            dev.run(cp.program, cp.entry_function, args, replay=s % 4 == 1)
+        except RuntimeSimError:
+            pass
+        del args
+        stacks = [len(bk._stacks) for ex in dev._kernels.values()
+                  for bk in ex.__dict__.get("_batch", {}).values() if bk]
+        sizes.append((len(dev.view_memo.views), len(dev.view_memo._sources), max(stacks, default=0)))
+    per_run = (N // T) ** 2
+    assert all(v <= 6 * per_run + 200 and src <= 6 * per_run + 200 and st <= 200 for v, src, st in sizes), sizes
+    dev.tasks, dev.last_run = [], None
+    gc.collect()
+    assert refs and all(r() is None for r in refs)

@@ -714,8 +714,21 @@ class SimDevice:
                 if not sanitize and not dump_args and replay_enabled(replay):
                     return self.run_plans.run(self, program, entry, args, auto_deps, rings)
                 return self._run(program, entry, args, sanitize, auto_deps, rings, dump_args)
+            except BaseException:
+                self._drop_run_state()
+                raise
             finally:
                 self._last_tasks = []   # (a run that failed before end_run)
+
+    def _drop_run_state(self) -> None:
+        """A run failed before `end_run`: its scheduler queues, ring bookkeeping and dependency
+        index, which hold its tasks (and through their arguments the caller's tensors), are dropped
+        now, not when the next run starts; its record (`tasks`, `last_run`) stays for the caller
+        to read."""
+        self.scheduler.reset()
+        self._tracker.reset()
+        self._rings = RingTracker(self._rings.sizes)
+        self._scope_heap = {}
 
     def _run(self, program: Program, entry: Function, args: Sequence[Any], sanitize: bool,
              auto_deps: bool, rings: RingSizes | None, dump_args: int) -> tuple | None:
