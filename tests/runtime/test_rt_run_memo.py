@@ -218,3 +218,43 @@ def test_the_memos_stay_bounded_and_keep_nothing_alive_over_runs_that_fail(tmp_p
     dev.tasks, dev.last_run = [], None
     gc.collect()
     assert refs and all(r() is None for r in refs)
+
+
+_VALID = """
+import pypto.language as pl
+
+@pl.program
+class Valid:
+    @pl.function(type=pl.FunctionType.InCore)
+    def inc(self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        t = pl.load(x, [0, 0], [16, 64])
+        y = pl.store(pl.adds(t, 1.0), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+{body}
+        return y
+"""
+
+
+def test_an_op_returning_the_callers_own_view_keeps_no_region_of_it(tmp_path) -> None:
+    """`set_validshape` returns its source: given the caller's own view, the memo keeps nothing of
+    it, so when the caller moves that view in place and passes it to a kernel (another program
+    on the same device) the task's region is the view's new one."""
+    from pypto.runtime.sim.regions import region_of
+    dev = None
+    progs = []
+    for name, body in (("valid", "        v = pl.tensor.set_validshape(x, [16, 64])\n        y = self.inc(v, y)"),
+                       ("plain", "        y = self.inc(x, y)")):
+        cp = ir.compile(pl.parse(_VALID.format(body=body)), output_dir=tmp_path / name, dump_passes=False)
+        progs.append(cp)
+        dev = dev or SimDevice(cp.backend_type)
+    base, y = torch.randn(32, 64), torch.zeros(16, 64)
+    x = base[16:]
+    dev.run(progs[0].program, progs[0].entry_function, [x, y], replay=False)
+    torch.testing.assert_close(y, x + 1, rtol=0, atol=0)
+    x.set_(base.untyped_storage(), 0, (16, 64), (64, 1))     # the caller's view, now the top half
+    dev.run(progs[1].program, progs[1].entry_function, [x, y], replay=False)
+    torch.testing.assert_close(y, base[:16] + 1, rtol=0, atol=0)
+    assert dev.tasks[0].accesses[0][1] == region_of(x)

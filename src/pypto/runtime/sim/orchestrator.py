@@ -175,7 +175,9 @@ class _OrchCompiler(FunctionCompiler):
                 if v is not None:
                     return v
             v = run(env)
-            if isinstance(v, torch.Tensor) and v._base is not None and \
+            # (a new view: an op that returns its source, `set_validshape`, may be given the
+            # caller's own view, whose layout the caller may change between runs)
+            if isinstance(v, torch.Tensor) and v is not x and v._base is not None and \
                     v._base is (x._base if x._base is not None else x):
                 ref = weakref.ref(v)
                 memo.put(key, ref)
