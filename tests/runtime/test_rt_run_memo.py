@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
 import torch
 
 import pypto.language as pl
@@ -258,3 +259,44 @@ def test_an_op_returning_the_callers_own_view_keeps_no_region_of_it(tmp_path) ->
     dev.run(progs[1].program, progs[1].entry_function, [x, y], replay=False)
     torch.testing.assert_close(y, base[:16] + 1, rtol=0, atol=0)
     assert dev.tasks[0].accesses[0][1] == region_of(x)
+
+
+_HALFWAY = """
+import pypto.language as pl
+
+@pl.program
+class Halfway:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 64], pl.FP32], r: pl.Scalar[pl.INDEX],
+          o: pl.InOut[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+        t = pl.load(a, [r, 0], [16, 64])
+        o = pl.store(t, [0, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 64], pl.FP32],
+             o: pl.InOut[pl.Tensor[[128, 64], pl.FP32]]) -> pl.Tensor[[128, 64], pl.FP32]:
+        for i in pl.range(8):
+            s = pl.slice(o, [16, 64], [i * 16, 0])
+            s = self.k(a, i * 16, s)
+        return o
+"""
+
+
+def test_a_run_failing_half_way_keeps_no_tensor_alive_and_its_times_readable(tmp_path) -> None:
+    """Task 4 loads rows 64:80 of a 64-row tensor: the run fails after tasks 0-3 ran. Its queues
+    no longer hold the caller's tensors once the record is dropped, and the cycles it reached stay
+    readable (a distributed rank's clock advances by them)."""
+    from pypto.core.errors import RuntimeSimError
+    cp = ir.compile(pl.parse(_HALFWAY), output_dir=tmp_path / "halfway", dump_passes=False)
+    dev = SimDevice(cp.backend_type)
+    a, o = torch.randn(64, 64), torch.zeros(128, 64)
+    refs = [weakref.ref(a), weakref.ref(o)]
+    with pytest.raises(RuntimeSimError, match=r"task 4 .*out of bounds"):
+        dev.run(cp.program, cp.entry_function, [a, o], replay=False)
+    torch.testing.assert_close(o[:64], a, rtol=0, atol=0)
+    assert dev.scheduler.makespan > 0
+    del a, o
+    dev.tasks, dev.last_run = [], None
+    gc.collect()
+    assert [r() for r in refs] == [None, None]

@@ -724,8 +724,8 @@ class SimDevice:
         """A run failed before `end_run`: its scheduler queues, ring bookkeeping and dependency
         index, which hold its tasks (and through their arguments the caller's tensors), are dropped
         now, not when the next run starts; its record (`tasks`, `last_run`) stays for the caller
-        to read."""
-        self.scheduler.reset()
+        to read, and so do the scheduler's times (a distributed rank's clock reads them)."""
+        self.scheduler.drop_pending()
         self._tracker.reset()
         self._rings = RingTracker(self._rings.sizes)
         self._scope_heap = {}

@@ -136,6 +136,13 @@ class EventScheduler:
         soc = self.device.soc
         self.l2 = L2Cache(soc.l2_bytes, soc.ddr_access_granularity, memo=self._l2_memo)
 
+    def drop_pending(self) -> None:
+        """A run failed: forget the tasks still queued (they hold their arguments, the caller's
+        tensors); the times reached (`now`, `makespan`) stay readable until the next `reset`."""
+        self._events, self._waiting, self._dependents = [], {}, {}
+        self._singles, self._groups, self._gangs = {}, [], []
+        self._on_finish = None
+
     def _share_ddr(self, t: Task) -> int:
         """Grant `t` (started, run) its HBM traffic (what the L2 cache does not serve,
         `l2cache.L2Cache`); sets its `hbm_bytes` and `ddr_wait_cycles`. Returns its cycles
