@@ -94,16 +94,6 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(lo, hi) for lo, hi in out]
 
 
-def _union(spans: list[tuple[int, int]]) -> int:
-    total, end = 0, -1
-    for lo, hi in sorted(spans):
-        if hi <= end:
-            continue
-        total += hi - max(lo, end)
-        end = hi
-    return total
-
-
 class Lanes(tuple):
     """The value of one tensor Var in a batch environment: lane k's tensor at index k.
 
@@ -476,8 +466,8 @@ class BatchKernel(KernelExecutor):
         spans: dict[Any, list[tuple[int, int]]] = {}
         for ext in self._c.extents.values():
             spans.setdefault(ext.space, []).append((ext.addr, ext.addr + ext.nbytes))
-        self.lane_bytes = sum(_union(v) for v in spans.values())   # on-chip bytes one lane touches
         self._spans = {space: _merged(v) for space, v in spans.items()}
+        self.lane_bytes = sum(hi - lo for v in self._spans.values() for lo, hi in v)   # on-chip bytes one lane touches
         self._lane_templates: dict[tuple[int, int, int, int], tuple[ChipMemory, list]] = {}
         self._stacks = RunMemo()     # the lane runs of tensor arguments (`batch_env`)
 

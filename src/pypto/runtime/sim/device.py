@@ -48,6 +48,7 @@ while cores are idle (`ops/threads.py`, `host_cores.py`); `torch.set_num_threads
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import torch
@@ -408,24 +409,15 @@ class SimDevice:
             plan = self._flags[func] = tuple((i, d in _READS, d in _WRITES, i in narrowed)
                                              for i, d in enumerate(func.param_directions))
         cache, narrow = self._region_cache, ex.access.region_arg
-        memo, serial = self.view_memo.views, self.run_serial
+        region, serial = self.view_memo.region, self.run_serial
+        find = partial(region_of, cache=cache)
         if len(args) < len(plan):
             plan = plan[:len(args)]
         out = []
         for i, rd, wr, nar in plan:
             a = args[i]
-            if isinstance(a, torch.Tensor):
-                if nar:
-                    r = region_of(narrow(i, args), cache)
-                else:   # a view the orchestrator made (and keeps, run_memo.py): its region once
-                    e = memo.get(id(a), serial)
-                    if e is not None and e[0]() is a:
-                        r = e[1]
-                        if r is None:
-                            r = e[1] = region_of(a, cache)
-                    else:
-                        r = region_of(a, cache)
-                out.append((i, r, rd, wr))
+            if isinstance(a, torch.Tensor):   # (the orchestrator's views: their regions once, run_memo.py)
+                out.append((i, find(narrow(i, args)) if nar else region(a, serial, find), rd, wr))
         return tuple(out)
 
     def submit_group(self, program: Program, group: Function, args: Sequence[Any],

@@ -71,8 +71,9 @@ class ViewMemo:
 
     `source(x, serial)`: a token for tensor `x` as it is now — the same token while `x` is the
     same object with the same data pointer, dtype, shape and strides (checked once per run), a new
-    one otherwise (tokens are never reused); views, and the lane runs of batches, are keyed by it. `views`: (call site, token, other arguments) -> weak
-    reference to the view; id(view) -> [weak reference, its Region or None]."""
+    one otherwise (tokens are never reused); views, and the lane runs of batches, are keyed by it.
+    `views`: (call site, token, other arguments) -> weak reference to the view; id(view) -> [weak
+    reference, its Region or None] (`region`)."""
 
     __slots__ = ("views", "_sources", "_tokens")
 
@@ -91,6 +92,17 @@ class ViewMemo:
             return None
         return tuple(v.view_as(v) if isinstance(v, torch.Tensor) and v._base is not None
                      and not any(v is a for a in args) else v for v in values)
+
+    def region(self, t: Any, serial: int, find: Any) -> Any:
+        """The DDR region of tensor `t` in run `serial`: `find(t)` (`regions.region_of`) once for
+        a view the orchestrator made and keeps (`views`), every time for any other tensor."""
+        e = self.views.get(id(t), serial)
+        if e is None or e[0]() is not t:
+            return find(t)
+        r = e[1]
+        if r is None:
+            r = e[1] = find(t)
+        return r
 
     def source(self, x: Any, serial: int) -> int:
         """The token of tensor `x` in run `serial` (class docstring)."""
