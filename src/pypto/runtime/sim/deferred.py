@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ...core.errors import RuntimeSimError
+from ...ir.types import ScalarType
 from ...ops.block import block_context
 from ...ops.threads import wide_threads
-from ...ir.types import ScalarType
 from .batch import NotBatchable, batch_kernel, batching_enabled, lane_scalars, lane_tainted
 from .kernel import KernelExecutor
 from .replay import kernel_cost_is_static, reads_block, run_batch, scalar_key
