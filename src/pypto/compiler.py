@@ -38,7 +38,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .backend import BackendType, get_soc
 from .core.errors import user_facing
@@ -49,6 +49,9 @@ from .language.parser.entry import parse_text
 from .passes.base import PassContext
 from .passes.manager import PassManager, VerificationLevel
 from .passes.pipeline import OptimizationStrategy, check_strategy, passes_for
+
+if TYPE_CHECKING:
+    from .core.diagnostics import Diagnostic
 
 __all__ = ["compile", "lower", "OptimizationStrategy", "VerificationLevel", "default_output_dir"]
 
@@ -148,6 +151,16 @@ def _check_level(level: Any) -> VerificationLevel:
 
 
 WARNING_CODES = ("W001", "W002", "W003", "W004")
+
+
+def _hint_places(hints: list[Diagnostic], shown: int = 3) -> str:
+    """The codes and user lines of the first `shown` hints, for the one summary line on stderr:
+    `PH009 at k.py:14, PH001 at k.py:20, 2 more`."""
+    def place(h: Diagnostic) -> str:
+        s = h.span
+        return f"{h.code} at {os.path.basename(s.filename)}:{s.begin_line}" if s.is_known() else h.code
+    more = len(hints) - shown
+    return ", ".join([place(h) for h in hints[:shown]] + ([f"{more} more"] if more > 0 else []))
 
 
 def _compile_warnings(ssa: list[Program], lowered: Program, diag: Any) -> list[Any]:
@@ -371,8 +384,8 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
                            WARNING_CODES, "no warnings"), encoding="utf-8")
     (report / "perf_hints.log").write_text(hints, encoding="utf-8")
     if hint_list and not quiet_hints:   # one summary line on stderr (SPEC §12), the hints themselves are in the log
-        _log.warning("%d performance hint(s) for program '%s': see %s", len(hint_list), lowered.name,
-                     os.fspath(report / "perf_hints.log"))
+        _log.warning("%d performance hint(s) for program '%s' (%s): see %s", len(hint_list), lowered.name,
+                     _hint_places(hint_list), os.fspath(report / "perf_hints.log"))
     _write_json(report / "memory_usage.json", ctx.records.get("memory", {}))
     _write_json(report / "task_dependencies.json", ctx.records.get("task_dependencies", {}))
     _write_json(report / "pass_timings.json", dict(pm.timings))

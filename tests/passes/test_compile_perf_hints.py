@@ -46,7 +46,9 @@ def test_ph001_narrow_rows_depend_on_the_backend(tmp_path, caplog):
         ir.compile(Narrow, output_dir=tmp_path / "a2", backend_type=BackendType.Ascend910B)
     # one summary line on stderr (SPEC §12), the hints are in the log
     assert [r.getMessage() for r in caplog.records if r.name == "pypto.diagnostics"] == [
-        f"2 performance hint(s) for program 'Narrow': see {tmp_path / 'a2' / 'report' / 'perf_hints.log'}"]
+        f"2 performance hint(s) for program 'Narrow' (PH001 at {HERE.name}:{_line_of('t = pl.load(x, [0, j], [64, 32])')}, "
+        f"PH001 at {HERE.name}:{_line_of('y = pl.store(pl.exp(t), [0, j], y)')}): "
+        f"see {tmp_path / 'a2' / 'report' / 'perf_hints.log'}"]
     hints = _hints(tmp_path / "a2")
     assert len(hints) == 2 and all(h.startswith("PH001 ") for h in hints)
     load_line = _line_of("t = pl.load(x, [0, j], [64, 32])")

@@ -12,7 +12,7 @@ import torch
 
 import pypto.language as pl
 from pypto import ir
-from pypto.core.errors import CompileError, ParserTypeError
+from pypto.core.errors import CompileError, ParserSyntaxError, ParserTypeError
 from pypto.passes.base import PassContext
 from pypto.passes.pipeline_loops import PipelineLoops
 
@@ -290,3 +290,64 @@ def test_a_matmul_k_loop_gives_bit_identical_results(tmp_path):
     dump = next((tmp_path / "s2" / "passes_dump").glob("*_after_PipelineLoops.py")).read_text()
     assert "ak_s1" in dump and "pl.Mem.Left" in dump
     assert torch.equal(got[1], got[2])
+
+
+@pl.program
+class OrchestrationPipeline:
+    """A `pl.pipeline` loop in an Orchestration function: it submits tasks, no buffers to rotate."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[R, C], pl.FP32], y: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        t = pl.load(x, [0, 0], [R, C])
+        y = pl.store(pl.exp(t), [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[4 * R, C], pl.FP32], y: pl.Out[pl.Tensor[[4 * R, C], pl.FP32]]) -> pl.Tensor[[4 * R, C], pl.FP32]:
+        for i in pl.pipeline(0, 4 * R, R, stage=2):
+            sy = pl.slice(y, [R, C], [i, 0])
+            sy = self.k(pl.slice(x, [R, C], [i, 0]), sy)
+        return y
+
+
+def test_a_pipeline_with_nothing_to_rotate_says_so_and_runs_as_written(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="pypto.diagnostics"):
+        cp = ir.compile(OrchestrationPipeline, output_dir=tmp_path, skip_ptoas=True)
+    (line,) = [ln for ln in (tmp_path / "report" / "perf_hints.log").read_text().splitlines()
+               if ln.startswith("PH009 ")]
+    src_line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+                    if "for i in pl.pipeline(0, 4 * R, R, stage=2):" in text)
+    assert f"test_pipeline_loops.py:{src_line}:" in line
+    assert line.endswith(
+        "in 'main': pl.pipeline(stage=2) has no buffers to rotate and runs as a plain loop: an Orchestration "
+        "function's loop submits tasks and binds no on-chip buffers; put the pl.pipeline loop over blocks "
+        "inside the InCore kernel")
+    # the console's one summary line names the hint and its line
+    (msg,) = [r.getMessage() for r in caplog.records if "performance hint(s)" in r.getMessage()]
+    assert f"(PH009 at test_pipeline_loops.py:{src_line})" in msg
+    x, y = torch.randn(4 * R, C), torch.zeros(4 * R, C)
+    cp(x, y)
+    torch.testing.assert_close(y, torch.exp(x), rtol=1e-6, atol=1e-6)
+
+
+def test_stage_and_loop_keywords_are_checked_with_clear_messages():
+    with pytest.raises(ParserTypeError, match="pl.pipeline's stage must be a constant integer >= 1"):
+        @pl.program
+        class StrStage:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[4 * R, C], pl.FP32], y: pl.Out[pl.Tensor[[4 * R, C], pl.FP32]]
+                  ) -> pl.Tensor[[4 * R, C], pl.FP32]:
+                for j, (yy,) in pl.pipeline(0, 4, 1, stage="2", init_values=(y,)):
+                    y2 = pl.store(pl.exp(pl.load(x, [j * R, 0], [R, C])), [j * R, 0], yy)
+                    out = pl.yield_(y2)
+                return out
+    with pytest.raises(ParserSyntaxError, match="unexpected keyword 'stages': did you mean 'stage'\\?"):
+        @pl.program
+        class Misspelt:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[4 * R, C], pl.FP32], y: pl.Out[pl.Tensor[[4 * R, C], pl.FP32]]
+                  ) -> pl.Tensor[[4 * R, C], pl.FP32]:
+                for j, (yy,) in pl.pipeline(0, 4, 1, stages=2, init_values=(y,)):
+                    y2 = pl.store(pl.exp(pl.load(x, [j * R, 0], [R, C])), [j * R, 0], yy)
+                    out = pl.yield_(y2)
+                return out

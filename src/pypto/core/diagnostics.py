@@ -17,7 +17,7 @@ Every diagnostic has a code, a name, the phase that finds it and the user's sour
 | PH006 | DdrTransferBelowGranule| hint    | run     | DDR transfers moving rows narrower than the DDR access granule |
 | PH007 | ReducedPipeDepth       | hint    | run     | a cross-core pipe ring below the default depth that filled up and stalled |
 | PH008 | PoorBlockShape         | hint    | compile | a tensor-level region the compiler could only tile into narrow or short blocks |
-| PH009 | PipelineStagesReduced  | hint    | compile | a `pl.pipeline` loop given fewer buffer stages than requested, for capacity |
+| PH009 | PipelineStagesReduced  | hint    | compile | a `pl.pipeline` loop given fewer buffer stages than requested: for capacity, or no buffers of its own to rotate |
 | PH010 | OrchestrationBound     | hint    | run     | task submission on the orchestrator taking most of the run |
 
 Phases (`diagnostic_phase=` of `ir.compile`, `RunConfig`, `JITFunction.compile`):
@@ -76,7 +76,7 @@ _ROWS = (
     DiagnosticInfo("PH008", "PoorBlockShape", "hint", "compile",
                    "a tensor-level region tiled into blocks narrower than the DDR granule or short"),
     DiagnosticInfo("PH009", "PipelineStagesReduced", "hint", "compile",
-                   "pl.pipeline stages reduced to fit the on-chip memory"),
+                   "pl.pipeline stages reduced: to fit the on-chip memory, or no buffers to rotate"),
     DiagnosticInfo("PH010", "OrchestrationBound", "hint", "run",
                    "the orchestrator's task submissions take most of the run: use fewer, larger tasks"),
 )

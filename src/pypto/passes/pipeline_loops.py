@@ -28,7 +28,8 @@ body on its own iteration, carried values flow from one copy to the next.
 
 Capacity: the copies need `(N - 1) x` the private bytes on top of the kernel's placed buffers; when
 a memory space would overflow, the largest depth that fits is used instead and hint PH009
-(`PipelineStagesReduced`; upstream's PH-MR-001) is recorded in `ctx.records["perf_hints"]` (the driver writes it
+(`PipelineStagesReduced`; upstream's PH-MR-001) is recorded (also when the body has no private
+buffer at all, e.g. a `pl.pipeline` loop of an Orchestration function: it runs as a plain loop) in `ctx.records["perf_hints"]` (the driver writes it
 to `report/perf_hints.log`). A depth of 1 leaves the loop as a plain `pl.range` loop. A pipelined
 loop needs a positive constant step (CompileError otherwise).
 """
@@ -41,7 +42,7 @@ from dataclasses import replace
 
 from ..core.diagnostics import Diagnostic
 from ..core.dtype import INDEX
-from ..core.enums import ForKind, MemorySpace
+from ..core.enums import ForKind, FunctionType, MemorySpace
 from ..core.errors import CompileError
 from ..ir.expr import BinaryExpr, ConstInt, Expr, Var
 from ..ir.function import Function, Program
@@ -188,6 +189,18 @@ def _hint(func: Function, loop: ForStmt, depth: int, private: dict[Key, MemRef],
                       f"keep {n} stages", loop.span)
 
 
+def _nothing_to_rotate(func: Function, loop: ForStmt) -> Diagnostic:
+    """PH009 for a `stage >= 2` loop whose body binds no on-chip buffer of its own: an
+    Orchestration function's loop (tasks, not tiles), or a body working only on carried tiles."""
+    why = ("an Orchestration function's loop submits tasks and binds no on-chip buffers; put the "
+           "pl.pipeline loop over blocks inside the InCore kernel" if func.func_type is FunctionType.Orchestration
+           else "its body binds no on-chip tile of its own (only carried values or values live across "
+                "the loop), so there is nothing to give copies")
+    return Diagnostic(HINT_CODE, func.name,
+                      f"pl.pipeline(stage={loop.stage}) has no buffers to rotate and runs as a plain loop: {why}",
+                      loop.span)
+
+
 def _expand(loop: ForStmt, depth: int, private: dict[Key, MemRef], next_id: int) -> list[Stmt]:
     """The main loop over groups of `depth` iterations, then the loop over the rest (module doc)."""
     step = loop.step
@@ -273,8 +286,11 @@ class PipelineLoops(FunctionPass):
         b = _Buffers()
         b.visit_function(func)
         private = {k: b.memrefs[k] for k in _private_keys(func, loop)}
-        if loop.stage < 2 or not private:
-            return plain   # nothing to rotate
+        if loop.stage < 2:
+            return plain
+        if not private:   # nothing to rotate: say so, the author asked for stages
+            ctx.records.setdefault("perf_hints", []).append(_nothing_to_rotate(func, loop))
+            return plain
         depth = _depth(loop, private, b.memrefs, ctx)
         if depth < loop.stage:
             ctx.records.setdefault("perf_hints", []).append(_hint(func, loop, depth, private, b.memrefs, ctx))

@@ -14,8 +14,9 @@ Each hint has a code, the user's source location, the function and a message say
 | PH008 | a tensor-level region TileTensorBlocks could only tile into blocks whose rows are below the
 |       | DDR access granule, or of fewer than 8 rows (found by the pass, `block_shape.poor_shape_hint`,
 |       | and handed over in `PassContext.records["perf_hints"]`; not re-derived from a finished build) |
-| PH009 | a `pl.pipeline(stage=N)` loop whose N buffer copies do not fit: fewer stages used (found by
-|       | the PipelineLoops pass while compiling; the command line below does not re-derive it) |
+| PH009 | a `pl.pipeline(stage=N)` loop whose N buffer copies do not fit: fewer stages used; or whose
+|       | body has no buffer of its own to copy (an Orchestration loop): a plain loop (found by the
+|       | PipelineLoops pass while compiling; the command line below does not re-derive it) |
 
 Command line: `python -m pypto.tools.perf_hints BUILD_DIR` prints the hints of a finished build.
 """

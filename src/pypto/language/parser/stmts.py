@@ -8,6 +8,7 @@ into SSA form. `strict_ssa=True` rejects any re-assignment with SSAViolationErro
 from __future__ import annotations
 
 import ast
+import difflib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -346,7 +347,10 @@ class StmtParser:
                     raise ParserSyntaxError("init_values must be a tuple, e.g. init_values=(acc,)",
                                             self.span(k.value))
                 return [self.parse_expr(e) for e in k.value.elts]
-            raise ParserSyntaxError(f"unexpected keyword '{k.arg}'", self.span(k.value))
+            known = ("init_values", *extra)
+            near = difflib.get_close_matches(k.arg or "", known, n=1)
+            hint = f": did you mean '{near[0]}'?" if near else f" (this loop takes {', '.join(known)})"
+            raise ParserSyntaxError(f"unexpected keyword '{k.arg}'{hint}", self.span(k.value))
         return None
 
     def make_iter_args(self, names: list[str], inits: list[Expr], node: ast.AST) -> list[IterArg]:
@@ -402,7 +406,8 @@ class StmtParser:
             return 2
         from ...ir.expr import ConstInt
 
-        v = self.parse_expr(k.value)
+        literal = isinstance(k.value, ast.Constant) and not isinstance(k.value.value, int)
+        v = None if literal else self.parse_expr(k.value)   # (a string or float literal: this message)
         if not isinstance(v, ConstInt) or isinstance(v.value, bool) or v.value < 1:
             raise ParserTypeError("pl.pipeline's stage must be a constant integer >= 1 (the number of "
                                   "buffer copies that rotate across iterations, e.g. stage=2)", self.span(k.value))
