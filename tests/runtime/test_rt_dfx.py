@@ -216,6 +216,24 @@ def test_invalid_dfx_levels_are_rejected_naming_the_field(field, value, top) -> 
     assert "0 = off" in msg and "2 = " in msg
 
 
+def test_a_bad_swimlane_level_describes_each_level_as_the_readme_does() -> None:
+    """A user trial: the error described level 2 without its per-pipe tracks, the point README and
+    docs/performance.md make of it. Levels 2-4 read as README's table rows."""
+    from pathlib import Path
+
+    from pypto.runtime.config import DFX_LEVELS
+
+    with pytest.raises(ValueError) as e:
+        RunConfig(enable_chip_swimlane=7)
+    msg = str(e.value)
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for level in (2, 3, 4):
+        text = DFX_LEVELS["enable_chip_swimlane"][level]
+        assert f"{level} = {text}" in msg and f"| | {level} | {text} |" in readme
+    assert "2 = level 1 plus dispatch / finish events per task, a flow arrow per task dependency, and under " \
+           "each busy core one track per pipe with its ops placed in time;" in msg
+
+
 def test_valid_dfx_levels_and_switches() -> None:
     assert RunConfig(enable_chip_swimlane=True).enable_chip_swimlane == 1   # True is level 1
     assert RunConfig(enable_pmu=2, enable_chip_swimlane=0).enable_pmu == 2

@@ -32,9 +32,11 @@ SIM_PLATFORMS: tuple[str, ...] = tuple(p for p, (_, sim) in _PLATFORMS.items() i
 DFX_LEVELS: dict[str, dict[int, str]] = {
     "enable_chip_swimlane": {0: "off",
                              1: "swimlane.json, one slice per task on its core's track",
-                             2: "level 1 plus dispatch/finish events and a flow arrow per task dependency",
-                             3: "level 2 plus scheduler phases",
-                             4: "level 3 plus orchestrator phases"},
+                             2: "level 1 plus dispatch / finish events per task, a flow arrow per task dependency, "
+                                "and under each busy core one track per pipe with its ops placed in time",
+                             3: "level 2 plus scheduler phases (resolve deps, ready queue) and ready / in-flight "
+                                "counters",
+                             4: "level 3 plus orchestrator phases (runtime scopes, waits for tasks)"},
     "enable_dump_args": {0: "off",
                          1: "args_dump/, the arguments of tasks that touch a tensor tagged with pl.dump_tag",
                          2: "args_dump/, every tensor argument of every task"},
@@ -142,8 +144,10 @@ class RunConfig:
             does not target raises ValueError.
         codegen_only: a CompiledProgram called with it checks its arguments but does not execute.
         enable_chip_swimlane: swimlane level (`DFX_LEVELS`): 0 off; 1 writes `swimlane.json`, one
-            slice per task on its core's track; 2 adds dispatch/finish events and a flow arrow per
-            task dependency; 3 adds scheduler phases; 4 adds orchestrator phases.
+            slice per task on its core's track; 2 adds dispatch / finish events per task, a flow
+            arrow per task dependency and, under each busy core, one track per pipe with its ops
+            placed in time; 3 adds scheduler phases and ready / in-flight counters; 4 adds
+            orchestrator phases (runtime scopes, waits for tasks).
         enable_dump_args: 0 off; 1 dumps the tensor arguments of the tasks that touch a tensor
             tagged with `pl.dump_tag(t)`; 2 dumps every tensor argument of every task, into
             `args_dump/args_dump.json` plus one binary file per tensor (before / after the task).
