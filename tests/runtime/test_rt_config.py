@@ -176,3 +176,101 @@ def test_config_must_be_a_run_config() -> None:
     cp = CompiledProgram(add_program(), "", None)
     with pytest.raises(TypeError, match="config= expects a pypto.runtime.RunConfig, got str"):
         cp(*_args(), config="a2a3sim")
+
+
+def _assert_located_at(err, line: int) -> None:
+    """`err` renders at this file's `line` and its traceback holds no PyPTO frame but the one that
+    re-raises it (`errors.user_facing`)."""
+    import os
+    import traceback
+
+    import pypto
+
+    assert (err.span.filename, err.span.begin_line) == (__file__, line)
+    assert str(err).startswith(f"{__file__}:{line}:")
+    package = os.path.dirname(os.path.abspath(pypto.__file__))
+    frames = [f.filename for f in traceback.extract_tb(err.__traceback__)]
+    assert not any(f.startswith(package) and not f.endswith("errors.py") for f in frames), frames
+
+
+def test_a_misspelled_field_names_the_nearest_one_at_the_call() -> None:
+    """A user trial: `RunConfig(sim_replya=False)` gave the dataclass's bare TypeError from inside
+    its generated __init__. It is an ArgumentTypeError (still a TypeError) at the user's call,
+    naming the keyword and the nearest field; likewise for DistributedConfig."""
+    from pypto.core.errors import ArgumentTypeError
+    from pypto.runtime.config import DistributedConfig
+
+    with pytest.raises(ArgumentTypeError) as e:
+        RunConfig(sim_replya=False)
+    _assert_located_at(e.value, _call_line(-1))
+    assert isinstance(e.value, TypeError)
+    assert e.value.message.startswith("RunConfig has no field 'sim_replya'; did you mean 'sim_replay'? (its "
+                                      "fields: platform, device_id, rtol, atol, ")
+    with pytest.raises(ArgumentTypeError, match=r"RunConfig has no field 'colour' \(its fields: platform, "):
+        RunConfig(colour=1)                                   # nothing near: no guess
+    with pytest.raises(ArgumentTypeError) as e:
+        DistributedConfig(device_id=[0, 1])
+    _assert_located_at(e.value, _call_line(-1))
+    assert e.value.message.startswith("DistributedConfig has no field 'device_id'; did you mean 'device_ids'?")
+
+
+BOOL_FIELDS = ("dump_passes", "save_kernels", "codegen_only", "enable_dep_gen", "enable_scope_stats", "sanitize",
+               "auto_deps", "sim_replay")
+
+
+@pytest.mark.parametrize("name", BOOL_FIELDS)
+@pytest.mark.parametrize("value", ["no", "false", "True", 2, -1, None, 0.5])
+def test_every_bool_field_rejects_what_is_not_true_or_false(name: str, value) -> None:
+    """A user trial: `RunConfig(sim_replay="no")` and `sanitize="no"` were accepted (a non-empty
+    string is truthy: both turned the feature on) while `enable_dep_gen="false"` was rejected.
+    Every bool field takes True / False (or 0 / 1) only."""
+    from pypto.core.errors import ArgumentValueError
+
+    with pytest.raises(ArgumentValueError) as e:
+        RunConfig(**{name: value})
+    _assert_located_at(e.value, _call_line(-1))
+    assert e.value.message == f"RunConfig.{name} must be True or False, got {value!r}"
+
+
+@pytest.mark.parametrize("name", BOOL_FIELDS)
+def test_bool_fields_take_true_false_zero_and_one(name: str) -> None:
+    from pypto.runtime.config import _BOOL_FIELDS
+
+    assert set(_BOOL_FIELDS) == set(BOOL_FIELDS)     # derived from the annotations: none is missed
+    for value in (True, False, 0, 1):
+        got = getattr(RunConfig(**{name: value}), name)
+        assert got is bool(value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(platform="a3sim"), "unknown platform 'a3sim'; did you mean 'a2a3sim'? (valid platforms are 'a2a3sim', "
+                             "'a2a3', 'a5sim', 'a5')"),
+    (dict(platform="npu"), "unknown platform 'npu' (valid platforms are 'a2a3sim', 'a2a3', 'a5sim', 'a5')"),
+    (dict(ring_heap=1000), "RunConfig.ring_heap must be a power of 2 >= 1024 (bytes of tensors in flight) or a "
+                           "list of 4 such values (one per scope depth), got 1000"),
+    (dict(ring_task_window=[16, 16]), "RunConfig.ring_task_window must be a power of 2 >= 4"),
+    (dict(device_id=None), "RunConfig.device_id must be an int >= 0, got None"),
+    (dict(rtol="tight"), "RunConfig.rtol and RunConfig.atol must be numbers >= 0, got rtol='tight', atol=1e-05"),
+    (dict(enable_pmu=3), "RunConfig.enable_pmu must be an int level in 0..2"),
+    (dict(diagnostic_phase="later"), "unknown diagnostic_phase 'later'; allowed: "),
+])
+def test_bad_values_are_argument_value_errors_at_the_call(kwargs, message) -> None:
+    """A user trial: a bad platform or ring size raised a ValueError whose traceback ended inside
+    config.py / sim/rings.py. Each bad value is an ArgumentValueError (still a ValueError) located
+    at the call, naming the field and the allowed values."""
+    from pypto.core.errors import ArgumentValueError
+
+    with pytest.raises(ArgumentValueError) as e:
+        RunConfig(**kwargs)
+    _assert_located_at(e.value, _call_line(-1))
+    assert isinstance(e.value, ValueError) and e.value.message.startswith(message), e.value.message
+
+
+def test_a_bad_distributed_config_value_is_located_at_the_call() -> None:
+    from pypto.core.errors import ArgumentValueError
+    from pypto.runtime.config import DistributedConfig
+
+    with pytest.raises(ArgumentValueError) as e:
+        DistributedConfig(visibility="strong")
+    _assert_located_at(e.value, _call_line(-1))
+    assert e.value.message == "DistributedConfig.visibility must be 'sc' or 'weak', got 'strong'"

@@ -189,6 +189,30 @@ def test_each_run_leaves_only_its_own_dfx_files(tmp_path) -> None:
     assert not (tmp_path / "dfx_outputs").exists()          # an emptied folder goes too
 
 
+def test_a_rendered_swimlane_page_goes_with_the_run_it_describes(tmp_path) -> None:
+    """A user trial: `python -m pypto.tools.swimlane` writes `dfx_outputs/swimlane.html`; a later run
+    with the swimlane off deleted the JSON but left the page, which described the earlier run. Every
+    run removes the page (a run with the swimlane on writes a new JSON; render it again), and a
+    folder left with nothing else goes too."""
+    from pypto.tools.swimlane import main
+
+    cp = ir.compile(Staged, output_dir=tmp_path, dump_passes=False)
+    args = (torch.randn(64, 64), torch.randn(32, 32).half(), torch.randn(32, 32).half(), torch.zeros(64, 64),
+            torch.zeros(32, 32))
+    cp(*args, config=RunConfig(enable_chip_swimlane=2))
+    assert main([str(tmp_path)]) == 0
+    assert _dfx_files(tmp_path) == {"swimlane.json", "swimlane.html"}
+    cp(*args, config=RunConfig(enable_pmu=1))
+    assert _dfx_files(tmp_path) == {"pmu.csv"}
+    cp(*args, config=RunConfig(enable_chip_swimlane=1))
+    assert main([str(tmp_path)]) == 0
+    cp(*args, config=RunConfig(enable_chip_swimlane=1))      # the page showed the run before this one
+    assert _dfx_files(tmp_path) == {"swimlane.json"}
+    assert main([str(tmp_path)]) == 0
+    cp(*args)
+    assert not (tmp_path / "dfx_outputs").exists()
+
+
 def test_swimlane_level_1_has_no_arrows_and_slices_carry_pipe_totals(tmp_path) -> None:
     cp = ir.compile(Staged, output_dir=tmp_path, dump_passes=False)
     cp(torch.randn(64, 64), torch.randn(32, 32).half(), torch.randn(32, 32).half(), torch.zeros(64, 64),
@@ -214,6 +238,24 @@ def test_invalid_dfx_levels_are_rejected_naming_the_field(field, value, top) -> 
     msg = str(e.value)
     assert f"RunConfig.{field} must be an int level in 0..{top}" in msg and f"got {value!r}" in msg
     assert "0 = off" in msg and "2 = " in msg
+
+
+def test_a_bad_swimlane_level_describes_each_level_as_the_readme_does() -> None:
+    """A user trial: the error described level 2 without its per-pipe tracks, the point README and
+    docs/performance.md make of it. Levels 2-4 read as README's table rows."""
+    from pathlib import Path
+
+    from pypto.runtime.config import DFX_LEVELS
+
+    with pytest.raises(ValueError) as e:
+        RunConfig(enable_chip_swimlane=7)
+    msg = str(e.value)
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for level in (2, 3, 4):
+        text = DFX_LEVELS["enable_chip_swimlane"][level]
+        assert f"{level} = {text}" in msg and f"| | {level} | {text} |" in readme
+    assert "2 = level 1 plus dispatch / finish events per task, a flow arrow per task dependency, and under " \
+           "each busy core one track per pipe with its ops placed in time;" in msg
 
 
 def test_valid_dfx_levels_and_switches() -> None:

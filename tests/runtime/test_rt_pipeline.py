@@ -122,3 +122,35 @@ def test_timeline_places_each_op_on_its_pipe():
     assert ops == [PipeOp(0, "mte2", 0, 100), PipeOp(1, "vector", 100, 150), PipeOp(2, "mte3", 150, 250),
                    PipeOp(3, "mte2", 100, 200), PipeOp(4, "vector", 200, 250), PipeOp(5, "mte3", 250, 350)]
     assert max(o.end for o in ops) == s.critical_path(range(6)) == 350
+
+
+def _pipe_slices(tmp_path, stage: int) -> dict[str, list[tuple[int, int]]]:
+    """(start after the launch, end) in cycles of each op slice of the level-2 swimlane, per pipe."""
+    _run(tmp_path, stage, level=2)
+    doc = json.loads((tmp_path / f"stage{stage}" / "dfx_outputs" / "swimlane.json").read_text())
+    by_pipe: dict[str, list[tuple[int, int]]] = {}
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "pipe":
+            a = e["args"]
+            by_pipe.setdefault(names[e["tid"]].split()[-1], []).append(
+                (a["start_after_launch"], a["start_after_launch"] + a["cycles"]))
+    return {p: sorted(v) for p, v in by_pipe.items()}
+
+
+@pytest.mark.parametrize("stage, mte2, vector, mte3", [
+    (1, [(0, 724), (1444, 2168), (2888, 3612)], [724, 2168, 3612], [868, 2312, 3756]),
+    (2, [(0, 724), (724, 1448), (1448, 2172)], [724, 1448, 2172], [868, 1592, 2316])])
+def test_op_slices_carry_the_cycles_after_the_launch_of_the_docs_table(tmp_path, stage, mte2, vector, mte3):
+    """A user trial had to convert the op slices' microseconds back to cycles (1.8 GHz, less the
+    task's start and launch) to compare them with docs/performance.md's table ("cycles after the
+    launch"); each op slice's args now give its start after the launch and its cycles, and they
+    are the table's figures."""
+    ops = _pipe_slices(tmp_path, stage)
+    loads = ops["MTE2"]
+    pairs = [(loads[i][0], loads[i + 1][1]) for i in range(0, 6, 2)]   # two loads per block
+    assert pairs == mte2
+    assert [s for s, _ in ops["VECTOR"][:3]] == vector
+    assert [s for s, _ in ops["MTE3"][:3]] == mte3
+    # the cycles of the ops add up to the task's cycles per pipe
+    assert {p: sum(e - s for s, e in v) for p, v in ops.items()} == {"MTE2": 5792, "VECTOR": 1152, "MTE3": 4608}

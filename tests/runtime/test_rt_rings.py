@@ -42,7 +42,7 @@ def test_defaults_and_scalars_apply_to_every_depth(monkeypatch) -> None:
 def test_bad_ring_sizes_are_rejected_naming_the_field(field, value, rule) -> None:
     with pytest.raises(ValueError) as e:
         RunConfig(**{field: value})
-    msg = str(e.value)
+    msg = e.value.message    # an ArgumentValueError: str() starts with the location of the call
     assert msg.startswith(f"RunConfig.{field} must be {rule}") and f"got {value!r}" in msg
     assert "or a list of 4 such values (one per scope depth)" in msg
 

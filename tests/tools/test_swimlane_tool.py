@@ -122,6 +122,27 @@ def test_page_has_a_row_per_core_a_box_per_task_and_hover_details(build, tmp_pat
     assert page.external == [] and "url(" not in text and "@import" not in text
 
 
+def test_op_hover_text_gives_its_cycles_after_the_launch(build, tmp_path) -> None:
+    """A user trial compared the pipe rows with docs/performance.md's table ("cycles after the
+    launch") by converting microseconds at 1.8 GHz; an op's hover text now says its cycles after
+    its task's launch, from the trace's `start_after_launch` and `cycles`."""
+    cp, out = build
+    target = tmp_path / "ops.html"
+    assert main([str(out), "-o", str(target)]) == 0
+    page = _Page()
+    page.feed(target.read_text())
+    ops = [r for r in page.rects if r["class"] == "s pipe"]
+    assert len(ops) == sum(len(t.pipe_ops) for t in cp.tasks) == 48
+    for r in ops:
+        t = cp.tasks[int(re.search(r"task_id: (\d+)", r["title"]).group(1))]
+        start, cycles = (int(re.search(rf"\n{k}: (\d+)", r["title"]).group(1)) for k in ("start_after_launch", "cycles"))
+        assert f"\ncycles {start}-{start + cycles} after the task's launch\n" in r["title"]
+        name = r["title"].split("\n")[0]
+        assert (name, start, start + cycles) in {(t.executor.site_names[o.site], o.start, o.end) for o in t.pipe_ops}
+    first = next(r["title"] for r in ops if r["title"].startswith("tile.load"))
+    assert "\ncycles 0-" in first
+
+
 def test_idle_draws_every_core(build, tmp_path) -> None:
     """The trial's 72-core chip: the pipe rows of a busy core used to sit below every idle core;
     `--idle` keeps the old page (a row per core, idle ones included)."""

@@ -6,12 +6,14 @@ toolkit; `a2a3sim` / `a5sim` run on this package's simulator. The default is `a2
 
 from __future__ import annotations
 
+import difflib
+import functools
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..backend.soc import BackendType
-from ..core.errors import ArgumentTypeError
+from ..core.errors import ArgumentTypeError, ArgumentValueError, PyPTOError, user_call_span, user_facing
 from .sim.rings import RingSizes, check_ring, ring_sizes
 
 __all__ = ["RunConfig", "DistributedConfig", "PLATFORMS", "SIM_PLATFORMS", "backend_for_platform", "check_platform",
@@ -32,9 +34,11 @@ SIM_PLATFORMS: tuple[str, ...] = tuple(p for p, (_, sim) in _PLATFORMS.items() i
 DFX_LEVELS: dict[str, dict[int, str]] = {
     "enable_chip_swimlane": {0: "off",
                              1: "swimlane.json, one slice per task on its core's track",
-                             2: "level 1 plus dispatch/finish events and a flow arrow per task dependency",
-                             3: "level 2 plus scheduler phases",
-                             4: "level 3 plus orchestrator phases"},
+                             2: "level 1 plus dispatch / finish events per task, a flow arrow per task dependency, "
+                                "and under each busy core one track per pipe with its ops placed in time",
+                             3: "level 2 plus scheduler phases (resolve deps, ready queue) and ready / in-flight "
+                                "counters",
+                             4: "level 3 plus orchestrator phases (runtime scopes, waits for tasks)"},
     "enable_dump_args": {0: "off",
                          1: "args_dump/, the arguments of tasks that touch a tensor tagged with pl.dump_tag",
                          2: "args_dump/, every tensor argument of every task"},
@@ -42,7 +46,6 @@ DFX_LEVELS: dict[str, dict[int, str]] = {
                    1: "pmu.csv, counters per core",
                    2: "level 1 plus pmu_tasks.csv, counters per task"},
 }
-_DFX_SWITCHES = ("enable_dep_gen", "enable_scope_stats")
 
 _COMPILE = ("pass it to ir.compile(..., {f}=...) or JITFunction.compile(..., config=RunConfig({f}=...)) "
             "(a @pl.jit kernel call compiles with its config)")
@@ -55,12 +58,52 @@ COMPILE_TIME_FIELDS: dict[str, tuple[Any, str]] = {
 }
 
 
+def _nearest(name: str, names: tuple[str, ...]) -> str:
+    """"; did you mean 'x'?" for the entry of `names` closest to `name` (difflib), else ""."""
+    near = difflib.get_close_matches(name, names, n=1) if isinstance(name, str) else []
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
 def check_platform(platform: str) -> str:
-    """Return `platform` if known. Raises ValueError listing the valid platforms."""
-    if platform not in _PLATFORMS:
-        raise ValueError(f"unknown platform {platform!r}; valid platforms are "
-                         f"{', '.join(repr(p) for p in PLATFORMS)}")
+    """Return `platform` if known.
+
+    Raises:
+        ArgumentValueError (a ValueError): naming the value, the nearest platform and every valid one.
+    """
+    if not isinstance(platform, str) or platform not in _PLATFORMS:
+        raise ArgumentValueError(f"unknown platform {platform!r}{_nearest(platform, PLATFORMS)} (valid "
+                                 f"platforms are {', '.join(repr(p) for p in PLATFORMS)})")
     return platform
+
+
+def _checked_at_call(cls: type) -> type:
+    """Class decorator for a configuration dataclass: constructing it with a keyword that is not one
+    of its fields raises ArgumentTypeError naming the keyword and the nearest field, and a bad value
+    (a ValueError of its checks) raises ArgumentValueError; both located at the user's call, whose
+    traceback ends there (`user_facing`)."""
+    init = cls.__init__   # type: ignore[misc]
+    names = tuple(f.name for f in fields(cls))
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            for key in kwargs:
+                if key not in names:
+                    raise ArgumentTypeError(f"{cls.__name__} has no field {key!r}{_nearest(key, names)} "
+                                            f"(its fields: {', '.join(names)})")
+            try:
+                init(self, *args, **kwargs)
+            except ValueError as e:   # a check of another module (rings, diagnostics): a bad value
+                if isinstance(e, PyPTOError):
+                    raise
+                raise ArgumentValueError(str(e)) from None
+        except PyPTOError as e:
+            if e.span is None:
+                e.span = user_call_span()
+            raise
+
+    cls.__init__ = user_facing(__init__)   # type: ignore[misc]
+    return cls
 
 
 def backend_for_platform(platform: str) -> BackendType:
@@ -73,6 +116,7 @@ def is_simulator(platform: str) -> bool:
     return _PLATFORMS[check_platform(platform)][1]
 
 
+@_checked_at_call
 @dataclass
 class DistributedConfig:
     """How a distributed program runs (SPEC §8 "Running"; `pypto.runtime.dist`).
@@ -94,7 +138,9 @@ class DistributedConfig:
             every rank ran the same collectives (`pypto.runtime.dist.checks`; default on).
 
     Raises:
-        ValueError: a field out of range (the message names it).
+        ArgumentValueError (a ValueError): a field out of range (the message names it).
+        ArgumentTypeError (a TypeError): a keyword that is no field (the message names the nearest).
+        Both are located at the call that built the config.
     """
 
     device_ids: list[int] = field(default_factory=lambda: [0])
@@ -129,6 +175,7 @@ class DistributedConfig:
         return len(self.device_ids)
 
 
+@_checked_at_call
 @dataclass
 class RunConfig:
     """How to compile and dispatch a program (SPEC §7).
@@ -142,8 +189,10 @@ class RunConfig:
             does not target raises ValueError.
         codegen_only: a CompiledProgram called with it checks its arguments but does not execute.
         enable_chip_swimlane: swimlane level (`DFX_LEVELS`): 0 off; 1 writes `swimlane.json`, one
-            slice per task on its core's track; 2 adds dispatch/finish events and a flow arrow per
-            task dependency; 3 adds scheduler phases; 4 adds orchestrator phases.
+            slice per task on its core's track; 2 adds dispatch / finish events per task, a flow
+            arrow per task dependency and, under each busy core, one track per pipe with its ops
+            placed in time; 3 adds scheduler phases and ready / in-flight counters; 4 adds
+            orchestrator phases (runtime scopes, waits for tasks).
         enable_dump_args: 0 off; 1 dumps the tensor arguments of the tasks that touch a tensor
             tagged with `pl.dump_tag(t)`; 2 dumps every tensor argument of every task, into
             `args_dump/args_dump.json` plus one binary file per tensor (before / after the task).
@@ -183,9 +232,13 @@ class RunConfig:
             in full, for debugging the simulator.
 
     Raises:
-        ValueError: unknown platform, platform/backend mismatch, negative device_id or tolerance, a
-            DFX level that is not an int in `DFX_LEVELS` (True counts as 1), a DFX switch that is
-            not a bool; the message names the field and the allowed values.
+        ArgumentValueError (a ValueError): unknown platform, platform/backend mismatch, negative
+            device_id or tolerance, a DFX level that is not an int in `DFX_LEVELS` (True counts as
+            1), a bool field (`sanitize`, `sim_replay`, `enable_dep_gen`, ...) that is not True or
+            False (or 0 / 1), a bad ring size; the message names the field and the allowed values.
+        ArgumentTypeError (a TypeError): a keyword that is not a field (`sim_replya=`); the message
+            names the nearest field.
+        Both are located at the call that built the config, and their traceback ends there.
     """
 
     platform: str = "a2a3sim"
@@ -221,23 +274,26 @@ class RunConfig:
         if self.backend_type is None:
             self.backend_type = derived
         elif self.backend_type is not derived:
-            raise ValueError(f"platform {self.platform!r} targets {derived.name}, but backend_type is "
-                             f"{self.backend_type.name}")
-        if self.device_id < 0:
-            raise ValueError(f"device_id must be >= 0, got {self.device_id}")
-        if self.rtol < 0 or self.atol < 0:
-            raise ValueError(f"rtol and atol must be >= 0, got rtol={self.rtol}, atol={self.atol}")
+            raise ArgumentValueError(f"platform {self.platform!r} targets {derived.name}, but backend_type is "
+                                     f"{self.backend_type.name}")
+        if not _is_number(self.device_id, numbers.Integral) or self.device_id < 0:
+            raise ArgumentValueError(f"RunConfig.device_id must be an int >= 0, got {self.device_id!r}")
+        if not (_is_number(self.rtol, numbers.Real) and _is_number(self.atol, numbers.Real)
+                and self.rtol >= 0 and self.atol >= 0):
+            raise ArgumentValueError(f"RunConfig.rtol and RunConfig.atol must be numbers >= 0, got "
+                                     f"rtol={self.rtol!r}, atol={self.atol!r}")
         for name, levels in DFX_LEVELS.items():
             setattr(self, name, _check_level(name, getattr(self, name), levels))
-        for name in _DFX_SWITCHES:
+        for name in _BOOL_FIELDS:
             v = getattr(self, name)
-            if not isinstance(v, bool) and v not in (0, 1):
-                raise ValueError(f"RunConfig.{name} must be True or False, got {v!r}")
+            if not isinstance(v, bool) and not (_is_number(v, numbers.Integral) and v in (0, 1)):
+                raise ArgumentValueError(f"RunConfig.{name} must be True or False, got {v!r}")
+            setattr(self, name, bool(v))
         for name in ("ring_task_window", "ring_heap", "ring_dep_pool"):
             setattr(self, name, check_ring(name, getattr(self, name), f"RunConfig.{name}"))
         if self.distributed_config is not None and not isinstance(self.distributed_config, DistributedConfig):
-            raise ValueError(f"RunConfig.distributed_config must be a DistributedConfig, got "
-                             f"{type(self.distributed_config).__name__}")
+            raise ArgumentValueError(f"RunConfig.distributed_config must be a DistributedConfig, got "
+                                     f"{type(self.distributed_config).__name__}")
 
     @property
     def is_simulator(self) -> bool:
@@ -253,11 +309,20 @@ class RunConfig:
         return [f for f, (default, _) in COMPILE_TIME_FIELDS.items() if getattr(self, f) != default]
 
 
+#  the bool fields (sanitize, sim_replay, enable_dep_gen, ...): True / False, or 0 / 1
+_BOOL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RunConfig) if f.type == "bool")
+
+
+def _is_number(value: Any, kind: type) -> bool:
+    """`value` is a number of `kind` (numbers.Integral / numbers.Real) and not a bool."""
+    return isinstance(value, kind) and not isinstance(value, bool)
+
+
 def _check_level(name: str, value: Any, levels: dict[int, str]) -> int:
     ok = isinstance(value, numbers.Integral) and value in levels   # bool is one: True is level 1
     if not ok:
         allowed = "; ".join(f"{k} = {v}" for k, v in levels.items())
-        raise ValueError(f"RunConfig.{name} must be an int level in {min(levels)}..{max(levels)} "
+        raise ArgumentValueError(f"RunConfig.{name} must be an int level in {min(levels)}..{max(levels)} "
                          f"({allowed}), got {value!r}")
     return int(value)
 

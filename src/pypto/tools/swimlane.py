@@ -9,7 +9,8 @@ ran a task, in track order (idle cores are left out, so the pipe rows of a busy 
 pushed below 72 empty rows; `--idle` draws them too), each busy core followed (from level 2) by a
 row per pipe it used; each slice ("X" event) is a box over its time span, coloured by
 kernel (orchestrator stalls red, waits grey); hovering a box shows its name, start, duration and
-arguments (task id, cycles, pipe cycles, dependencies, scope, ...). Instants (dispatch / finish)
+arguments (task id, cycles, pipe cycles, dependencies, scope, ...; an op on a pipe track also its
+cycles after the task's launch, e.g. `cycles 724-868 after the task's launch`). Instants (dispatch / finish)
 are thin ticks, async scheduler phases boxes on the scheduler row, counters ("tasks in flight",
 "ready tasks") step lines in rows of their own. A slider widens the timeline (zoom; also
 `page.html#zoom=8`), the page scrolls horizontally. Flow arrows are not drawn (the task's `deps`
@@ -70,6 +71,10 @@ def _tip(e: dict[str, Any], end: float | None = None) -> str:
     ts = float(e.get("ts", 0.0))
     lines.append(f"start {ts:.3f} us" + (f", duration {float(e['dur']):.3f} us" if "dur" in e else "")
                  + (f", until {end:.3f} us" if end is not None else ""))
+    args = e.get("args") or {}
+    if "start_after_launch" in args and "cycles" in args:   # an op on a pipe track (level 2)
+        start = args["start_after_launch"]
+        lines.append(f"cycles {start}-{start + args['cycles']} after the task's launch")
     for k, v in (e.get("args") or {}).items():
         lines.append(f"{k}: {json.dumps(v) if not isinstance(v, str) else v}")
     return html.escape("\n".join(lines))

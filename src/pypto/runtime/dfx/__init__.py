@@ -16,8 +16,9 @@ each busy core, one track per pipe with its ops where the pipes model placed the
 
 The folder always describes the last run of the build (`update_dfx`): a run writes the files its
 switches ask for and removes the DFX files of earlier runs that it does not write again; a run with
-every switch off removes them all (and the folder, when nothing else is in it). Only the names
-above are touched.
+every switch off removes them all (and the folder, when nothing else is in it). Every run also
+removes `swimlane.html`, the page `python -m pypto.tools.swimlane` renders into the folder: it
+describes an earlier run. Only these names are touched.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _writer(name: str) -> Callable[..., Any]:
     return __getattr__(name)  # type: ignore[no-any-return]
 
 
-__all__ = ["update_dfx", "wants_dfx", "dfx_files", "DFX_DIR", "DFX_FILES", "swimlane_events",
+__all__ = ["update_dfx", "wants_dfx", "dfx_files", "DFX_DIR", "DFX_FILES", "DERIVED_FILES", "swimlane_events",
            "task_graph_json", "task_graph_dot", "deps_json", "scope_stats", "scope_stats_jsonl", "pmu_rows",
            "pmu_csv", "pmu_task_csv", "write_args_dump"]
 
@@ -70,6 +71,10 @@ _OUTPUTS: tuple[tuple[str, Callable[[Any], bool], Callable[[RunRecord, Any], str
     ("pmu_tasks.csv", lambda c: c.enable_pmu >= 2, lambda r, c: _writer("pmu_task_csv")(r)),
 )
 DFX_FILES: tuple[str, ...] = (*(name for name, _, _ in _OUTPUTS), ARGS_DUMP_DIR)
+#  files that tools derive from a run's outputs into the folder (`python -m pypto.tools.swimlane`
+#  writes swimlane.html next to swimlane.json): no run writes them, and every run removes them, as
+#  they describe an earlier run
+DERIVED_FILES: tuple[str, ...] = ("swimlane.html",)
 
 
 def dfx_files(config: Any) -> list[str]:
@@ -93,7 +98,8 @@ def _write(path: Path, text: str) -> None:
 
 def update_dfx(record: RunRecord, config: Any, output_dir: str | os.PathLike) -> list[Path]:
     """Make `<output_dir>/dfx_outputs/` describe the run `record`: write the outputs `config` asks
-    for (each file atomically), then remove every other DFX file (`DFX_FILES`) an earlier run left.
+    for (each file atomically), then remove every other DFX file (`DFX_FILES`) an earlier run left
+    and the files tools derived from an earlier run (`DERIVED_FILES`: the swimlane's HTML page).
 
     With every switch off the DFX files are removed and the folder too when it is left empty. A
     program without an output folder (`output_dir` empty) writes into `./dfx_outputs/` when asked
@@ -116,6 +122,8 @@ def update_dfx(record: RunRecord, config: Any, output_dir: str | os.PathLike) ->
                 written.append(out / name)
         if ARGS_DUMP_DIR in names:
             written.append(_writer("write_args_dump")(record, config.enable_dump_args, out).parent)
+    for name in DERIVED_FILES:
+        (out / name).unlink(missing_ok=True)
     for name in DFX_FILES:
         if name not in names:
             if name == ARGS_DUMP_DIR:

@@ -9,7 +9,7 @@ microseconds of simulated time. What each `enable_chip_swimlane` level adds:
 | level | events |
 |---|---|
 | 1 | a complete event ("X", cat "task") per task on its core's track, named by its kernel, with the task id, cycles, cycles per pipe (`pipe_cycles`: busy cycles per pipe; from level 2 the pipe tracks place them in time), dependencies, scope and ring in `args` (for the kernels of a Group call also the group's first task id and the cycles it stalled on its pipes); on the orchestrator track a slice per submission (cat "submit") and a slice per stall on a full runtime ring (cat "stall", named e.g. `stall: task window full`) |
-| 2 | per task an instant "dispatch" at its start and "finish" at its end on its core's track (cat "dispatch" / "finish"; dispatch args: ready cycle and cycles queued for a core), and a flow arrow per dependency edge, from the producer's end to the consumer's start (cat "dep"); under each core that ran tasks, one track per pipe it used (`AIV0 MTE2`, `AIV0 VECTOR`, ...) with a slice per op (cat "pipe", named by the op, args: task id, source line) where the pipes model (`sim.pipes`) placed it after the task's launch — ops of different pipes overlap where their buffers allow it (a Group call's kernels run their pipes serially: no pipe tracks) |
+| 2 | per task an instant "dispatch" at its start and "finish" at its end on its core's track (cat "dispatch" / "finish"; dispatch args: ready cycle and cycles queued for a core), and a flow arrow per dependency edge, from the producer's end to the consumer's start (cat "dep"); under each core that ran tasks, one track per pipe it used (`AIV0 MTE2`, `AIV0 VECTOR`, ...) with a slice per op (cat "pipe", named by the op, args: task id, kernel, `start_after_launch` (its start in cycles counted from the task's launch, the task's start plus the `task_launch` cycles), `cycles`, source line) where the pipes model (`sim.pipes`) placed it after the task's launch — ops of different pipes overlap where their buffers allow it (a Group call's kernels run their pipes serially: no pipe tracks) |
 | 3 | scheduler phases on the scheduler track: per task the async slices "resolve deps" (submitted → dependencies met) and "ready queue" (→ dispatched), cat "sched"; counters "ready tasks" (waiting for a core) and "tasks in flight" (submitted, not retired) |
 | 4 | orchestrator phases on the orchestrator track: a slice per runtime scope instance (cat "scope", from its begin to its end) and each wait for submitted tasks (cat "wait": a host op reading task data, the end of the run) |
 
@@ -155,7 +155,8 @@ def _pipe_tracks(record: RunRecord) -> list[dict[str, Any]]:
                 meta.append({"ph": "M", "pid": CHIP_PID, "tid": tid, "name": "thread_sort_index",
                              "args": {"sort_index": tid - _PIPE_BASE}})
             name = names[op.site] if op.site < len(names) else op.pipe
-            args: dict[str, Any] = {"task_id": t.task_id, "kernel": t.kernel}
+            args: dict[str, Any] = {"task_id": t.task_id, "kernel": t.kernel,
+                                    "start_after_launch": op.start, "cycles": op.end - op.start}
             span = spans[op.site] if op.site < len(spans) else None
             if span is not None and span.is_known():
                 args["line"] = f"{span.filename}:{span.begin_line}"
