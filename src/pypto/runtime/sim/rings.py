@@ -26,7 +26,6 @@ import os
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 __all__ = ["RING_DEPTHS", "RING_FIELDS", "RingFigures", "RingSizes", "check_ring", "ring_sizes", "RingTracker",
@@ -158,6 +157,7 @@ class RingTracker:
         self._marks: dict[int, tuple[int, dict[str, int]]] = {}  # open scope id -> (ring, peaks)
         self.retired = 0
         self._figures: RingFigures | None = None             # `figures()` until the rings change
+        self._peak_figures: tuple[tuple[int, ...], ...] | None = None   # its peaks, until they change
 
     def fits(self, kind: str, ring: int, need: int) -> bool:
         return self.used[kind][ring] + need <= self.sizes.capacity(kind, ring)
@@ -179,6 +179,7 @@ class RingTracker:
         for r, peaks in self._marks.values():
             if r == ring and used[ring] > peaks[kind]:
                 peaks[kind] = used[ring]
+                self._peak_figures = None
 
     def alloc_task(self, task: Any, ring: int, entries: int) -> None:
         """Task `task` takes a slot and `entries` dependency entries of `ring`."""
@@ -226,19 +227,23 @@ class RingTracker:
 
     def open_mark(self, scope_id: int, ring: int) -> None:
         """Start tracking the peak occupancy of `ring` while scope `scope_id` is open."""
-        self._figures = None
+        self._figures = self._peak_figures = None
         self._marks[scope_id] = (ring, {k: self.used[k][ring] for k in RING_FIELDS})
 
     def close_mark(self, scope_id: int) -> dict[str, int]:
         """The peaks of scope `scope_id`'s ring while it was open."""
-        self._figures = None
+        self._figures = self._peak_figures = None
         return self._marks.pop(scope_id)[1]
 
     def figures(self) -> RingFigures:
         """The rings now (`RingFigures`), for scope records written later (`rewind.py`): copies,
-        kept until the rings change, so that asking again before then costs nothing."""
+        kept until the rings change (the peaks' part until a peak rises or a scope opens or
+        closes), so that asking again before then costs little."""
         f = self._figures
         if f is None:
-            f = self._figures = (tuple(chain.from_iterable(self.used.values())),
-                                 tuple((s, *p.values()) for s, (_, p) in self._marks.items()), self.retired)
+            peaks = self._peak_figures
+            if peaks is None:
+                peaks = self._peak_figures = tuple([(s, *p.values()) for s, (_, p) in self._marks.items()])
+            tw, heap, dep = self.used.values()    # (RING_FIELDS order)
+            f = self._figures = ((*tw, *heap, *dep), peaks, self.retired)
         return f
