@@ -372,8 +372,8 @@ class Divides:
 def test_a_replay_that_fails_on_its_data_records_what_a_full_simulation_does(batched, tmp_path, monkeypatch) -> None:
     """Integer division by zero in one task of a replayed run: the error, the outputs the earlier
     tasks wrote and the run record (no task started after the failed one, no end-of-run figures)
-    are those of a full simulation that runs each task when it starts (PYPTO_SIM_BATCH=0). (Inside
-    a nested runtime scope the record would lack that scope's "end" line: `rewind.py`.)"""
+    are those of a full simulation that runs each task when it starts (PYPTO_SIM_BATCH=0). (Failures
+    inside nested runtime scopes: test_rt_rewind.py.)"""
     cp = ir.compile(pl.parse(_DIVIDES), output_dir=tmp_path, dump_passes=False, skip_ptoas=True)
 
     def args(seed: int, zero_row: int | None) -> list:

@@ -19,7 +19,9 @@ end: `event` ("begin" | "end"), `scope_id` (the instance), `scope` (path), `dept
 (orchestrator time), `tasks_submitted` / `tasks_retired` (whole run so far), and `task_window`,
 `heap`, `dep_pool`, each `{"used", "capacity"}` for the scope's ring at that moment (used: task
 slots, bytes, dependency entries in flight), plus `"peak"` (highest while the scope was open) in
-"end" records.
+"end" records. A run that failed in a task stopped there: the scopes open at that moment end with
+its figures (`runtime/sim/rewind.py`), in every simulation mode; the entry's scope has no "end"
+record then (its row has no `ring` / `peak_*`).
 """
 
 from __future__ import annotations

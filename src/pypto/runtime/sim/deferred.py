@@ -30,10 +30,10 @@ reason, the deferred tasks run first, and a kernel error among them is the one r
 happened earlier in simulated time). Batches form only with derived dependencies (with
 `auto_deps=False` nothing but their start orders tasks: they are deferred, not batched). A failing
 batch first
-puts back the DDR bytes it wrote (`replay.run_batch`). One difference remains in the record of a
-run that fails in a deferred task: a scope open when that task started has no "end" record (in a
-one-at-a-time run the error leaves the scope, which records its end with the rings of that
-moment). Not deferred: runs with the sanitizer or argument dumps, a device that observes task
+puts back the DDR bytes it wrote (`replay.run_batch`). The record of a run that fails in a deferred
+task is cut back to the moment that task started (`rewind.py`), and the runtime scopes open then end
+with the rings of that moment, as in a one-at-a-time run, whose schedule stops at the failed task.
+Not deferred: runs with the sanitizer or argument dumps, a device that observes task
 execution (a rank of a distributed run), hand-written C++ kernels, SPMD blocks, Group calls.
 """
 

@@ -31,7 +31,9 @@ entries of its scope depth's ring, each created tensor heap bytes. Before taking
 advances the schedule to the orchestrator's clock (`EventScheduler.advance_to`); while the ring is
 full it advances until enough tasks retire, and the orchestrator's clock jumps to that instant (a
 "stall" `OrchEvent`). Scope begin / end records (`RunRecord.scope_events`) sample the rings the
-same way. With `dump_args`, task arguments are snapshotted around each task (`argdump.py`).
+same way. When a task fails the schedule stops: the scopes open then get their "end" records at
+once and the error leaves them without simulating more (`task_failed`, `rewind.py`). With
+`dump_args`, task arguments are snapshotted around each task (`argdump.py`).
 
 With `sanitize=True`, kernels run instrumented (`sanitizer.py`) and the run raises a
 `SanitizerError` if anything was found.
@@ -76,7 +78,8 @@ from .orchestrator import Orchestrator
 from .record import OrchEvent, RunRecord, ScopeInfo
 from .regions import region_of
 from .replay import RunPlans, replay_enabled
-from .rings import RING_FIELDS, RingSizes, RingTracker, ring_of, ring_sizes
+from .rewind import close_scopes
+from .rings import RING_FIELDS, RingSizes, RingTracker, ring_of, ring_sizes, ring_state
 from .run_memo import ViewMemo
 from .sanitizer import Sanitizer, SanitizerError, check_ordering
 from .scheduler import EventScheduler, named_error
@@ -138,6 +141,7 @@ class SimDevice:
         self._orch_submit = int(const("orch_submit"))
         self._observer: Any = None    # a replay._Recorder while a run is recorded for replay
         self._deferred: Deferral | None = None   # a full simulation's deferred tasks (deferred.py)
+        self._failed = False     # a task of the run failed: its schedule has stopped (`task_failed`)
         self.run_plans = RunPlans()
 
     def __repr__(self) -> str:
@@ -390,15 +394,21 @@ class SimDevice:
     def _scope_record(self, event: str, sid: int, depth: int, peaks: dict[str, int] | None = None) -> None:
         """A `scope_stats.jsonl` record: the ring of scope `sid` (at `depth`) at the current cycle."""
         self.scheduler.advance_to(self._clock)
-        ring = ring_of(depth)
+        ring, rings = ring_of(depth), self._rings
         rec: dict[str, Any] = {"event": event, "scope_id": sid, "scope": self._scopes[sid].path(self._scopes),
                                "depth": depth, "ring": ring, "cycle": self._clock, "tasks_submitted": len(self.tasks),
-                               "tasks_retired": sum(t.retire_cycle is not None for t in self.tasks)}
-        for kind, v in self._rings.snapshot(ring).items():
-            if peaks is not None:
-                v["peak"] = peaks[kind]
-            rec[kind] = v
+                               "tasks_retired": rings.retired}
+        rec.update(ring_state([u[ring] for u in rings.used.values()], rings.sizes, ring,
+                              None if peaks is None else tuple(peaks.values())))
         self.last_run.scope_events.append(rec)  # type: ignore[union-attr]
+
+    def task_failed(self) -> None:
+        """A task (or Group call) failed when the scheduler started it: the run's schedule stops
+        here. The scopes open now get their "end" records (`rewind.close_scopes`); the error then
+        leaves them without recording or simulating more. Nothing to do when the failure was a
+        deferred task's, whose record `rewind` has already cut back and closed."""
+        if not self._failed:
+            close_scopes(self, self._scope_ids, self._clock, len(self.tasks), self._rings.figures())
 
     def _accesses(self, ex: KernelExecutor, func: Function, args: Sequence[Any]) -> tuple:
         """(argument index, Region, reads, writes) per tensor argument of a call of `func`: the
@@ -579,11 +589,14 @@ class SimDevice:
 
     def pop_scope(self) -> None:
         """Leave the innermost runtime scope: its tensors' heap is freed once the tasks submitted
-        so far have finished. Records a scope-end event (occupancy and peaks while it was open)."""
+        so far have finished. Records a scope-end event (occupancy and peaks while it was open),
+        except after a task failed (`task_failed`: its end is recorded already)."""
         depth = len(self._scope_stack) - 1
         sid = self._scope_stack.pop()
         self._scopes_moved()
         self._modes.pop()
+        if self._failed:
+            return
         self._rings.scope_end(ring_of(depth), self._scope_heap.pop(sid, 0), len(self.tasks) - 1)
         self._scope_record("end", sid, depth, self._rings.close_mark(sid))
 
@@ -651,6 +664,7 @@ class SimDevice:
         self._sanitizer[0] = Sanitizer() if sanitize else None
         self._scope_stack, self._scopes, self._clock = [], [], 0
         self._scopes_moved()
+        self._failed = False
         self._modes, self._spmd = [], []
         self.last_run = RunRecord(program, entry, self.backend.name, self.soc.num_aic, self.soc.num_aiv,
                                   auto_deps=auto_deps, sanitize=sanitize, tasks=self.tasks,

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RING_DEPTHS", "RING_FIELDS", "RingSizes", "check_ring", "ring_sizes", "RingTracker", "ring_of"]
+__all__ = ["RING_DEPTHS", "RING_FIELDS", "RingFigures", "RingSizes", "check_ring", "ring_sizes", "RingTracker",
+           "ring_of", "ring_state"]
 
 RING_DEPTHS = 4
 
@@ -115,11 +117,32 @@ def ring_sizes(task_window: Any = None, heap: Any = None, dep_pool: Any = None) 
     return RingSizes(**out)
 
 
+RingFigures = tuple[tuple[int, ...], tuple[tuple[int, ...], ...], int]
+"""The rings at one moment (`RingTracker.figures`), compact (a replay plan keeps one per task): the
+occupancy of each kind (`RING_FIELDS` order) on each ring (`RING_DEPTHS` values per kind); per open
+scope its id followed by its peaks (`RING_FIELDS` order); the tasks retired so far."""
+
+
+def ring_state(used: Sequence[int], sizes: RingSizes, ring: int,
+               peaks: Sequence[int] | None = None) -> dict[str, dict[str, int]]:
+    """{kind: {"used", "capacity"}} of `ring`, given the occupancy of each kind on it (`used`,
+    `RING_FIELDS` order), plus "peak" from `peaks` (same order) when given: the ring figures of a
+    `scope_stats.jsonl` record."""
+    out = {}
+    for i, k in enumerate(RING_FIELDS):
+        v = {"used": used[i], "capacity": sizes.capacity(k, ring)}
+        if peaks is not None:
+            v["peak"] = peaks[i]
+        out[k] = v
+    return out
+
+
 class RingTracker:
     """Occupancy of the rings during one run (module docstring).
 
     Attributes:
         sizes: the capacities. used / peak: {kind: [value per ring]} now and at most so far.
+        retired: tasks retired so far.
     """
 
     def __init__(self, sizes: RingSizes) -> None:
@@ -132,6 +155,9 @@ class RingTracker:
         self._prefix = 0                                      # every task below it has finished
         self._releases: list[tuple[int, int, int]] = []       # (last task id, ring, bytes) after a scope end
         self._marks: dict[int, tuple[int, dict[str, int]]] = {}  # open scope id -> (ring, peaks)
+        self.retired = 0
+        self._figures: RingFigures | None = None             # `figures()` until the rings change
+        self._peak_figures: tuple[tuple[int, ...], ...] | None = None   # its peaks, until they change
 
     def fits(self, kind: str, ring: int, need: int) -> bool:
         return self.used[kind][ring] + need <= self.sizes.capacity(kind, ring)
@@ -145,6 +171,7 @@ class RingTracker:
         return sum(b for _, r, b in self._releases if r == ring)
 
     def _add(self, kind: str, ring: int, n: int) -> None:
+        self._figures = None
         used = self.used[kind]
         used[ring] += n
         if used[ring] > self.peak[kind][ring]:
@@ -152,6 +179,7 @@ class RingTracker:
         for r, peaks in self._marks.values():
             if r == ring and used[ring] > peaks[kind]:
                 peaks[kind] = used[ring]
+                self._peak_figures = None
 
     def alloc_task(self, task: Any, ring: int, entries: int) -> None:
         """Task `task` takes a slot and `entries` dependency entries of `ring`."""
@@ -166,6 +194,7 @@ class RingTracker:
     def finished(self, task: Any, now: int) -> None:
         """Task `task` finished at cycle `now`: retire what can retire in order, free heap."""
         self._finished.add(task.task_id)
+        self._figures = None
         while self._prefix in self._finished:
             self._prefix += 1
         ring = self._task_ring[task.task_id][0]
@@ -173,12 +202,14 @@ class RingTracker:
         while order and order[0].task_id in self._finished:
             t = order.popleft()
             t.retire_cycle = now
+            self.retired += 1
             self.used["task_window"][ring] -= 1
             self.used["dep_pool"][ring] -= self._task_ring.pop(t.task_id)[1]   # (a retired task is done with)
         if self._releases:
             self._release()
 
     def _release(self) -> None:
+        self._figures = None
         keep = []
         for last, ring, nbytes in self._releases:
             if last < self._prefix:
@@ -196,12 +227,23 @@ class RingTracker:
 
     def open_mark(self, scope_id: int, ring: int) -> None:
         """Start tracking the peak occupancy of `ring` while scope `scope_id` is open."""
+        self._figures = self._peak_figures = None
         self._marks[scope_id] = (ring, {k: self.used[k][ring] for k in RING_FIELDS})
 
     def close_mark(self, scope_id: int) -> dict[str, int]:
         """The peaks of scope `scope_id`'s ring while it was open."""
+        self._figures = self._peak_figures = None
         return self._marks.pop(scope_id)[1]
 
-    def snapshot(self, ring: int) -> dict[str, dict[str, int]]:
-        """{kind: {"used", "capacity"}} of `ring` now."""
-        return {k: {"used": self.used[k][ring], "capacity": self.sizes.capacity(k, ring)} for k in RING_FIELDS}
+    def figures(self) -> RingFigures:
+        """The rings now (`RingFigures`), for scope records written later (`rewind.py`): copies,
+        kept until the rings change (the peaks' part until a peak rises or a scope opens or
+        closes), so that asking again before then costs little."""
+        f = self._figures
+        if f is None:
+            peaks = self._peak_figures
+            if peaks is None:
+                peaks = self._peak_figures = tuple([(s, *p.values()) for s, (_, p) in self._marks.items()])
+            tw, heap, dep = self.used.values()    # (RING_FIELDS order)
+            f = self._figures = ((*tw, *heap, *dep), peaks, self.retired)
+        return f

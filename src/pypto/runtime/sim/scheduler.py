@@ -54,10 +54,12 @@ _DONE, _FREE, _READY = 0, 1, 2
 
 
 def run_task(device: SimDevice, task: Task) -> None:
-    """Execute `task` on its assigned core; errors name the task, kernel and core."""
+    """Execute `task` on its assigned core; errors name the task, kernel and core, and stop the
+    run's schedule (`SimDevice.task_failed`)."""
     try:
         device.execute(task)
     except RuntimeSimError as err:
+        device.task_failed()
         raise named_error(err, task) from err
 
 
@@ -291,7 +293,11 @@ class EventScheduler:
             cores = self._take_cluster(c)
             for t in unit:
                 t.core_index = c if t.core_type == "AIC" else 2 * c + (t.subblock or 0)
-            self.device.execute_group(unit)   # its errors name the group's kernels
+            try:
+                self.device.execute_group(unit)   # its errors name the group's kernels
+            except RuntimeSimError:
+                self.device.task_failed()
+                raise
             end = now
             for t in unit:
                 t.start_cycle = now + t.offset_cycles
