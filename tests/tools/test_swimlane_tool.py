@@ -191,15 +191,26 @@ def test_page_loads_in_a_browser_without_errors_and_zooms(build, tmp_path) -> No
     _, out = build
     target = tmp_path / "b.html"
     assert main([str(out), "-o", str(target)]) == 0
-    res = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                          "--v=0", "--dump-dom", target.as_uri() + "#zoom=8"],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "CONSOLE" not in res.stderr, res.stderr[-2000:]
-    dom = res.stdout
-    width = int(re.search(r'<svg id="lanes"[^>]* width="(\d+)"', dom).group(1))
-    assert width == 8 * 1420                                   # the script ran: 8 x the base width
-    assert 'id="plot" transform="scale(8,1)"' in dom
+
+    def rendered(window: str, zoom: str) -> str:
+        res = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                              "--v=0", f"--window-size={window}", "--dump-dom", target.as_uri() + zoom],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "CONSOLE" not in res.stderr, res.stderr[-2000:]
+        return res.stdout
+
+    def lanes_width(page: str) -> float:
+        return float(re.search(r'<svg id="lanes"[^>]* width="([\d.]+)"', page).group(1))
+
+    # a window wider than the page: zoom 8 is 8 x the base width (the script ran)
+    wide = rendered("2000,900", "#zoom=8")
+    assert lanes_width(wide) == 8 * 1420
+    assert 'id="plot" transform="scale(8,1)"' in wide
+    # a 1000-pixel window: zoom 1 fits the run into what the labels leave (no horizontal scroll)
+    narrow = lanes_width(rendered("1000,900", ""))
+    assert 600 < narrow < 1000 - 130
+    dom = wide   # the page as the browser left it
     cp, _ = build
     busy = {t.core for t in cp.tasks}
     labels = re.findall(r'<text class="lab"[^>]*>([^<]*)</text>', dom)

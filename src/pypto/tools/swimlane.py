@@ -12,8 +12,9 @@ kernel (orchestrator stalls red, waits grey); hovering a box shows its name, sta
 arguments (task id, cycles, pipe cycles, dependencies, scope, ...; an op on a pipe track also its
 cycles after the task's launch, e.g. `cycles 724-868 after the task's launch`). Instants (dispatch / finish)
 are thin ticks, async scheduler phases boxes on the scheduler row, counters ("tasks in flight",
-"ready tasks") step lines in rows of their own. A slider widens the timeline (zoom; also
-`page.html#zoom=8`), the page scrolls horizontally. Flow arrows are not drawn (the task's `deps`
+"ready tasks") step lines in rows of their own. At zoom 1 the whole run fits the window's
+width; a slider widens the timeline (zoom; also `page.html#zoom=8`), the page then scrolls
+horizontally. Flow arrows are not drawn (the task's `deps`
 are in its hover text).
 
 Input: a trace-event JSON file, a `dfx_outputs/` folder holding `swimlane.json`, or a build folder
@@ -184,15 +185,18 @@ body {{ font: 13px sans-serif; margin: 8px; }}
 <div id="row">{label_svg}<div id="wrap">{svg}</div></div>
 <script>
 const svg = document.getElementById('lanes'), base = svg.width.baseVal.value;
-const slider = document.getElementById('zoom');
-function setZoom(z) {{
-  svg.setAttribute('width', base * z);
-  document.getElementById('plot').setAttribute('transform', 'scale(' + z + ',1)');
-  for (const t of svg.querySelectorAll('text.axis')) t.setAttribute('x', Number(t.dataset.x) * z);
+const slider = document.getElementById('zoom'), wrap = document.getElementById('wrap');
+function setZoom(z) {{   // zoom 1 fits the whole run into the window's width
+  const s = z * Math.min(1, Math.max(0.2, (wrap.clientWidth - 2) / base));
+  svg.setAttribute('width', base * s);
+  document.getElementById('plot').setAttribute('transform', 'scale(' + s + ',1)');
+  for (const t of svg.querySelectorAll('text.axis')) t.setAttribute('x', Number(t.dataset.x) * s);
 }}
 slider.addEventListener('input', e => setZoom(Number(e.target.value)));
+window.addEventListener('resize', () => setZoom(Number(slider.value)));
 const m = location.hash.match(/zoom=([0-9]+)/);   // e.g. swimlane.html#zoom=8
-if (m) {{ slider.value = m[1]; setZoom(Number(slider.value)); }}
+if (m) slider.value = m[1];
+setZoom(Number(slider.value));
 </script>
 </body></html>
 """
