@@ -76,3 +76,58 @@ def test_scalar_arguments_are_run_time_values():
     assert len(first_blocks._cache) == 1
     first_blocks(torch.randn(16, 64), 8, 1.0, torch.zeros(16, 64))  # a bare pl.Tensor: its shape is specialised
     assert len(first_blocks._cache) == 2
+
+
+FACTOR = 2.0
+ROWS = 8
+
+
+def test_module_globals_and_sub_functions_are_part_of_the_key():
+    """A kernel reads module globals (and closure variables, and the sub-functions it calls) while
+    it is specialised: changing one between calls builds again instead of running the old value;
+    the same values hit the cache."""
+    global FACTOR, ROWS, scale_blocks
+
+    @pl.jit
+    def scaled(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        for i in pl.range(0, 32, ROWS):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[i:i + ROWS, :] = pl.mul(x[i:i + ROWS, :], FACTOR)
+        return y
+
+    x, y = torch.randn(32, 64), torch.zeros(32, 64)
+    saved = FACTOR, ROWS, scale_blocks
+    try:
+        scaled(x, y)
+        torch.testing.assert_close(y, 2.0 * x)
+        FACTOR = 5.0
+        scaled(x, y)
+        torch.testing.assert_close(y, 5.0 * x)
+        assert len(scaled._cache) == 2
+        ROWS = 16
+        scaled(x, y)
+        assert len(scaled._cache) == 3
+        FACTOR, ROWS = 2.0, 8
+        scaled(x, y)                                  # the first build again
+        torch.testing.assert_close(y, 2.0 * x)
+        assert len(scaled._cache) == 3
+
+        @pl.jit
+        def first_blocks(x: pl.Tensor, n: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor]):
+            y = scale_blocks(x, n, s, y)
+            return y
+
+        first_blocks(x, 32, 3.0, y)
+        torch.testing.assert_close(y, 3.0 * x)
+
+        @pl.jit.incore
+        def scale_blocks(x: pl.Tensor, n: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor]):
+            for i in pl.range(0, n, 8):   # a redefined sub-function: now adds
+                t = pl.load(x, [i, 0], [8, 64])
+                y = pl.store(pl.add(t, s), [i, 0], y)
+            return y
+
+        first_blocks(x, 32, 3.0, y)
+        torch.testing.assert_close(y, x + 3.0)
+    finally:
+        FACTOR, ROWS, scale_blocks = saved

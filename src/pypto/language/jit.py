@@ -16,7 +16,6 @@ parser/core_side.py checks that an AIC / AIV kernel does only that core's work).
 from __future__ import annotations
 
 import ast
-import hashlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +33,7 @@ from ..ir.expr import ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Program
 from ..ir.types import DistributedTensorType, ScalarType, TensorType, Type
 from .decorators import InlineFunction
+from .jit_globals import free_values, source_hash
 from .parser.core_side import check_core_level
 from .parser.entry import FunctionOptions, parse_function
 from .parser.external import ExternalOptions
@@ -41,14 +41,6 @@ from .parser.function_parser import ProgramContext
 from .typing import RUNTIME, DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
 
 __all__ = ["JITFunction", "JITSubFunction", "JITExternFunction", "jit"]
-
-
-def _source_hash(fn: Callable) -> str:
-    try:
-        src = inspect.getsource(fn)
-    except OSError:
-        src = fn.__qualname__
-    return hashlib.sha256(src.encode()).hexdigest()[:16]
 
 
 def _param_annotations(fn: Callable) -> dict[str, Any]:
@@ -286,7 +278,7 @@ class JITFunction(_Specialisable):
         self.__doc__ = fn.__doc__
         self._cache: dict[tuple, Any] = {}
         self._extern_prints: dict[tuple, tuple[str, ...]] = {}
-        self._src_hash = _source_hash(fn)
+        self._src_hash = source_hash(fn)
 
     # ---- specialisation ------------------------------------------------------------------
     def _overrides(self, args: tuple[Any, ...]) -> dict[str, Type]:
@@ -332,7 +324,7 @@ class JITFunction(_Specialisable):
 
     def _annotated_cache_key(self, config: Any) -> tuple:
         """`cache_key` of a call whose arguments match the annotations (`compile()` with none)."""
-        parts: list[Any] = [self._src_hash]
+        parts: list[Any] = [self._src_hash, free_values(self.__pypto_pyfunc__)]
         parts += [_annotated_key(a) for a in _param_annotations(self.__pypto_pyfunc__).values()]
         return tuple(parts) + self._config_key(config)
 
@@ -343,7 +335,10 @@ class JITFunction(_Specialisable):
     def cache_key(self, args: tuple[Any, ...], config: Any) -> tuple:
         """The specialisation key of a call (SPEC §7; docs/language.md "@pl.jit specialisation").
 
-        Parts: the source; per tensor argument its dtype and shape, where a dimension the
+        Parts: the source; the values of the module globals and closure variables the source
+        reads, and the sources of the sub-functions and inline helpers it calls (`jit_globals`),
+        so changing `SCALE = 2.0` to `5.0` between calls builds again; per tensor argument its
+        dtype and shape, where a dimension the
         parameter's annotation declares dynamic (`pl.dynamic`) enters by name, not size (one build
         serves every size; the run checks sizes agree across parameters), and every other
         dimension by its size; a scalar argument only as "a scalar" — a `pl.Scalar` parameter is a
@@ -352,7 +347,7 @@ class JITFunction(_Specialisable):
         has what was asked for.
         """
         anns = list(_param_annotations(self.__pypto_pyfunc__).values())
-        parts: list[Any] = [self._src_hash]
+        parts: list[Any] = [self._src_hash, free_values(self.__pypto_pyfunc__)]
         for i, a in enumerate(args):
             t = getattr(a, "tensor", a)
             if hasattr(t, "shape") and hasattr(t, "dtype"):

@@ -1,0 +1,106 @@
+"""The free names a `@pl.jit` kernel's build depends on, for its cache key (SPEC §7, §9).
+
+A kernel body reads module globals and closure variables (`SCALE`, `TILE`, a `@pl.jit.incore`
+sub-function, an inline helper) while it is parsed: their values become part of the program. A
+cached build is only right while they keep those values, so the key of a call includes
+`free_values(fn)`:
+
+- every constant-like value the source of `fn` names (bool, int, float, complex, str, bytes, None,
+  an enum member, a `DataType`, and tuples / lists / sets / dicts of those), by name and `repr`;
+- for every `@pl.jit.*` sub-function or inline helper it names (anything with a
+  `__pypto_pyfunc__`), the hash of that function's source and, recursively, its own free values.
+
+Other values (modules, classes, plain functions, tensors) are not part of the key: the parser only
+reads them through attributes or calls, and hashing them would either be meaningless or costly.
+The names of a function are found once (from its source); each call only looks their values up.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import hashlib
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from ..core.dtype import DataType
+
+__all__ = ["free_values", "source_hash"]
+
+_NAMES: dict[Any, tuple[str, ...]] = {}
+_ATOMS = (bool, int, float, complex, str, bytes, type(None), enum.Enum, DataType)
+
+
+def source_hash(fn: Callable) -> str:
+    """A short hash of the source of `fn` (its qualified name when the source is unavailable)."""
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):
+        src = fn.__qualname__
+    return hashlib.sha256(src.encode()).hexdigest()[:16]
+
+
+def _names(fn: Callable) -> tuple[str, ...]:
+    """The names `fn`'s source reads (loads of plain names, in order of first use), cached."""
+    code = getattr(fn, "__code__", None)
+    key = code if code is not None else fn
+    hit = _NAMES.get(key)
+    if hit is not None:
+        return hit
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        names: tuple[str, ...] = ()
+    else:
+        seen: dict[str, None] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                seen.setdefault(node.id, None)
+        names = tuple(seen)
+    _NAMES[key] = names
+    return names
+
+
+def _constant(v: Any, depth: int = 0) -> bool:
+    if isinstance(v, _ATOMS):
+        return True
+    if depth < 4 and isinstance(v, (tuple, list, set, frozenset)):
+        return all(_constant(x, depth + 1) for x in v)
+    if depth < 4 and isinstance(v, dict):
+        return all(_constant(k, depth + 1) and _constant(x, depth + 1) for k, x in v.items())
+    return False
+
+
+def free_values(fn: Callable, _seen: set[int] | None = None) -> tuple:
+    """The part of a JIT cache key that stands for the globals and closure variables `fn` (a
+    Python function) reads (module docstring): a tuple of `(name, type, repr)` for constants and
+    `(name, source hash, free values)` for sub-functions and inline helpers."""
+    seen = _seen if _seen is not None else set()
+    if id(fn) in seen:
+        return ()
+    seen.add(id(fn))
+    code = getattr(fn, "__code__", None)
+    closure: dict[str, Any] = {}
+    if code is not None and getattr(fn, "__closure__", None):
+        for name, cell in zip(code.co_freevars, fn.__closure__):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:   # an empty cell (assigned later)
+                pass
+    glb = getattr(fn, "__globals__", {})
+    out: list[tuple] = []
+    for name in _names(fn):
+        if name in closure:
+            v = closure[name]
+        elif name in glb:
+            v = glb[name]
+        else:
+            continue
+        sub = getattr(v, "__pypto_pyfunc__", None)
+        if callable(sub):
+            out.append((name, source_hash(sub), free_values(sub, seen)))
+        elif _constant(v):
+            out.append((name, type(v).__name__, repr(v)))
+    return tuple(out)
