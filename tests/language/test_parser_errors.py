@@ -121,6 +121,18 @@ def test_unsupported_statement_is_a_parser_error():
     assert_located(ei.value, "MARK-try")
 
 
+def test_a_loop_over_a_python_iterable_lists_every_loop_helper():
+    with pytest.raises(ParserSyntaxError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            for i in range(4):  # MARK-pyrange
+                a = pl.add(a, 1.0)
+            return a
+    assert ei.value.message == ("a kernel loop must iterate over pl.range(...), pl.parallel(...), "
+                                "pl.unroll(...), pl.pipeline(...), pl.while_(...) or pl.spmd(...)")
+    assert_located(ei.value, "MARK-pyrange")
+
+
 def test_if_condition_must_be_bool():
     with pytest.raises(ParserTypeError) as ei:
         @pl.function

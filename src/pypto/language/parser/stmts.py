@@ -329,7 +329,8 @@ class StmtParser:
         helper = self.parse_value(it.func) if isinstance(it, ast.Call) else None
         if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in (*_LOOP_KINDS, "while_", "spmd"):
             raise ParserSyntaxError("a kernel loop must iterate over pl.range(...), pl.parallel(...), "
-                                    "pl.unroll(...), pl.while_(...) or pl.spmd(...)", self.span(it))
+                                    "pl.unroll(...), pl.pipeline(...), pl.while_(...) or pl.spmd(...)",
+                                    self.span(it))
         if helper.name == "spmd":
             spmd_loop(self, node, it)
         elif helper.name == "while_":
