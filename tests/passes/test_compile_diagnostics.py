@@ -202,11 +202,22 @@ def test_compile_phase_emits_compile_diagnostics(tmp_path):
      "unknown verification_level 'paranoid'; allowed: ir.VerificationLevel.NONE, ir.VerificationLevel.BASIC, "
      "ir.VerificationLevel.ROUNDTRIP"),
     (dict(verification_level=2), "unknown verification_level 2"),
+    (dict(backend_type="Ascend310"),
+     "unknown backend_type 'Ascend310'; allowed: BackendType.Ascend910B, BackendType.Ascend950 "
+     "(from pypto.backend import BackendType), or their names as strings"),
+    (dict(backend_type=950), "unknown backend_type 950"),
 ])
 def test_unknown_option_values_are_value_errors_before_anything_is_written(tmp_path, kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         ir.compile(Clean, output_dir=tmp_path / "b", **kw)
     assert not (tmp_path / "b").exists()
+
+
+def test_backend_type_by_name(tmp_path):
+    """Like verification_level, backend_type may be given by its name (it was a bare KeyError)."""
+    from pypto.backend import BackendType
+
+    assert ir.compile(Clean, output_dir=tmp_path / "b", backend_type="Ascend950").backend_type is BackendType.Ascend950
 
 
 def test_every_code_is_listed_in_the_allowed_values():
