@@ -24,6 +24,7 @@ from ..core.dtype import BOOL, FP32, INT64, DataType, dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
 from ..core.errors import (
     ArgumentTypeError,
+    ArgumentValueError,
     ParserSyntaxError,
     ParserTypeError,
     user_facing,
@@ -149,7 +150,7 @@ def _param_span(fn: Callable, name: str) -> Span | None:
 
 def tensor_type_of(value: Any, param: str) -> TensorType:
     """The TensorType of a torch tensor (or DeviceTensor) argument. Raises ArgumentTypeError (a
-    TypeError) otherwise."""
+    TypeError) for anything else, ArgumentValueError for a tensor with an empty dimension."""
     import torch
 
     t = getattr(value, "tensor", value)
@@ -161,6 +162,11 @@ def tensor_type_of(value: Any, param: str) -> TensorType:
         raise ArgumentTypeError(f"parameter '{param}' has dtype {t.dtype}, which PyPTO does not support; "
                                 f"convert it (e.g. to torch.float32)") from None
     shape = dtype.logical_shape(tuple(int(d) for d in t.shape))   # FP4: two values per element
+    if 0 in shape:
+        raise ArgumentValueError(f"parameter '{param}' has a dimension of size 0, shape {list(shape)}: a bare "
+                                 f"pl.Tensor takes its static shape from the argument, and static dimensions are "
+                                 f">= 1; declare a dimension that may be empty as pl.dynamic "
+                                 f"(pl.Tensor[[M, ...], dtype] with M = pl.dynamic(\"M\"))")
     return TensorType(tuple(to_dim(d) for d in shape), dtype)
 
 
