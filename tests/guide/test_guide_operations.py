@@ -148,6 +148,22 @@ def test_subscript_negative_indices_count_from_the_end():
             return out
 
 
+def test_augmented_assignment_to_a_subscript():
+    """`out[i:i+16, :] += v` is the write sugar applied to `out[i:i+16, :] + v`."""
+    @pl.function
+    def f(A: pl.Tensor[[16, 64], pl.FP32], out: pl.InOut[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        out[16:32, :] += A
+        out[0:16, 0:32] *= 2.0
+        return out
+
+    A, out = torch.randn(16, 64), torch.randn(32, 64)
+    expected = out.clone()
+    expected[16:32] += A
+    expected[0:16, 0:32] *= 2.0
+    run(f, A, out)
+    torch.testing.assert_close(out, expected)
+
+
 def test_subscript_write_rejected_under_strict_ssa():
     with pytest.raises(SSAViolationError, match="use pl.assemble"):
         @pl.function(strict_ssa=True)
