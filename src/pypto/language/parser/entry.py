@@ -105,7 +105,7 @@ def parse_function(fn: Callable, opts: FunctionOptions, *, name: str | None = No
         raise ParserSyntaxError("expected a function definition", info.span(fdef))
     ns = Namespace.of_function(fn)
     header = parse_header(fdef, info, ns, is_method=False, overrides=overrides,
-                          evaluated=getattr(fn, "__annotations__", None))
+                          evaluated=getattr(fn, "__annotations__", None), jit=overrides is not None)
     if name:
         fdef.name = name
         header.name = name
@@ -322,7 +322,7 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
     if overrides_from_args:
         overrides.update({n: a.type for n, a in zip(names, args) if not _is_static(a)})
     header = parse_header(fdef, info, ns, is_method=False, overrides=overrides,
-                          evaluated=getattr(pyfunc, "__annotations__", None))
+                          evaluated=getattr(pyfunc, "__annotations__", None), jit=overrides_from_args)
     if len(args) != len(header.params):
         raise ParserTypeError(f"inline function '{fdef.name}' takes {len(header.params)} arguments, got "
                               f"{len(args)}", parser.span(node))
