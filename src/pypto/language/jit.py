@@ -35,6 +35,7 @@ from ..ir.function import Program
 from ..ir.types import DistributedTensorType, ScalarType, TensorType, Type
 from .decorators import InlineFunction
 from .jit_globals import free_values, source_hash
+from .parser.call_binding import positional_call, python_defaults
 from .parser.core_side import check_core_level
 from .parser.entry import FunctionOptions, parse_function
 from .parser.external import ExternalOptions
@@ -185,8 +186,9 @@ class _Specialisable:
         if ctx is None:
             raise ParserSyntaxError(f"'{self.__name__}' can only be called from a @pl.jit entry",
                                     parser.span(node))
-        args = [parser.parse_expr(a) for a in node.args]
         names = list(inspect.signature(self.__pypto_pyfunc__).parameters)
+        node = positional_call(node, names, self.__name__, parser.span(node), python_defaults(self.__pypto_pyfunc__))
+        args = [parser.parse_expr(a) for a in node.args]
         if len(args) != len(names):
             raise ParserTypeError(f"'{self.__name__}' takes {len(names)} arguments, got {len(args)}",
                                   parser.span(node))
@@ -302,14 +304,16 @@ class JITFunction(_Specialisable):
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """Positional argument tuple for a call with `args` / `kwargs` (Python binding rules).
 
+        Parameters left out take their Python default (`s: pl.Scalar[pl.FP32] = 2.0`).
         Raises ArgumentTypeError (a TypeError) naming a missing, unknown or duplicate parameter."""
-        if not kwargs:
-            return args
         sig = inspect.signature(self.__pypto_pyfunc__)
+        if not kwargs and (not args or len(args) >= len(sig.parameters)):
+            return args   # (no arguments at all: compile() from the annotations)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
             raise ArgumentTypeError(f"{self.__name__}(): {e}") from None
+        bound.apply_defaults()   # a parameter's Python default fills a missing argument
         return tuple(bound.arguments[n] for n in sig.parameters)
 
     @user_facing

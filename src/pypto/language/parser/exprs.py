@@ -38,6 +38,7 @@ from ...ir.types import DistributedTensorType, ScalarType, TensorType, TileType,
 from .. import dsl
 from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
 from ..typing import DynVar
+from .call_binding import positional_call
 from .deps import parse_deps, reject_deps
 from .host import function_call, is_host_orchestrator, rank_subscript
 from .source import MISSING
@@ -464,8 +465,10 @@ class ExprParser:
         raise ParserSyntaxError(f"pl.{b.name}(...) cannot be used as a value here", span)
 
     def call_function(self, gv: GlobalVar, node: ast.Call) -> Call:
-        """A call of program function `gv`; `deps=[...]` is its only keyword (`parser/deps.py`)."""
+        """A call of program function `gv`, its arguments bound like Python's (`call_binding`);
+        `deps=[...]` (`parser/deps.py`) and a host's `device=` are the other keywords."""
         params, _dirs, rets = self.program.signature(gv.name)
+        node = positional_call(node, [p.name for p in params], gv.name, self.span(node))
         args = [self.parse_expr(a) for a in node.args]
         deps: tuple[Expr, ...] = ()
         device = None
@@ -474,8 +477,9 @@ class ExprParser:
                 device = k
                 continue
             if k.arg != "deps":
-                raise ParserSyntaxError("keyword arguments are not supported in function calls (except "
-                                        "deps=[...])", self.span(node))
+                raise ParserTypeError(f"'{gv.name}' got an unexpected keyword argument '{k.arg}' (its parameters: "
+                                      f"{', '.join(p.name for p in params)}; a call also takes deps=[...])",
+                                      self.span(node))
             deps = parse_deps(self, k.value, node)
         if len(args) != len(params):
             raise ParserTypeError(f"function '{gv.name}' takes {len(params)} arguments, got {len(args)}",
