@@ -131,3 +131,28 @@ def test_module_globals_and_sub_functions_are_part_of_the_key():
         torch.testing.assert_close(y, x + 3.0)
     finally:
         FACTOR, ROWS, scale_blocks = saved
+
+
+step = 0   # a module global that shares its name with a kernel's loop variable
+
+
+def test_a_kernel_local_named_like_a_changing_global_does_not_rebuild():
+    """Only free names count: a kernel whose loop variable is `step` is not rebuilt when a module
+    global `step` changes between calls (a script's `for step in range(n): kernel(...)`)."""
+    global step
+
+    @pl.jit
+    def rows(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        for step in pl.range(0, 32, 8):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[step:step + 8, :] = pl.add(x[step:step + 8, :], 1.0)
+        return y
+
+    x, y = torch.randn(32, 64), torch.zeros(32, 64)
+    try:
+        for step in range(3):
+            rows(x, y)
+    finally:
+        step = 0
+    torch.testing.assert_close(y, x + 1.0)
+    assert len(rows._cache) == 1 and rows.compile(x, y).last_run.replayed

@@ -43,12 +43,15 @@ def source_hash(fn: Callable) -> str:
 
 
 def _names(fn: Callable) -> tuple[str, ...]:
-    """The names `fn`'s source reads (loads of plain names, in order of first use), cached."""
+    """The free names `fn`'s source reads (loads of plain names, in order of first use), cached.
+    A name the function binds itself (a parameter, an assignment or loop target: Python's locals,
+    `co_varnames`) is not free, even where a module global of that name exists."""
     code = getattr(fn, "__code__", None)
     key = code if code is not None else fn
     hit = _NAMES.get(key)
     if hit is not None:
         return hit
+    local = set(code.co_varnames) | set(code.co_cellvars) if code is not None else set()
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -56,7 +59,7 @@ def _names(fn: Callable) -> tuple[str, ...]:
     else:
         seen: dict[str, None] = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
                 seen.setdefault(node.id, None)
         names = tuple(seen)
     _NAMES[key] = names
