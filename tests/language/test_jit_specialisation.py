@@ -136,6 +136,36 @@ def test_module_globals_and_sub_functions_are_part_of_the_key():
 step = 0   # a module global that shares its name with a kernel's loop variable
 
 
+class _Cfg:
+    depth = 1
+
+
+CFG = _Cfg()
+
+
+def test_an_attribute_of_a_global_object_is_part_of_the_key():
+    """docs/language.md's compile-time `CFG.depth`: changing it between calls builds again."""
+    @pl.jit
+    def deep(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            if CFG.depth > 2:
+                y[:] = pl.mul(x, 3.0)
+            else:
+                y[:] = pl.mul(x, 2.0)
+        return y
+
+    x, y = torch.randn(16, 64), torch.zeros(16, 64)
+    try:
+        deep(x, y)
+        torch.testing.assert_close(y, 2.0 * x)
+        CFG.depth = 3
+        deep(x, y)
+        torch.testing.assert_close(y, 3.0 * x)
+    finally:
+        CFG.depth = 1
+    assert len(deep._cache) == 2
+
+
 def test_a_kernel_local_named_like_a_changing_global_does_not_rebuild():
     """Only free names count: a kernel whose loop variable is `step` is not rebuilt when a module
     global `step` changes between calls (a script's `for step in range(n): kernel(...)`)."""

@@ -5,8 +5,9 @@ sub-function, an inline helper) while it is parsed: their values become part of 
 cached build is only right while they keep those values, so the key of a call includes
 `free_values(fn)`:
 
-- every constant-like value the source of `fn` names (bool, int, float, complex, str, bytes, None,
-  an enum member, a `DataType`, and tuples / lists / sets / dicts of those), by name and `repr`;
+- every constant-like value the source of `fn` names, directly or as an attribute of a global
+  (`CFG.depth`): bool, int, float, complex, str, bytes, None, an enum member, a `DataType`, and
+  tuples / lists / sets / dicts of those, by name and `repr`;
 - for every `@pl.jit.*` sub-function or inline helper it names (anything with a
   `__pypto_pyfunc__`), the hash of that function's source and, recursively, its own free values.
 
@@ -42,10 +43,22 @@ def source_hash(fn: Callable) -> str:
     return hashlib.sha256(src.encode()).hexdigest()[:16]
 
 
+def _dotted(node: ast.AST) -> str | None:
+    """`a` or `a.b.c` for a load of a name or of an attribute chain over a name; None otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
 def _names(fn: Callable) -> tuple[str, ...]:
-    """The free names `fn`'s source reads (loads of plain names, in order of first use), cached.
-    A name the function binds itself (a parameter, an assignment or loop target: Python's locals,
-    `co_varnames`) is not free, even where a module global of that name exists."""
+    """The free names `fn`'s source reads, and attribute chains over them (`CFG.depth`), in order
+    of first use, cached. A name the function binds itself (a parameter, an assignment or loop
+    target: Python's locals, `co_varnames`) is not free, even where a module global of that name
+    exists."""
     code = getattr(fn, "__code__", None)
     key = code if code is not None else fn
     hit = _NAMES.get(key)
@@ -59,8 +72,9 @@ def _names(fn: Callable) -> tuple[str, ...]:
     else:
         seen: dict[str, None] = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
-                seen.setdefault(node.id, None)
+            path = _dotted(node)
+            if path is not None and path.split(".", 1)[0] not in local:
+                seen.setdefault(path, None)
         names = tuple(seen)
     _NAMES[key] = names
     return names
@@ -95,11 +109,17 @@ def free_values(fn: Callable, _seen: set[int] | None = None) -> tuple:
     glb = getattr(fn, "__globals__", {})
     out: list[tuple] = []
     for name in _names(fn):
-        if name in closure:
-            v = closure[name]
-        elif name in glb:
-            v = glb[name]
+        base, *attrs = name.split(".")
+        if base in closure:
+            v = closure[base]
+        elif base in glb:
+            v = glb[base]
         else:
+            continue
+        try:
+            for a in attrs:
+                v = getattr(v, a)
+        except Exception:   # an attribute the parser would report (or a property that raises)
             continue
         sub = getattr(v, "__pypto_pyfunc__", None)
         if callable(sub):
