@@ -23,6 +23,7 @@ import enum
 import hashlib
 import inspect
 import textwrap
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -31,16 +32,22 @@ from ..core.dtype import DataType
 __all__ = ["free_values", "source_hash"]
 
 _NAMES: dict[Any, tuple[str, ...]] = {}
+_HASHES: dict[Any, str] = {}
 _ATOMS = (bool, int, float, complex, str, bytes, type(None), enum.Enum, DataType)
 
 
 def source_hash(fn: Callable) -> str:
-    """A short hash of the source of `fn` (its qualified name when the source is unavailable)."""
-    try:
-        src = inspect.getsource(fn)
-    except (OSError, TypeError):
-        src = fn.__qualname__
-    return hashlib.sha256(src.encode()).hexdigest()[:16]
+    """A short hash of the source of `fn` (its qualified name when the source is unavailable),
+    cached per code object (a redefined function has a new one)."""
+    key = getattr(fn, "__code__", fn)
+    hit = _HASHES.get(key)
+    if hit is None:
+        try:
+            src = inspect.getsource(fn)
+        except (OSError, TypeError):
+            src = fn.__qualname__
+        hit = _HASHES[key] = hashlib.sha256(src.encode()).hexdigest()[:16]
+    return hit
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -116,6 +123,8 @@ def free_values(fn: Callable, _seen: set[int] | None = None) -> tuple:
             v = glb[base]
         else:
             continue
+        if isinstance(v, types.ModuleType) and v.__name__.split(".", 1)[0] == "pypto":
+            continue   # pl.*, pld.*: the library's names, not the user's configuration
         try:
             for a in attrs:
                 v = getattr(v, a)
