@@ -5,7 +5,7 @@ import torch
 
 import pypto.language as pl
 from pypto import ir
-from pypto.core.errors import SSAViolationError
+from pypto.core.errors import ParserTypeError, SSAViolationError
 
 
 def run(fn, *args):
@@ -119,6 +119,48 @@ def test_subscript_sugar():
     expected = torch.zeros(32, 64)
     expected[0:16, 32:64] = A[0:16, 0:32] + A[0, 32]
     expected[16:32, :] = A[0:16, :] * 2.0
+    torch.testing.assert_close(out, expected)
+
+
+def test_subscript_negative_indices_count_from_the_end():
+    """Python's meaning: A[-16:, :] is the last 16 rows, A[:, :-32] all but the last 32 columns,
+    A[-1, -1] the last element, on the right and on the left of `=`; on a dynamic dimension a
+    negative index is an error that says how to write it."""
+    @pl.function
+    def f(A: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        tail = A[-16:, :-32]
+        out[-16:, -32:] = pl.add(tail, A[-1, -1])
+        return out
+
+    assert "pl.tensor.slice(A, [16, 32], [16, 0])" in f.as_python()
+    A, out = torch.randn(32, 64), torch.zeros(32, 64)
+    run(f, A, out)
+    expected = torch.zeros(32, 64)
+    expected[-16:, -32:] = A[-16:, :-32] + A[-1, -1]
+    torch.testing.assert_close(out, expected)
+
+    M = pl.dynamic("M")
+    with pytest.raises(ParserTypeError, match=r"a negative index \(-1\) counts from the end of dimension 'M', "
+                                              r"whose size is known only at run time: write it as M - 1"):
+        @pl.function
+        def g(A: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[1, 64], pl.FP32]]) -> pl.Tensor[[1, 64], pl.FP32]:
+            out[:, :] = A[-1:M, :]
+            return out
+
+
+def test_augmented_assignment_to_a_subscript():
+    """`out[i:i+16, :] += v` is the write sugar applied to `out[i:i+16, :] + v`."""
+    @pl.function
+    def f(A: pl.Tensor[[16, 64], pl.FP32], out: pl.InOut[pl.Tensor[[32, 64], pl.FP32]]) -> pl.Tensor[[32, 64], pl.FP32]:
+        out[16:32, :] += A
+        out[0:16, 0:32] *= 2.0
+        return out
+
+    A, out = torch.randn(16, 64), torch.randn(32, 64)
+    expected = out.clone()
+    expected[16:32] += A
+    expected[0:16, 0:32] *= 2.0
+    run(f, A, out)
     torch.testing.assert_close(out, expected)
 
 

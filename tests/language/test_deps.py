@@ -258,8 +258,10 @@ def test_deps_on_a_runtime_scope_and_on_an_inline_helper():
 
 
 def test_other_keywords_on_function_calls_are_still_rejected():
-    with pytest.raises(ParserSyntaxError, match=r"keyword arguments are not supported in function calls "
-                                                r"\(except deps=\[\.\.\.\]\)"):
+    """Keywords naming a parameter bind like Python's (tests/language/test_call_keywords.py); any
+    other keyword than deps= is an error naming it and the parameters."""
+    with pytest.raises(ParserTypeError, match=r"'k' got an unexpected keyword argument 'after' \(its parameters: "
+                                              r"a, o; a call also takes deps=\[\.\.\.\]\)"):
         @pl.program
         class P:
             @pl.function(type=pl.FunctionType.InCore)

@@ -63,6 +63,27 @@ def test_a_meta_tensor_is_refused_before_compiling() -> None:
     assert fresh.compile(torch.empty(16, 32, device="meta"), torch.empty(16, 32, device="meta")) is not None
 
 
+def test_an_empty_tensor_for_a_bare_parameter_says_to_declare_a_dynamic_dimension() -> None:
+    """A bare pl.Tensor takes a static shape from its argument; a size-0 dimension cannot be one
+    (it was an AnnotationError without a word about the argument). Dynamic dimensions may be 0."""
+    with pytest.raises(ArgumentValueError) as e:
+        shift(torch.zeros(0, 32), torch.zeros(0, 32))
+    assert str(e.value).startswith("parameter 'a' has a dimension of size 0, shape [0, 32]: a bare pl.Tensor "
+                                   "takes its static shape from the argument")
+    assert 'M = pl.dynamic("M")' in str(e.value) and _pypto_frames(e.tb) <= 1
+    M = pl.dynamic("M")
+
+    @pl.jit
+    def rows(a: pl.Tensor[[M, 32], pl.FP32], c: pl.Out[pl.Tensor[[M, 32], pl.FP32]]):
+        for i in pl.parallel(0, M, 8):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                c[i:i + 8, :] = pl.add(a[i:i + 8, :], 1.0)
+        return c
+
+    c = torch.zeros(0, 32)
+    assert rows(torch.zeros(0, 32), c) is c
+
+
 def test_a_wrong_dtype_leaves_without_pypto_frames() -> None:
     a = torch.randn(16, 32)
     compiled = shift.compile(a, torch.zeros(16, 32))

@@ -76,3 +76,113 @@ def test_scalar_arguments_are_run_time_values():
     assert len(first_blocks._cache) == 1
     first_blocks(torch.randn(16, 64), 8, 1.0, torch.zeros(16, 64))  # a bare pl.Tensor: its shape is specialised
     assert len(first_blocks._cache) == 2
+
+
+FACTOR = 2.0
+ROWS = 8
+
+
+def test_module_globals_and_sub_functions_are_part_of_the_key():
+    """A kernel reads module globals (and closure variables, and the sub-functions it calls) while
+    it is specialised: changing one between calls builds again instead of running the old value;
+    the same values hit the cache."""
+    global FACTOR, ROWS, scale_blocks
+
+    @pl.jit
+    def scaled(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        for i in pl.range(0, 32, ROWS):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[i:i + ROWS, :] = pl.mul(x[i:i + ROWS, :], FACTOR)
+        return y
+
+    x, y = torch.randn(32, 64), torch.zeros(32, 64)
+    saved = FACTOR, ROWS, scale_blocks
+    try:
+        scaled(x, y)
+        torch.testing.assert_close(y, 2.0 * x)
+        FACTOR = 5.0
+        scaled(x, y)
+        torch.testing.assert_close(y, 5.0 * x)
+        assert len(scaled._cache) == 2
+        ROWS = 16
+        scaled(x, y)
+        assert len(scaled._cache) == 3
+        FACTOR, ROWS = 2.0, 8
+        scaled(x, y)                                  # the first build again
+        torch.testing.assert_close(y, 2.0 * x)
+        assert len(scaled._cache) == 3
+
+        @pl.jit
+        def first_blocks(x: pl.Tensor, n: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor]):
+            y = scale_blocks(x, n, s, y)
+            return y
+
+        first_blocks(x, 32, 3.0, y)
+        torch.testing.assert_close(y, 3.0 * x)
+
+        @pl.jit.incore
+        def scale_blocks(x: pl.Tensor, n: pl.Scalar[pl.INDEX], s: pl.Scalar[pl.FP32], y: pl.Out[pl.Tensor]):
+            for i in pl.range(0, n, 8):   # a redefined sub-function: now adds
+                t = pl.load(x, [i, 0], [8, 64])
+                y = pl.store(pl.add(t, s), [i, 0], y)
+            return y
+
+        first_blocks(x, 32, 3.0, y)
+        torch.testing.assert_close(y, x + 3.0)
+    finally:
+        FACTOR, ROWS, scale_blocks = saved
+
+
+step = 0   # a module global that shares its name with a kernel's loop variable
+
+
+class _Cfg:
+    depth = 1
+
+
+CFG = _Cfg()
+
+
+def test_an_attribute_of_a_global_object_is_part_of_the_key():
+    """docs/language.md's compile-time `CFG.depth`: changing it between calls builds again."""
+    @pl.jit
+    def deep(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            if CFG.depth > 2:
+                y[:] = pl.mul(x, 3.0)
+            else:
+                y[:] = pl.mul(x, 2.0)
+        return y
+
+    x, y = torch.randn(16, 64), torch.zeros(16, 64)
+    try:
+        deep(x, y)
+        torch.testing.assert_close(y, 2.0 * x)
+        CFG.depth = 3
+        deep(x, y)
+        torch.testing.assert_close(y, 3.0 * x)
+    finally:
+        CFG.depth = 1
+    assert len(deep._cache) == 2
+
+
+def test_a_kernel_local_named_like_a_changing_global_does_not_rebuild():
+    """Only free names count: a kernel whose loop variable is `step` is not rebuilt when a module
+    global `step` changes between calls (a script's `for step in range(n): kernel(...)`)."""
+    global step
+
+    @pl.jit
+    def rows(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        for step in pl.range(0, 32, 8):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                y[step:step + 8, :] = pl.add(x[step:step + 8, :], 1.0)
+        return y
+
+    x, y = torch.randn(32, 64), torch.zeros(32, 64)
+    try:
+        for step in range(3):
+            rows(x, y)
+    finally:
+        step = 0
+    torch.testing.assert_close(y, x + 1.0)
+    assert len(rows._cache) == 1 and rows.compile(x, y).last_run.replayed

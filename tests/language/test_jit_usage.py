@@ -7,7 +7,7 @@ import torch
 
 import pypto.language as pl
 from pypto import ir
-from pypto.core.errors import RuntimeSimError
+from pypto.core.errors import ParserTypeError, RuntimeSimError
 
 ROWS, BLK, COLS = 512, 32, 128
 
@@ -155,3 +155,42 @@ def test_out_written_through_slices_does_not_warn_and_dump_passes_is_part_of_the
     assert plain is not dumped
     assert not (Path(plain.output_dir) / "passes_dump").exists()
     assert (Path(dumped.output_dir) / "passes_dump" / "00_frontend.py").exists()
+
+
+@pl.jit.incore
+def _exp_and_neg(x: pl.Tensor, a: pl.Out[pl.Tensor], b: pl.Out[pl.Tensor]) -> pl.Tuple[pl.Tensor, pl.Tensor]:
+    a[:] = pl.exp(x)
+    b[:] = pl.neg(x)
+    return a, b
+
+
+@pl.jit.inline
+def _doubled(x) -> pl.Tensor:
+    return pl.mul(x, 2.0)
+
+
+def test_bare_tensor_return_annotations_take_the_returned_types():
+    """`-> pl.Tensor` / `-> pl.Tuple[pl.Tensor, pl.Tensor]` on a @pl.jit entry, sub-function or
+    inline helper: like a bare parameter, the type comes from the value (it was refused with
+    'bare pl.Tensor is only allowed under @pl.jit')."""
+    @pl.jit
+    def both(x: pl.Tensor, a: pl.Out[pl.Tensor], b: pl.Out[pl.Tensor]) -> pl.Tuple[pl.Tensor, pl.Tensor]:
+        a, b = _exp_and_neg(x, a, b)
+        return a, b
+
+    @pl.jit
+    def one(x: pl.Tensor, a: pl.Out[pl.Tensor]) -> pl.Tensor:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            a[:] = _doubled(x)
+        return a
+
+    x, a, b = torch.randn(16, 64), torch.zeros(16, 64), torch.zeros(16, 64)
+    assert both(x, a, b) == (a, b)
+    torch.testing.assert_close(a, torch.exp(x))
+    torch.testing.assert_close(b, -x)
+    assert one(x, a) is a
+    torch.testing.assert_close(a, 2 * x)
+    with pytest.raises(ParserTypeError, match=r"bare pl.Tensor is only allowed under @pl.jit"):
+        @pl.function
+        def plain(x: pl.Tensor[[16, 64], pl.FP32]) -> pl.Tensor:
+            return x

@@ -68,12 +68,13 @@ def test_a_plain_python_helper_suggests_inline():
     assert_at(e.value, __file__, "MARK-maker")
     assert e.value.message.startswith("compile-time call '_plain_maker' failed: pl.create_tile(...) can only be "
                                       "used inside a @pl.function / @pl.jit body; to use '_plain_maker' as a")
-    with pytest.raises(ParserTypeError) as e:  # a builtin is not a helper to decorate
+    with pytest.raises(ParserTypeError) as e:  # a builtin is not a helper to decorate: the op to use instead
         @pl.function(type=pl.FunctionType.InCore)
         def k3(x: pl.Tensor[[16, 64], pl.FP32]) -> pl.Tensor[[16, 64], pl.FP32]:
             n = abs(x)
             return x
-    assert e.value.message == "'abs' is a Python function, not a PyPTO op or kernel; it cannot take IR values"
+    assert e.value.message == ("'abs' is a Python function, not a PyPTO op or kernel; it cannot take IR values; "
+                               "use pl.abs(x)")
 
 
 def test_static_assert_decides_static_dimensions_at_compile_time():

@@ -121,6 +121,38 @@ def test_unsupported_statement_is_a_parser_error():
     assert_located(ei.value, "MARK-try")
 
 
+def test_a_loop_over_a_python_iterable_lists_every_loop_helper():
+    with pytest.raises(ParserSyntaxError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            for i in range(4):  # MARK-pyrange
+                a = pl.add(a, 1.0)
+            return a
+    assert ei.value.message == ("a kernel loop must iterate over pl.range(...), pl.parallel(...), "
+                                "pl.unroll(...), pl.pipeline(...), pl.while_(...) or pl.spmd(...)")
+    assert_located(ei.value, "MARK-pyrange")
+
+
+@pytest.mark.parametrize("call,hint", [
+    ("min(n, 2)", "use pl.min(a, b) for scalars, pl.minimum(a, b) for tensors and tiles"),
+    ("max(n, 2)", "use pl.max(a, b) for scalars, pl.maximum(a, b) for tensors and tiles"),
+    ("abs(n)", "use pl.abs(x)"),
+])
+def test_python_builtins_on_ir_values_name_the_op_to_use(tmp_path, call, hint):
+    import importlib.util
+
+    src = tmp_path / "builtin_kernel.py"
+    src.write_text("import pypto.language as pl\n\n\n@pl.function\n"
+                   "def f(a: pl.Tensor[[64], pl.FP32], n: pl.Scalar[pl.INDEX]) -> pl.Tensor[[64], pl.FP32]:\n"
+                   f"    m = {call}\n"
+                   "    return a\n")
+    spec = importlib.util.spec_from_file_location("builtin_kernel", src)
+    with pytest.raises(ParserTypeError) as ei:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    assert ei.value.message.endswith(f"is a Python function, not a PyPTO op or kernel; it cannot take IR values; {hint}")
+    assert ei.value.span.begin_line == 6
+
+
 def test_if_condition_must_be_bool():
     with pytest.raises(ParserTypeError) as ei:
         @pl.function

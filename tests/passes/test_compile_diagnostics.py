@@ -202,11 +202,22 @@ def test_compile_phase_emits_compile_diagnostics(tmp_path):
      "unknown verification_level 'paranoid'; allowed: ir.VerificationLevel.NONE, ir.VerificationLevel.BASIC, "
      "ir.VerificationLevel.ROUNDTRIP"),
     (dict(verification_level=2), "unknown verification_level 2"),
+    (dict(backend_type="Ascend310"),
+     "unknown backend_type 'Ascend310'; allowed: BackendType.Ascend910B, BackendType.Ascend950 "
+     "(from pypto.backend import BackendType), or their names as strings"),
+    (dict(backend_type=950), "unknown backend_type 950"),
 ])
 def test_unknown_option_values_are_value_errors_before_anything_is_written(tmp_path, kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         ir.compile(Clean, output_dir=tmp_path / "b", **kw)
     assert not (tmp_path / "b").exists()
+
+
+def test_backend_type_by_name(tmp_path):
+    """Like verification_level, backend_type may be given by its name (it was a bare KeyError)."""
+    from pypto.backend import BackendType
+
+    assert ir.compile(Clean, output_dir=tmp_path / "b", backend_type="Ascend950").backend_type is BackendType.Ascend950
 
 
 def test_every_code_is_listed_in_the_allowed_values():
@@ -249,3 +260,34 @@ def test_w002_spares_a_while_loops_counter_but_not_its_other_results(tmp_path):
     ws = compile_warnings(Counted, tmp_path / "b")
     assert [(w.message.code, w.lineno) for w in ws] == [("W002", line_of("MARK-W002-WHILE"))]
     assert "the value of 'lost' after this 'while' is never used" in str(ws[0].message)
+
+
+def test_break_and_continue_flags_are_not_reported_as_unused_results(tmp_path):
+    """CtrlFlowTransform's break / continue flags are the compiler's, not the user's: a loop with
+    `break` (any step) or `continue` gets no W002 about them (language guide, Control Flow)."""
+
+    @pl.program
+    class Escapes:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: T, n: pl.Scalar[pl.INDEX], y: pl.Out[T]) -> T:
+            t = pl.load(x, [0, 0], [16, 128])
+            acc = t
+            for i in pl.range(8):
+                if i > n:
+                    break
+                acc = pl.add(acc, t)
+            for j in pl.range(7, -1, -1):
+                if j == n:
+                    continue
+                if j < 2:
+                    break
+                acc = pl.mul(acc, 2.0)
+            y = pl.store(acc, [0, 0], y)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: T, n: pl.Scalar[pl.INDEX], y: pl.Out[T]) -> T:
+            y = self.k(x, n, y)
+            return y
+
+    assert [str(w.message) for w in compile_warnings(Escapes, tmp_path / "e")] == []

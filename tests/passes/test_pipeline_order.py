@@ -86,3 +86,40 @@ def test_debug_tile_strategy_refuses_a_tensor_level_program_up_front(tmp_path):
         assert (e.value.span.filename, e.value.span.begin_line) == (__file__, _line(marker))
         assert not out.exists()
         ir.compile(program, output_dir=out, skip_ptoas=True, dump_passes=False)  # Default compiles it
+
+
+def test_debug_tile_strategy_accepts_a_tile_kernel_asking_its_tensors_sizes(tmp_path):
+    """`pl.dim` / `pl.tensor.dim` in a tile-level kernel is no tensor-level op: Simplify turns it
+    into the constant or the `pl.dynamic` variable, under either strategy, and the kernel runs."""
+    import torch
+
+    import pypto.language as pl
+    from pypto import ir
+
+    M = pl.dynamic("M")
+
+    @pl.program
+    class Sized:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[M, 64], pl.FP32],
+              o: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
+            m = pl.tensor.dim(x, 0)
+            n = pl.dim(x, 1)
+            for i in pl.range(0, m, 8):
+                t = pl.load(x, [i, 0], [8, 64], valid_shape=[pl.min(8, m - i), n])
+                o = pl.store(pl.muls(t, 2.0), [i, 0], o)
+            return o
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[M, 64], pl.FP32],
+                 o: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
+            o = self.k(x, o)
+            return o
+
+    for strategy in ir.OptimizationStrategy:
+        compiled = ir.compile(Sized, output_dir=tmp_path / strategy.name, skip_ptoas=True, dump_passes=False,
+                              strategy=strategy)
+        x, o = torch.randn(21, 64), torch.zeros(21, 64)
+        compiled(x, o)
+        torch.testing.assert_close(o, 2 * x)
+        assert "dim" not in compiled.program.get_function("k").as_python()

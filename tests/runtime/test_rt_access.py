@@ -39,7 +39,7 @@ from pypto import ir
 from pypto.backend import BackendType
 from pypto.core.errors import RuntimeSimError
 from pypto.ir import BinaryExpr, ConstInt, ForStmt, MakeTuple, ScalarType, SeqStmts, TupleType, Var
-from pypto.runtime import CompiledProgram
+from pypto.runtime import CompiledProgram, RunConfig
 from pypto.runtime.sim.access import AccessSummary
 
 
@@ -475,7 +475,7 @@ def test_loop_variables_with_negative_zero_and_task_dependent_steps() -> None:
     x, y = torch.zeros(64, 32), torch.zeros(64, 32)
     assert _rows(s.region_arg(4, (x, 0, 8, 8, y)), y) == (0, 48)       # k = 0; then 16..40
     assert _rows(s.region_arg(4, (x, 40, 38, -1, y)), y) == (16, 48)   # k = 40, 39
-    assert _rows(s.region_arg(4, (x, 8, 0, 1, y)), y) == (8, 48)       # an empty loop: anything
+    assert _rows(s.region_arg(4, (x, 8, 0, 1, y)), y) == (16, 48)      # an empty loop: no box
     assert s.region_arg(4, (x, 0, 8, 0, y)) is y
     x, y = torch.randn(64, 32), torch.zeros(64, 32)
     with pytest.raises(RuntimeSimError, match="step is zero"):
@@ -562,3 +562,78 @@ def test_split_vector_halves_are_bounded_by_the_subblock_index(platform):
                    for g in groups)
     assert all(nxt[0] < cur[1] for cur, nxt in zip(spans, spans[1:]))   # each starts before the last ends
     cp(a, b, torch.zeros(256, 64), config=RunConfig(platform=platform, sanitize=True, auto_deps=False))
+
+
+SPMD_SHARE = """
+import pypto.language as pl
+
+M = pl.dynamic("M")
+
+@pl.program
+class SpmdShare:
+    @pl.function(type=pl.FunctionType.InCore)
+    def rows(self, a: pl.Tensor[[M, 64], pl.FP32], o: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
+        m = pl.tensor.dim(a, 0)
+        per = (m + pl.get_block_num() - 1) // pl.get_block_num()
+        start = pl.get_block_idx() * per
+        for r in LOOP:
+            t = pl.load(a, [start + r, 0], [8, 64])
+            o = pl.store(pl.muls(t, 2.0), [start + r, 0], o)
+        return o
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[M, 64], pl.FP32], o: pl.Out[pl.Tensor[[M, 64], pl.FP32]]) -> pl.Tensor[[M, 64], pl.FP32]:
+        with pl.spmd(core_num=3):
+            o = self.rows(a, o)
+        return o
+"""
+
+
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_offsets_divided_by_the_block_count_are_traced(pipelined: bool) -> None:
+    """Each of 3 SPMD blocks scales its share of the rows in 8-row steps, the usual
+    `(m + n - 1) // n` with n = pl.get_block_num() (a divisor known per
+    task, not a constant): each block's box is its own rows, so the sanitizer (which checks SPMD
+    blocks for unordered conflicts) finds nothing and the blocks wait for nobody. Pipelined, the
+    loop becomes a main loop of two-step trips and a remainder loop, which runs no iteration here
+    (16 rows per block): its boxes are not counted."""
+    a, o = torch.randn(48, 64), torch.zeros(48, 64)
+    loop = "pl.pipeline(0, per, 8, stage=2)" if pipelined else "pl.range(0, per, 8)"
+    compiled = ir.compile(pl.parse(SPMD_SHARE.replace("LOOP", loop)), dump_passes=False, skip_ptoas=True)
+    compiled(a, o, config=RunConfig(sanitize=True))
+    torch.testing.assert_close(o, 2 * a)
+    summary = _summary(compiled.program, "rows")
+    assert summary.narrowed == frozenset({0, 1})
+    assert [t.deps for t in compiled.last_run.tasks] == [{}, {}, {}]
+
+
+@pl.program
+class ScalarDivisor:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[64, 32], pl.FP32], r: pl.Scalar[pl.INDEX], d: pl.Scalar[pl.INDEX],
+          y: pl.Out[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+        t = pl.load(x, [r // d, 0], [8, 32])
+        y = pl.store(t, [r % d + 40, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 32], pl.FP32], r: pl.Scalar[pl.INDEX], d: pl.Scalar[pl.INDEX],
+             y: pl.Out[pl.Tensor[[64, 32], pl.FP32]]) -> pl.Tensor[[64, 32], pl.FP32]:
+        y = self.k(x, r, d, y)
+        return y
+
+
+def test_division_by_a_scalar_argument_is_traced_only_when_positive() -> None:
+    """`//` and `%` by a scalar the task knows: exact for a positive divisor (Python's floor
+    semantics, so a negative dividend rounds down); a zero or negative divisor keeps the whole
+    argument."""
+    s = AccessSummary(_lowered(ScalarDivisor, "k"))
+    x, y = torch.zeros(64, 32), torch.zeros(64, 32)
+    assert _rows(s.region_arg(0, (x, 37, 4, y)), x) == (9, 17)        # 37 // 4
+    assert _rows(s.region_arg(3, (x, 37, 4, y)), y) == (41, 49)       # 37 % 4 + 40
+    assert _rows(s.region_arg(0, (x, 37, 16, y)), x) == (2, 10)
+    for d in (0, -4):
+        assert s.region_arg(0, (x, 37, d, y)) is x and s.region_arg(3, (x, 37, d, y)) is y
+    x = torch.randn(64, 32)
+    _run(ScalarDivisor, x, 37, 4, y)
+    torch.testing.assert_close(y[41:49], x[9:17])

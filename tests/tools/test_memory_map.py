@@ -119,6 +119,11 @@ def test_inputs_that_are_not_dumps(build: Path, tmp_path: Path) -> None:
                dump_passes=False, skip_ptoas=True)
     with pytest.raises(MemoryMapError, match="has no passes_dump/ .*dump_passes=False"):
         memory_map(quiet)
+    dist = tmp_path / "dist"     # a distributed build's kernels are in its chip programs' builds
+    (dist / "next_levels" / "chip").mkdir(parents=True)
+    (dist / "distributed_meta.json").write_text("{}")
+    with pytest.raises(MemoryMapError, match=r"is a distributed build: .*next_levels/<program>/ \(chip\); pass"):
+        memory_map(dist)
 
 
 def test_planted_overlap_is_a_listed_red_conflict(build: Path, tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ parser/core_side.py checks that an AIC / AIV kernel does only that core's work).
 from __future__ import annotations
 
 import ast
-import hashlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +24,7 @@ from ..core.dtype import BOOL, FP32, INT64, DataType, dtype_from_torch
 from ..core.enums import FunctionType, Level, Role
 from ..core.errors import (
     ArgumentTypeError,
+    ArgumentValueError,
     ParserSyntaxError,
     ParserTypeError,
     user_facing,
@@ -34,6 +34,8 @@ from ..ir.expr import ConstInt, Expr, GlobalVar, Var
 from ..ir.function import Program
 from ..ir.types import DistributedTensorType, ScalarType, TensorType, Type
 from .decorators import InlineFunction
+from .jit_globals import free_values, source_hash
+from .parser.call_binding import positional_call, python_defaults
 from .parser.core_side import check_core_level
 from .parser.entry import FunctionOptions, parse_function
 from .parser.external import ExternalOptions
@@ -41,14 +43,6 @@ from .parser.function_parser import ProgramContext
 from .typing import RUNTIME, DirectionAnnotation, DynVar, Tensor, TensorAnnotation, to_dim
 
 __all__ = ["JITFunction", "JITSubFunction", "JITExternFunction", "jit"]
-
-
-def _source_hash(fn: Callable) -> str:
-    try:
-        src = inspect.getsource(fn)
-    except OSError:
-        src = fn.__qualname__
-    return hashlib.sha256(src.encode()).hexdigest()[:16]
 
 
 def _param_annotations(fn: Callable) -> dict[str, Any]:
@@ -157,7 +151,7 @@ def _param_span(fn: Callable, name: str) -> Span | None:
 
 def tensor_type_of(value: Any, param: str) -> TensorType:
     """The TensorType of a torch tensor (or DeviceTensor) argument. Raises ArgumentTypeError (a
-    TypeError) otherwise."""
+    TypeError) for anything else, ArgumentValueError for a tensor with an empty dimension."""
     import torch
 
     t = getattr(value, "tensor", value)
@@ -169,6 +163,11 @@ def tensor_type_of(value: Any, param: str) -> TensorType:
         raise ArgumentTypeError(f"parameter '{param}' has dtype {t.dtype}, which PyPTO does not support; "
                                 f"convert it (e.g. to torch.float32)") from None
     shape = dtype.logical_shape(tuple(int(d) for d in t.shape))   # FP4: two values per element
+    if 0 in shape:
+        raise ArgumentValueError(f"parameter '{param}' has a dimension of size 0, shape {list(shape)}: a bare "
+                                 f"pl.Tensor takes its static shape from the argument, and static dimensions are "
+                                 f">= 1; declare a dimension that may be empty as pl.dynamic "
+                                 f"(pl.Tensor[[M, ...], dtype] with M = pl.dynamic(\"M\"))")
     return TensorType(tuple(to_dim(d) for d in shape), dtype)
 
 
@@ -187,8 +186,9 @@ class _Specialisable:
         if ctx is None:
             raise ParserSyntaxError(f"'{self.__name__}' can only be called from a @pl.jit entry",
                                     parser.span(node))
-        args = [parser.parse_expr(a) for a in node.args]
         names = list(inspect.signature(self.__pypto_pyfunc__).parameters)
+        node = positional_call(node, names, self.__name__, parser.span(node), python_defaults(self.__pypto_pyfunc__))
+        args = [parser.parse_expr(a) for a in node.args]
         if len(args) != len(names):
             raise ParserTypeError(f"'{self.__name__}' takes {len(names)} arguments, got {len(args)}",
                                   parser.span(node))
@@ -286,7 +286,7 @@ class JITFunction(_Specialisable):
         self.__doc__ = fn.__doc__
         self._cache: dict[tuple, Any] = {}
         self._extern_prints: dict[tuple, tuple[str, ...]] = {}
-        self._src_hash = _source_hash(fn)
+        self._src_hash = source_hash(fn)
 
     # ---- specialisation ------------------------------------------------------------------
     def _overrides(self, args: tuple[Any, ...]) -> dict[str, Type]:
@@ -304,14 +304,16 @@ class JITFunction(_Specialisable):
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """Positional argument tuple for a call with `args` / `kwargs` (Python binding rules).
 
+        Parameters left out take their Python default (`s: pl.Scalar[pl.FP32] = 2.0`).
         Raises ArgumentTypeError (a TypeError) naming a missing, unknown or duplicate parameter."""
-        if not kwargs:
-            return args
         sig = inspect.signature(self.__pypto_pyfunc__)
+        if not kwargs and (not args or len(args) >= len(sig.parameters)):
+            return args   # (no arguments at all: compile() from the annotations)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
             raise ArgumentTypeError(f"{self.__name__}(): {e}") from None
+        bound.apply_defaults()   # a parameter's Python default fills a missing argument
         return tuple(bound.arguments[n] for n in sig.parameters)
 
     @user_facing
@@ -332,7 +334,7 @@ class JITFunction(_Specialisable):
 
     def _annotated_cache_key(self, config: Any) -> tuple:
         """`cache_key` of a call whose arguments match the annotations (`compile()` with none)."""
-        parts: list[Any] = [self._src_hash]
+        parts: list[Any] = [self._src_hash, free_values(self.__pypto_pyfunc__)]
         parts += [_annotated_key(a) for a in _param_annotations(self.__pypto_pyfunc__).values()]
         return tuple(parts) + self._config_key(config)
 
@@ -343,7 +345,10 @@ class JITFunction(_Specialisable):
     def cache_key(self, args: tuple[Any, ...], config: Any) -> tuple:
         """The specialisation key of a call (SPEC §7; docs/language.md "@pl.jit specialisation").
 
-        Parts: the source; per tensor argument its dtype and shape, where a dimension the
+        Parts: the source; the values of the module globals and closure variables the source
+        reads, and the sources of the sub-functions and inline helpers it calls (`jit_globals`),
+        so changing `SCALE = 2.0` to `5.0` between calls builds again; per tensor argument its
+        dtype and shape, where a dimension the
         parameter's annotation declares dynamic (`pl.dynamic`) enters by name, not size (one build
         serves every size; the run checks sizes agree across parameters), and every other
         dimension by its size; a scalar argument only as "a scalar" — a `pl.Scalar` parameter is a
@@ -352,7 +357,7 @@ class JITFunction(_Specialisable):
         has what was asked for.
         """
         anns = list(_param_annotations(self.__pypto_pyfunc__).values())
-        parts: list[Any] = [self._src_hash]
+        parts: list[Any] = [self._src_hash, free_values(self.__pypto_pyfunc__)]
         for i, a in enumerate(args):
             t = getattr(a, "tensor", a)
             if hasattr(t, "shape") and hasattr(t, "dtype"):

@@ -2,12 +2,12 @@
 
 Runs before ConvertToSSA, on IR that may still rebind variables. For a loop whose body (not an
 inner loop) contains `break` or `continue`:
-- a BOOL flag `brk` is set to False before the loop and `break` becomes `brk = True`;
-- a BOOL flag `cnt` is reset to False at the start of every iteration and `continue` becomes
-  `cnt = True`;
-- every statement after one that may escape is guarded by `if not (brk or cnt):`;
-- a `for` body is additionally guarded by `if not brk:` (later iterations do nothing), a `while`
-  condition becomes `cond and not brk`.
+- a BOOL flag `_brk` is set to False before the loop and `break` becomes `_brk = True`;
+- a BOOL flag `_cnt` is reset to False at the start of every iteration and `continue` becomes
+  `_cnt = True` (the leading `_` keeps the compiler's flags out of the W001/W002 warnings);
+- every statement after one that may escape is guarded by `if not (_brk or _cnt):`;
+- a `for` body is additionally guarded by `if not _brk:` (later iterations do nothing), a `while`
+  condition becomes `cond and not _brk`.
 The values a loop carries are then exactly Python's: whatever was assigned before the escape.
 ConvertToSSA turns the flags into loop-carried scalars. In a loop with explicit `init_values`,
 the final `pl.yield_(v...)` becomes `cur = v` assignments inside the guarded code, the body
@@ -115,8 +115,9 @@ class _Transform(IRMutator):
 
     def lower(self, loop: ForStmt | WhileStmt) -> list[Stmt]:
         span = loop.span
-        brk = Var("brk", _BOOL, span=span) if _escapes(loop.body, BreakStmt) else None
-        cnt = Var("cnt", _BOOL, span=span) if _escapes(loop.body, ContinueStmt) else None
+        # leading '_': the flags are the compiler's, so value_warnings never reports them (W002)
+        brk = Var("_brk", _BOOL, span=span) if _escapes(loop.body, BreakStmt) else None
+        cnt = Var("_cnt", _BOOL, span=span) if _escapes(loop.body, ContinueStmt) else None
         stmts = list(loop.body.stmts)
         # Explicit loop-carried values: the final pl.yield_ becomes assignments to "current value"
         # variables (initialised from the iter args), and an unguarded yield of them ends the body.

@@ -34,7 +34,7 @@ from .outline_hierarchy_scopes import OutlineHierarchyScopes
 from .outline_incore_scopes import OutlineIncoreScopes
 from .pipeline_loops import PipelineLoops
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
-from .simplify import Simplify
+from .simplify import KERNEL_TYPES, Simplify, dim_query_value
 from .tile_tensor_blocks import TileTensorBlocks
 from .unroll_loops import UnrollLoops
 
@@ -112,10 +112,16 @@ class _TensorLevel(IRVisitor):
         if self.found is None and isinstance(e.op, str) and self.func is not None \
                 and self.func.func_type is not FunctionType.Orchestration:
             spec = get_op(e.op)
-            if spec.tile_op is not None or spec.lowering:
+            if (spec.tile_op is not None or spec.lowering) and not _folded_dim_query(e, self.func):
                 self.found = (e.span, f"'pl.{python_name(e.op)}' in {self.func.func_type.name} function "
                                       f"'{self.func.name}' is a tensor-level op, which they lower to tile ops")
         super().visit_Call(e)
+
+
+def _folded_dim_query(e: Call, func: Function) -> bool:
+    """A `pl.dim` in a kernel that Simplify (which DebugTileOptimization runs) turns into a
+    constant or a dynamic-dimension variable: tile-level code may ask its tensors' sizes."""
+    return dim_query_value(e, func.func_type in KERNEL_TYPES) is not None
 
 
 def check_strategy(program: Program, strategy: OptimizationStrategy) -> None:

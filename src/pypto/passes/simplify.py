@@ -6,7 +6,8 @@ codegen emits fewer scalar instructions. The rewrites are a table of (operators,
 rule returns the replacement or None — run bottom-up to a fixed point by one driver (STYLE rule 6).
 
 An `if` whose condition folds to a constant is replaced by the branch it takes. A dimension query
-(`pl.dim(x, i)`) of a static dimension folds to the constant. A tuple bound to a variable and read
+(`pl.dim(x, i)`) of a static dimension folds to the constant, in a kernel one of a dynamic dimension
+to its `pl.dynamic` variable. A tuple bound to a variable and read
 only element-wise (an inline helper's multiple returns) is first taken apart (split_tuples.py).
 
 Only integer, INDEX and BOOL arithmetic is folded; float scalars are left alone (folding them would
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..core.dtype import BOOL, DataType
+from ..core.enums import FunctionType
 from ..ir.expr import BinaryExpr, Call, ConstBool, ConstInt, Expr, UnaryExpr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import IfStmt, SeqStmts, Stmt, YieldStmt
@@ -33,7 +35,7 @@ from ..ops.memory import queried_dim
 from .base import FunctionPass, PassContext
 from .split_tuples import split_tuple_bindings
 
-__all__ = ["Simplify", "simplify_expr", "RULES"]
+__all__ = ["Simplify", "simplify_expr", "RULES", "KERNEL_TYPES", "dim_query_value"]
 
 
 def _int(e: Expr) -> int | None:
@@ -238,19 +240,33 @@ def _rewrite_node(e: Expr) -> Expr:
     return e
 
 
-def _static_dim_query(e: Call) -> Expr | None:
+KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
+
+
+def dim_query_value(e: Call, in_kernel: bool) -> Expr | None:
     """A dimension query (`pl.dim`, OpSpec.lowering "shape") of a static dimension → that constant
-    (a static dimension of a partly dynamic tensor is static too)."""
+    (a static dimension of a partly dynamic tensor is static too); in a kernel, of a dynamic one →
+    its dynamic-dimension variable, which the kernel binds from the argument's shape (what
+    ConvertTensorToTileOps makes of it; done here too so that a tile-level kernel compiled with
+    DebugTileOptimization, which skips that pass, may ask its tensors' sizes)."""
     if not isinstance(e.op, str) or get_op(e.op).lowering != "shape":
         return None
     d = queried_dim(e.args, dict(e.kwargs))
-    return ConstInt(d.value, e.type.dtype, span=e.span) if isinstance(d, ConstInt) else None  # type: ignore[attr-defined]
+    if isinstance(d, ConstInt):
+        return ConstInt(d.value, e.type.dtype, span=e.span)  # type: ignore[attr-defined]
+    if in_kernel and isinstance(d, Var):
+        return d
+    return None
 
 
 class _Simplifier(IRMutator):
+    def __init__(self, in_kernel: bool = False) -> None:
+        super().__init__()
+        self.in_kernel = in_kernel
+
     def visit_Call(self, e: Call) -> Expr:
         new = super().visit_Call(e)
-        return (_static_dim_query(new) if isinstance(new, Call) else None) or new
+        return (dim_query_value(new, self.in_kernel) if isinstance(new, Call) else None) or new
 
     def visit_BinaryExpr(self, e: BinaryExpr) -> Expr:
         return _rewrite_node(super().visit_BinaryExpr(e))
@@ -291,7 +307,7 @@ class Simplify(FunctionPass):
     def run_function(self, func: Function, program: Program, ctx: PassContext) -> Function:
         func = split_tuple_bindings(func)
         while True:
-            new = _Simplifier().visit_function(func)
+            new = _Simplifier(func.func_type in KERNEL_TYPES).visit_function(func)
             if new is func:
                 return func
             func = new

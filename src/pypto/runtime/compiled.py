@@ -282,8 +282,11 @@ class CompiledProgram:
 
     # ---- reloading a build ------------------------------------------------------------------
     @classmethod
-    def from_dir(cls, path: str | os.PathLike, platform: str | None = None) -> CompiledProgram:
+    def from_dir(cls, path: str | os.PathLike, platform: str | None = None) -> Any:
         """Reload the build in folder `path` (written by `ir.compile`) to run it on the simulator.
+
+        A distributed build (a folder with `distributed_meta.json`, SPEC §8) is reloaded as what
+        `ir.compile` returned for it, a `DistributedCompiledProgram` (its `from_dir`).
 
         Args:
             path: the build folder (what `str(compiled)` was).
@@ -301,6 +304,10 @@ class CompiledProgram:
             raise FileNotFoundError(f"build folder {os.fspath(root)!r} does not exist")
         meta_path = root / META_FILE
         if not meta_path.is_file():
+            from .dist.program import DIST_META_FILE, DistributedCompiledProgram
+
+            if (root / DIST_META_FILE).is_file():
+                return DistributedCompiledProgram.from_dir(root, platform)
             err = root / "report" / "error.log"
             why = (f"; the compile failed, see {os.fspath(err)}" if err.is_file()
                    else "; the compile failed or did not finish")

@@ -183,7 +183,8 @@ def render_perf_hints(hints: list[PerfHint], program: Program, backend: BackendT
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m pypto.tools.perf_hints BUILD_DIR`: print the hints of a finished build (with the
-    diagnostic options it was compiled with)."""
+    diagnostic options it was compiled with). For a distributed build (SPEC §8) the hints of each
+    chip program under `next_levels/`, each headed by its name."""
     from ..runtime.compiled import CompiledProgram
 
     ap = argparse.ArgumentParser(prog="python -m pypto.tools.perf_hints", description=__doc__.splitlines()[0])
@@ -194,11 +195,21 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if isinstance(cp, CompiledProgram):
+        _print_hints(cp)
+        return 0
+    for name, chip in cp.chip_programs.items():   # a DistributedCompiledProgram
+        sys.stdout.write(f"== chip program '{name}' (next_levels/{name}) ==\n")
+        _print_hints(chip)
+    return 0
+
+
+def _print_hints(cp: Any) -> None:
+    """Write the hints of the single-chip build `cp` (a CompiledProgram) to stdout."""
     opts = cp.diagnostics   # the build's diagnostic_phase / disabled_diagnostics
     generated = transfers_from_json((cp.meta or {}).get("tensor_transfers"))
     hints = opts.keep(perf_hints(cp.program, cp.backend_type, generated)) if opts.runs("compile") else []
     sys.stdout.write(render_perf_hints(hints, cp.program, cp.backend_type, opts))
-    return 0
 
 
 if __name__ == "__main__":

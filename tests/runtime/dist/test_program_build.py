@@ -19,6 +19,7 @@ import pypto.language.distributed as pld  # noqa: E402
 from pypto import ir  # noqa: E402
 from pypto.core.errors import ArgumentTypeError, ArgumentValueError, MemoryCapacityError  # noqa: E402
 from pypto.runtime.dist.program import DistributedCompiledProgram  # noqa: E402
+from pypto.runtime import CompiledProgram  # noqa: E402
 
 NR = pl.dynamic("NR")
 
@@ -350,3 +351,25 @@ def test_a_host_legal_op_without_a_host_form_is_a_located_compile_error(tmp_path
     line = next(i for i, s in enumerate(open(__file__), 1) if "# MARK-host-ctx" in s)
     assert ei.value.span.begin_line == line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]   # the chip build made first is gone
+
+
+def test_compiled_program_from_dir_reloads_a_distributed_build(guide_build, monkeypatch):
+    """README's `CompiledProgram.from_dir(compiled.output_dir)` works on whatever `ir.compile`
+    built: a distributed build comes back as the DistributedCompiledProgram it was."""
+    cp, out = guide_build
+    again = CompiledProgram.from_dir(out)
+    assert isinstance(again, DistributedCompiledProgram) and again.build.meta == cp.build.meta
+    made = seq_runtime.install(monkeypatch, 2)
+    again(torch.randn(2, 1, 256), torch.zeros(2, 1, 256))
+    assert made[0].log == [("chip_orch", 0), ("chip_orch", 1)]
+
+
+def test_perf_hints_command_line_on_a_distributed_build(guide_build, capsys):
+    """`python -m pypto.tools.perf_hints BUILD_DIR` on a distributed build prints each chip
+    program's hints (its `next_levels/<name>/report/perf_hints.log`) under a heading."""
+    from pypto.tools import perf_hints as ph
+
+    _, out = guide_build
+    assert ph.main([str(out)]) == 0
+    log = (out / "next_levels" / "chip_orch" / "report" / "perf_hints.log").read_text()
+    assert capsys.readouterr().out == "== chip program 'chip_orch' (next_levels/chip_orch) ==\n" + log

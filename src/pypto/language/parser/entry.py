@@ -20,6 +20,7 @@ from ...ir.function import Function, Program
 from ...ir.stmt import AssignStmt, ReturnStmt
 from ...ir.structural import structural_equal
 from ...ir.types import ScalarType, Type
+from .call_binding import positional_call, python_defaults
 from .deps import reject_deps
 from .external import ExternalOptions
 from .function_parser import FunctionParser, ProgramContext, declares_returns, parse_header
@@ -105,7 +106,7 @@ def parse_function(fn: Callable, opts: FunctionOptions, *, name: str | None = No
         raise ParserSyntaxError("expected a function definition", info.span(fdef))
     ns = Namespace.of_function(fn)
     header = parse_header(fdef, info, ns, is_method=False, overrides=overrides,
-                          evaluated=getattr(fn, "__annotations__", None))
+                          evaluated=getattr(fn, "__annotations__", None), jit=overrides is not None)
     if name:
         fdef.name = name
         header.name = name
@@ -311,8 +312,12 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
     ns = Namespace.of_function(pyfunc)
     reject_deps(parser, node, f"inline helper '{fdef.name}' (its body is spliced in: put deps= on the "
                               f"calls inside it)")
+    node = positional_call(node, [a.arg for a in fdef.args.args], fdef.name, parser.span(node),
+                           python_defaults(pyfunc))
     if node.keywords:
-        raise ParserSyntaxError("keyword arguments are not supported in inline calls", parser.span(node))
+        raise ParserTypeError(f"inline helper '{fdef.name}' got an unexpected keyword argument "
+                              f"'{node.keywords[0].arg}' (its parameters: "
+                              f"{', '.join(a.arg for a in fdef.args.args)})", parser.span(node))
     values = [parser.parse_value(a) for a in node.args]
     args: list[Any] = [v if _is_static(v) else parser.to_expr(v, a) for v, a in zip(values, node.args)]
     names = [a.arg for a in fdef.args.args]
@@ -322,7 +327,7 @@ def inline_call(parser: FunctionParser, pyfunc: Callable, node: ast.Call,
     if overrides_from_args:
         overrides.update({n: a.type for n, a in zip(names, args) if not _is_static(a)})
     header = parse_header(fdef, info, ns, is_method=False, overrides=overrides,
-                          evaluated=getattr(pyfunc, "__annotations__", None))
+                          evaluated=getattr(pyfunc, "__annotations__", None), jit=overrides_from_args)
     if len(args) != len(header.params):
         raise ParserTypeError(f"inline function '{fdef.name}' takes {len(header.params)} arguments, got "
                               f"{len(args)}", parser.span(node))

@@ -38,6 +38,7 @@ from ...ir.types import DistributedTensorType, ScalarType, TensorType, TileType,
 from .. import dsl
 from ..op_wrappers import OpRef, UnifiedOp, resolve_unified
 from ..typing import DynVar
+from .call_binding import positional_call
 from .deps import parse_deps, reject_deps
 from .host import function_call, is_host_orchestrator, rank_subscript
 from .source import MISSING
@@ -268,14 +269,16 @@ class ExprParser:
                 any_slice = True
                 if it.step is not None:
                     raise ParserSyntaxError("slice steps are not supported", self.span(it))
-                lo = self.parse_expr(it.lower) if it.lower is not None else ConstInt(0, INDEX)
-                hi = self.parse_expr(it.upper) if it.upper is not None else dim
+                lo = _from_end(self.parse_expr(it.lower), dim, self.span(it.lower)) if it.lower is not None \
+                    else ConstInt(0, INDEX)
+                hi = _from_end(self.parse_expr(it.upper), dim, self.span(it.upper)) if it.upper is not None \
+                    else dim
                 offsets.append(lo)
                 if not isinstance(dim, ConstInt) and (it.upper is None or hi is dim):
                     raise ParserTypeError(_dynamic_slice_message(base, shape, len(sizes)), self.span(it))
                 sizes.append(_const_sub(hi, lo, self.span(it)))
             else:
-                offsets.append(self.parse_expr(it))
+                offsets.append(_from_end(self.parse_expr(it), dim, self.span(it)))
                 sizes.append(ConstInt(1, INDEX))
         return tuple(offsets), tuple(sizes), any_slice
 
@@ -462,8 +465,10 @@ class ExprParser:
         raise ParserSyntaxError(f"pl.{b.name}(...) cannot be used as a value here", span)
 
     def call_function(self, gv: GlobalVar, node: ast.Call) -> Call:
-        """A call of program function `gv`; `deps=[...]` is its only keyword (`parser/deps.py`)."""
+        """A call of program function `gv`, its arguments bound like Python's (`call_binding`);
+        `deps=[...]` (`parser/deps.py`) and a host's `device=` are the other keywords."""
         params, _dirs, rets = self.program.signature(gv.name)
+        node = positional_call(node, [p.name for p in params], gv.name, self.span(node))
         args = [self.parse_expr(a) for a in node.args]
         deps: tuple[Expr, ...] = ()
         device = None
@@ -472,8 +477,9 @@ class ExprParser:
                 device = k
                 continue
             if k.arg != "deps":
-                raise ParserSyntaxError("keyword arguments are not supported in function calls (except "
-                                        "deps=[...])", self.span(node))
+                raise ParserTypeError(f"'{gv.name}' got an unexpected keyword argument '{k.arg}' (its parameters: "
+                                      f"{', '.join(p.name for p in params)}; a call also takes deps=[...])",
+                                      self.span(node))
             deps = parse_deps(self, k.value, node)
         if len(args) != len(params):
             raise ParserTypeError(f"function '{gv.name}' takes {len(params)} arguments, got {len(args)}",
@@ -533,6 +539,18 @@ def _linear(e: Expr) -> tuple[dict[int, int], int, dict[int, Expr]]:
             return {a: c * k for a, c in vc.items()}, vk * k, va
     key = structural_hash(e)
     return {key: 1}, 0, {key: e}
+
+
+def _from_end(e: Expr, dim: Expr, span: Span) -> Expr:
+    """A subscript index or slice bound as Python means it: a negative constant counts from the
+    end of its dimension (`A[-16:, :]` is the last 16 rows, `A[i, -1]` the last column)."""
+    if not (isinstance(e, ConstInt) and e.value < 0):
+        return e
+    if isinstance(dim, ConstInt):
+        return ConstInt(dim.value + e.value, e.dtype, span=span)
+    name = getattr(dim, "name", "n")
+    raise ParserTypeError(f"a negative index ({e.value}) counts from the end of dimension '{name}', whose size "
+                          f"is known only at run time: write it as {name} - {-e.value}", span)
 
 
 def _const_sub(hi: Expr, lo: Expr, span: Span) -> Expr:

@@ -101,11 +101,13 @@ def annotation_to_type(ann: Any, info: SourceInfo, node: ast.AST) -> Type:
 
 def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_method: bool,
                  overrides: dict[str, Type] | None = None,
-                 evaluated: dict[str, Any] | None = None) -> FunctionHeader:
+                 evaluated: dict[str, Any] | None = None, jit: bool = False) -> FunctionHeader:
     """Parameters (with directions) and declared return types of `fdef`.
 
     `overrides` supplies types for parameters (used by `@pl.jit` for bare `pl.Tensor`, and by
-    `@pl.jit.inline` for unannotated parameters, typed by each call's arguments).
+    `@pl.jit.inline` for unannotated parameters, typed by each call's arguments). `jit`: a `@pl.jit`
+    family function, whose return annotation may use bare `pl.Tensor` (`-> pl.Tensor`,
+    `-> pl.Tuple[pl.Tensor, pl.Tensor]`): its return types are then those of the returned values.
     `evaluated` is the function's `__annotations__` as Python evaluated them at definition time
     (names used only in annotations, e.g. an enclosing function's locals, are visible there).
     Raises ParserSyntaxError for a missing annotation ("Parameter 'a' missing type annotation").
@@ -141,11 +143,11 @@ def parse_header(fdef: ast.FunctionDef, info: SourceInfo, ns: Namespace, *, is_m
         ann = _annotation("return", fdef.returns, evaluated, ns, info)
         if ann is None:
             rets = []
+        elif jit and any(_is_bare(a) for a in _ann_parts(ann)):
+            rets = None  # bare pl.Tensor in a jit return annotation: infer
         else:
             t = annotation_to_type(ann, info, fdef.returns)
             rets = list(t.types) if isinstance(t, TupleType) else [t]
-            if overrides and any(_is_bare(a) for a in _ann_parts(ann)):
-                rets = None  # bare pl.Tensor in a jit return annotation: infer
     return FunctionHeader(fdef.name, vars_, dirs, rets)
 
 
@@ -200,8 +202,12 @@ def _annotation(key: str, node: ast.expr, evaluated: dict[str, Any] | None, ns: 
 
 
 def _ann_parts(ann: Any) -> list[Any]:
+    """The annotations of a return annotation's values: `tuple[...]` / `pl.Tuple[...]` (a Python
+    tuple) or a single one."""
     if isinstance(ann, pytypes.GenericAlias):
         return list(ann.__args__)
+    if isinstance(ann, tuple):
+        return list(ann)
     return [ann]
 
 

@@ -78,9 +78,17 @@ def attribute_hint(base: Any, base_text: str, attr: str, err: AttributeError) ->
     return f"; did you mean '{base_text}.{close[0]}'?" if close else ""
 
 
+_BUILTIN_TWINS = {min: "pl.min(a, b) for scalars, pl.minimum(a, b) for tensors and tiles",
+                  max: "pl.max(a, b) for scalars, pl.maximum(a, b) for tensors and tiles",
+                  abs: "pl.abs(x)"}
+
+
 def python_helper_hint(fn: Any, name: str) -> str:
     """For a plain Python function (not a builtin, not PyPTO's own) called in a kernel body: how to
-    make it a kernel helper. Empty for anything else."""
+    make it a kernel helper; for the builtins min / max / abs, the PyPTO op to call instead. Empty
+    for anything else."""
+    if fn in _BUILTIN_TWINS:
+        return f"; use {_BUILTIN_TWINS[fn]}"
     if not inspect.isfunction(fn) or (fn.__module__ or "").startswith("pypto."):
         return ""
     return (f"; to use '{name}' as a kernel helper, decorate it with @pl.inline (parameters annotated "

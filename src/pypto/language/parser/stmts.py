@@ -199,10 +199,18 @@ class StmtParser:
         self.assign(node.target, node.value, self.annotation_type(node.annotation), node)
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
-        if not isinstance(node.target, ast.Name):
-            raise ParserSyntaxError("augmented assignment needs a plain name", self.span(node))
-        load = ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target)
-        self.assign(node.target, ast.copy_location(ast.BinOp(load, node.op, node.value), node), None, node)
+        """`x op= v` is `x = x op v`; `t[region] op= v` is `t[region] = t[region] op v` (the
+        subscript write sugar, Language Guide "Operations")."""
+        target = node.target
+        if isinstance(target, ast.Name):
+            load: ast.expr = ast.Name(target.id, ast.Load())
+        elif isinstance(target, ast.Subscript):
+            load = ast.Subscript(target.value, target.slice, ast.Load())
+        else:
+            raise ParserSyntaxError("augmented assignment needs a plain name or a subscript (x += v, "
+                                    "t[i:i + 16, :] += v)", self.span(node))
+        load = ast.copy_location(load, target)
+        self.assign(target, ast.copy_location(ast.BinOp(load, node.op, node.value), node), None, node)
 
     def assign(self, target: ast.expr, value_node: ast.expr, declared: Type | None, node: ast.stmt) -> None:
         if self.is_builtin_call(value_node, "yield_"):
@@ -329,7 +337,8 @@ class StmtParser:
         helper = self.parse_value(it.func) if isinstance(it, ast.Call) else None
         if not isinstance(helper, dsl.DSLBuiltin) or helper.name not in (*_LOOP_KINDS, "while_", "spmd"):
             raise ParserSyntaxError("a kernel loop must iterate over pl.range(...), pl.parallel(...), "
-                                    "pl.unroll(...), pl.while_(...) or pl.spmd(...)", self.span(it))
+                                    "pl.unroll(...), pl.pipeline(...), pl.while_(...) or pl.spmd(...)",
+                                    self.span(it))
         if helper.name == "spmd":
             spmd_loop(self, node, it)
         elif helper.name == "while_":

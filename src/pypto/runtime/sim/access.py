@@ -16,8 +16,11 @@ arguments:
   argument's size), scalar variables assigned once from such expressions, the block index and count of an SPMD
   task (`pl.get_block_idx()`, `pl.get_block_num()`), and for-loop variables
   (from start to the last value the loop reaches — `start + k * step`, when start and step are
-  known — or else to stop; when the step is a nonzero constant or a scalar whose sign is known),
-  combined by `+ - * min max`, `//` and `%` by a positive constant, negation and integer casts.
+  known — or else to stop; when the step is a nonzero constant or a scalar whose sign is known;
+  a box inside a loop that runs no iteration in the task, such as the remainder loop of a
+  `pl.pipeline` whose trip count divides evenly, is not moved at all),
+  combined by `+ - * min max`, `//` and `%` by a divisor whose interval is positive in the task
+  (a constant, `pl.get_block_num()`, a scalar argument), negation and integer casts.
   Every intermediate result must fit its dtype — the simulator wraps integers around like the
   hardware, and a wrapped value is not in the interval — or the argument counts as touched whole;
 - the region of a tensor argument is then the bounding box of all its boxes, clipped to the
@@ -63,6 +66,11 @@ class _GiveUp(Exception):
     """Raised while evaluating a box for one task: the argument counts as touched whole."""
 
 
+class _NoIteration(_GiveUp):
+    """Raised while evaluating a box inside a loop that runs no iteration in this task (its
+    variable has no value): the box is never moved. Where it is not caught, it is a _GiveUp."""
+
+
 def _const_ints(e: Expr) -> tuple[int, ...] | None:
     if isinstance(e, MakeTuple) and all(isinstance(x, ConstInt) for x in e.elements):
         return tuple(x.value for x in e.elements)  # type: ignore[attr-defined]
@@ -77,24 +85,40 @@ def _mul(a: Interval, b: Interval) -> Interval:
     return min(p), max(p)
 
 
+def _positive(b: Interval) -> None:
+    if b[0] <= 0:
+        raise _GiveUp   # a divisor that may be zero or negative in this task: not traced
+
+
+def _floordiv(a: Interval, b: Interval) -> Interval:
+    """a // b for a divisor interval of positive values: floor(a / b) is monotone in a and, for
+    a fixed a, in b, so its extremes are at the corners."""
+    _positive(b)
+    q = (a[0] // b[0], a[0] // b[1], a[1] // b[0], a[1] // b[1])
+    return min(q), max(q)
+
+
 def _floormod(a: Interval, b: Interval) -> Interval:
+    _positive(b)
     c = b[0]
-    if a[0] // c == a[1] // c:      # one period: exact
+    if b[0] == b[1] and a[0] // c == a[1] // c:      # one period of one divisor: exact
         return a[0] % c, a[1] % c
-    return 0, c - 1
+    if a[0] >= 0 and a[1] < c:                       # below every divisor: a itself
+        return a
+    return 0, b[1] - 1
 
 
-#  IR operator  interval of the result (floordiv / floormod only by a positive constant)
+#  IR operator  interval of the result (floordiv / floormod only by a positive divisor: a
+#  constant, or a task-dependent value such as pl.get_block_num() whose interval is positive)
 _BINARY: dict[str, Callable[[Interval, Interval], Interval]] = {
     "add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
     "sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
     "mul": _mul,
-    "floordiv": lambda a, b: (a[0] // b[0], a[1] // b[0]),
+    "floordiv": _floordiv,
     "floormod": _floormod,
     "min": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
     "max": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
 }
-_BY_POSITIVE_CONST = frozenset({"floordiv", "floormod"})
 _UNARY: dict[str, Callable[[Interval], Interval]] = {
     "neg": lambda a: (-a[1], -a[0]),
     "cast": lambda a: a,            # int -> int only; the range check catches a wrap
@@ -223,7 +247,7 @@ class _Intervals:
             return None
         if isinstance(e, BinaryExpr):
             fn = _BINARY.get(e.op)
-            if fn is None or (e.op in _BY_POSITIVE_CONST and not (isinstance(e.rhs, ConstInt) and e.rhs.value > 0)):
+            if fn is None:
                 return None
             parts = (self._expr(e.lhs), self._expr(e.rhs))
         else:
@@ -293,8 +317,12 @@ class _Intervals:
         def run(args: Sequence[Any], memo: Memo) -> Interval:
             b, e, st = start(args, memo), stop(args, memo), step(args, memo)
             if st[0] > 0:    # start, start + step, ... < stop
+                if b[0] >= e[1]:
+                    raise _NoIteration
                 return b[0], max(b[0], _last(b, e[1] - 1, st))
             if st[1] < 0:    # start, start + step, ... > stop
+                if b[1] <= e[0]:
+                    raise _NoIteration
                 return min(b[1], _last(b, e[0] + 1, st)), b[1]
             raise _GiveUp    # the step's sign depends on the task (or it is zero: the loop fails)
         return run
@@ -557,8 +585,11 @@ class AccessSummary:
                 for fns, sizes in boxes:
                     if len(fns) != len(shape):
                         return False
-                    for fn, n, d in zip(fns, sizes, shape):
-                        lo, hi = fn(args, memo)
+                    try:
+                        ivs = [fn(args, memo) for fn in fns]
+                    except _NoIteration:
+                        continue     # inside a loop this task does not enter
+                    for (lo, hi), n, d in zip(ivs, sizes, shape):
                         if lo < 0 or hi + n > d:
                             return False
         except _GiveUp:
@@ -585,12 +616,17 @@ class AccessSummary:
             for fns, sizes in boxes:
                 if len(fns) != len(shape):
                     return a
-                for d, (fn, n) in enumerate(zip(fns, sizes)):
-                    x0, x1 = fn(args, memo)
+                try:
+                    ivs = [fn(args, memo) for fn in fns]
+                except _NoIteration:
+                    continue     # inside a loop this task does not enter: never moved
+                for d, ((x0, x1), n) in enumerate(zip(ivs, sizes)):
                     lo[d] = x0 if lo[d] is None else min(lo[d], x0)
                     hi[d] = x1 + n if hi[d] is None else max(hi[d], x1 + n)
         except _GiveUp:
             return a
+        if lo[0] is None:
+            return a   # no box is moved in this task (kept whole, as before: never narrower than needed)
         sizes = []
         offset, whole = a.storage_offset(), True
         for d, (dim, stride) in enumerate(zip(shape, a.stride())):

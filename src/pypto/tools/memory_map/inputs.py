@@ -63,6 +63,11 @@ def _pick_dump(path: Path, pass_name: str | None) -> tuple[Path, Path | None]:
         if (path / "compiled_meta.json").is_file():
             raise MemoryMapError(f"build folder '{path}' has no passes_dump/ (it was compiled with "
                                  f"dump_passes=False); compile again with dump_passes=True")
+        if (path / "distributed_meta.json").is_file() and (path / "next_levels").is_dir():
+            chips = sorted(p.name for p in (path / "next_levels").iterdir() if p.is_dir())
+            raise MemoryMapError(f"'{path}' is a distributed build: its kernels are in the build of each "
+                                 f"chip program, next_levels/<program>/ ({', '.join(chips)}); pass one of "
+                                 f"those folders")
         raise MemoryMapError(f"'{path}' is neither a pass dump file, a passes_dump/ folder nor a build folder "
                              f"(no NN_after_<Pass>.py files in it)")
     want = pass_name or DEFAULT_PASS
