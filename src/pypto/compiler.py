@@ -150,18 +150,6 @@ def _check_level(level: Any) -> VerificationLevel:
                      f"(or their names as strings)")
 
 
-def _check_backend(backend: Any) -> BackendType:
-    """`backend` as a BackendType (a member, or its name as a string, like verification_level).
-    Raises ValueError naming the value and the allowed ones."""
-    if isinstance(backend, BackendType):
-        return backend
-    if isinstance(backend, str) and backend.strip() in BackendType.__members__:
-        return BackendType[backend.strip()]
-    raise ValueError(f"unknown backend_type {backend!r}; allowed: "
-                     f"{', '.join('BackendType.' + m for m in BackendType.__members__)} "
-                     f"(from pypto.backend import BackendType), or their names as strings")
-
-
 WARNING_CODES = ("W001", "W002", "W003", "W004")
 
 
@@ -287,7 +275,7 @@ def lower(program: Program, strategy: OptimizationStrategy = OptimizationStrateg
     """
     level = verification_level if verification_level is not None else VerificationLevel.from_env()
     return PassManager(passes_for(strategy), level, None, reparse=parse_text).run(
-        program, PassContext(_check_backend(backend_type)))
+        program, PassContext(BackendType.of(backend_type)))
 
 
 @user_facing
@@ -343,7 +331,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     from .core.diagnostics import diagnostic_options
     from .runtime.dist.program import compile_distributed, is_distributed
 
-    backend_type = _check_backend(backend_type)
+    backend_type = BackendType.of(backend_type)
     if is_distributed(program):  # a HOST orchestrator: host driver + one chip build per chip program
         return compile_distributed(program, Path(output_dir) if output_dir is not None else
                                    default_output_dir(program.name), chip_compile=compile, strategy=strategy,

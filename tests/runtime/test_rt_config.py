@@ -41,6 +41,16 @@ def test_backend_platform_mismatch() -> None:
         RunConfig(platform="a2a3sim", backend_type=BackendType.Ascend950)
 
 
+def test_backend_type_by_name() -> None:
+    # like ir.compile's backend_type: the member or its name
+    assert RunConfig(platform="a5sim", backend_type="Ascend950").backend_type is BackendType.Ascend950
+    with pytest.raises(ValueError, match="platform 'a2a3sim' targets Ascend910B, but backend_type is Ascend950"):
+        RunConfig(platform="a2a3sim", backend_type="Ascend950")
+    with pytest.raises(ValueError, match="unknown backend_type 'Ascend910'; allowed: BackendType.Ascend910B, "
+                                         "BackendType.Ascend950"):
+        RunConfig(backend_type="Ascend910")
+
+
 def test_bad_numbers() -> None:
     with pytest.raises(ValueError, match="device_id"):
         RunConfig(device_id=-1)

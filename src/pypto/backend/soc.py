@@ -29,6 +29,21 @@ class BackendType(enum.Enum):
     def __repr__(self) -> str:
         return f"BackendType.{self.name}"
 
+    @classmethod
+    def of(cls, backend: object) -> BackendType:
+        """`backend` as a BackendType: a member, or its name as a string (`"Ascend910B"`).
+
+        Raises:
+            ValueError: naming the value and the allowed ones.
+        """
+        if isinstance(backend, cls):
+            return backend
+        if isinstance(backend, str) and backend.strip() in cls.__members__:
+            return cls[backend.strip()]
+        raise ValueError(f"unknown backend_type {backend!r}; allowed: "
+                         f"{', '.join('BackendType.' + m for m in cls.__members__)} "
+                         f"(from pypto.backend import BackendType), or their names as strings")
+
 
 @dataclass(frozen=True)
 class SoCModel:

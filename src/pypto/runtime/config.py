@@ -185,8 +185,8 @@ class RunConfig:
         device_id: NPU index (>= 0); the simulator has one device per process and ignores it.
         rtol / atol: tolerances harnesses use when comparing against a reference (>= 0).
         strategy: optimisation strategy forwarded to `ir.compile`; None means Default.
-        backend_type: target chip; None derives it from `platform`. Giving one that the platform
-            does not target raises ValueError.
+        backend_type: target chip (a `BackendType` or its name, "Ascend910B"); None derives it from
+            `platform`. Giving one that the platform does not target raises ValueError.
         codegen_only: a CompiledProgram called with it checks its arguments but does not execute.
         enable_chip_swimlane: swimlane level (`DFX_LEVELS`): 0 off; 1 writes `swimlane.json`, one
             slice per task on its core's track; 2 adds dispatch / finish events per task, a flow
@@ -271,6 +271,8 @@ class RunConfig:
 
         diagnostic_options(self.diagnostic_phase, self.disabled_diagnostics)   # ValueError if unknown
         derived = backend_for_platform(self.platform)
+        if self.backend_type is not None:
+            self.backend_type = BackendType.of(self.backend_type)   # a member or its name
         if self.backend_type is None:
             self.backend_type = derived
         elif self.backend_type is not derived:
