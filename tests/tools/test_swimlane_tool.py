@@ -172,6 +172,21 @@ def test_missing_trace_is_a_clear_error(tmp_path, capsys) -> None:
     assert err.startswith(f"error: no swimlane trace at {tmp_path}") and "enable_chip_swimlane=1..4" in err
 
 
+def test_a_distributed_build_names_its_ranks_traces(build, tmp_path, capsys) -> None:
+    # the layout a distributed run writes (runtime/dist/rank.py): dfx_outputs/rank<r>/d<k>/swimlane.json
+    _, out = build
+    trace = (out / "dfx_outputs" / "swimlane.json").read_text()
+    for r in (0, 1):
+        d = tmp_path / "dfx_outputs" / f"rank{r}" / "d0"
+        d.mkdir(parents=True)
+        (d / "swimlane.json").write_text(trace)
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: no single swimlane trace at {tmp_path}: it is a distributed build")
+    assert f"{tmp_path / 'dfx_outputs' / 'rank0' / 'd0'}, {tmp_path / 'dfx_outputs' / 'rank1' / 'd0'}" in err
+    assert main([str(tmp_path / "dfx_outputs" / "rank1" / "d0")]) == 0   # one of them renders
+
+
 def test_runs_as_a_module(build, tmp_path) -> None:
     _, out = build
     target = tmp_path / "m.html"

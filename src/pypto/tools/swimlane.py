@@ -28,6 +28,7 @@ import hashlib
 import html
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +45,28 @@ def _shown(v: object) -> str:
 
 def find_trace(path: str | Path) -> Path:
     """The trace file `path` names: the file itself, `<dir>/swimlane.json` or
-    `<dir>/dfx_outputs/swimlane.json`.
+    `<dir>/dfx_outputs/swimlane.json`; for a distributed build, its merged trace of every rank
+    (`swimlane_merged.json`, written with `enable_chip_swimlane=1`).
 
     Raises:
-        FileNotFoundError: nothing there, with what was looked for and how to produce it.
+        FileNotFoundError: nothing there, with what was looked for and how to produce it; for a
+            distributed build (traces in `dfx_outputs/rank<r>/d<k>/`), naming those folders.
     """
     p = Path(path)
     for cand in (p, p / "swimlane.json", p / "dfx_outputs" / "swimlane.json"):
         if cand.is_file():
             return cand
+    for cand in (p / "swimlane_merged.json", p / "dfx_outputs" / "swimlane_merged.json"):
+        if cand.is_file():   # a distributed build's call: every rank on one timeline
+            return cand
+    ranks = sorted(q.parent for base in (p, p / "dfx_outputs") if base.is_dir()
+                   for q in base.glob("rank*/d*/swimlane.json"))
+    if ranks:   # a distributed build: one trace per rank and dispatch (docs/distributed.md)
+        shown = ", ".join(str(r) for r in ranks[:4]) + (f" and {len(ranks) - 4} more" if len(ranks) > 4 else "")
+        raise FileNotFoundError(f"no single swimlane trace at {p}: it is a distributed build, whose ranks "
+                                f"write one trace per dispatch in dfx_outputs/rank<r>/d<k>/ (and the merged "
+                                f"swimlane_merged.json only with enable_chip_swimlane=1); pass one of those "
+                                f"folders: {shown}")
     raise FileNotFoundError(f"no swimlane trace at {p}: expected a trace-event JSON file, a dfx_outputs/ "
                             f"folder with swimlane.json, or a build folder with dfx_outputs/swimlane.json "
                             f"(run the program with RunConfig(enable_chip_swimlane=1..4) to write one)")
@@ -103,6 +117,9 @@ def render_html(doc: dict[str, Any], title: str = "swimlane", idle: bool = False
     used = {(e["pid"], e.get("tid", 0)) for e in timed if e["ph"] != "C"}
     drop = set() if idle else {k for k in names if k[0] == _CORES_PID and k not in used}
     names = {k: v for k, v in names.items() if k not in drop}
+    seen = Counter(names.values())   # a track name in several processes (the ranks of a merged trace)
+    names = {k: f"{procs[k[0]]}: {v}" if seen[v] > 1 and k[0] in procs else v for k, v in names.items()}
+    label_w = max([_LABEL] + [7 * len(v) + 10 for v in names.values()])   # 11px monospace: about 7px a letter
     hidden = len(drop)
     end = max([float(e.get("ts", 0)) + float(e.get("dur", 0)) for e in timed] or [1.0]) or 1.0
     keys = sorted(names, key=lambda k: (k[0], order.get(k, k[1]), k[1]))
@@ -165,7 +182,7 @@ def render_html(doc: dict[str, Any], title: str = "swimlane", idle: bool = False
     info = html.escape(", ".join(f"{k}: {_shown(v)}" for k, v in meta.items()))
     if hidden:
         info += f" ({hidden} idle core tracks not drawn: <code>--idle</code> draws them)"
-    label_svg = (f'<svg id="labels" xmlns="http://www.w3.org/2000/svg" width="{_LABEL}" height="{height}">'
+    label_svg = (f'<svg id="labels" xmlns="http://www.w3.org/2000/svg" width="{label_w}" height="{height}">'
                  f'{"".join(labels)}</svg>')
     svg = (f'<svg id="lanes" xmlns="http://www.w3.org/2000/svg" width="{_WIDTH + 20}" height="{height}">'
            f'<g id="plot">{"".join(out)}</g>{"".join(axis)}</svg>')

@@ -18,6 +18,7 @@ from pypto.runtime.config import DistributedConfig
 from pypto.runtime.dist import DistributedBuild, DistributedWorker, HostParam, RankProcessError, run
 from pypto.runtime.dist.rank import WindowArg
 from pypto.runtime.dist.world import World, call_on_ranks
+from pypto.tools import swimlane as swimlane_tool
 
 ROWS, COLS = 16, 64
 
@@ -312,6 +313,11 @@ def test_dfx_outputs_per_rank_and_dispatch(axpy_program, tmp_path) -> None:
     assert names == {"rank 0 (device 0)", "rank 1 (device 1)"}
     slices = [e for e in merged if e.get("cat") == "task"]
     assert len(slices) == 4 and {e["pid"] for e in slices} == {0, 1}
+    # the swimlane page of the build folder shows the merged trace: both ranks' tasks
+    assert swimlane_tool.main([str(tmp_path), "-o", str(tmp_path / "page.html")]) == 0
+    page = (tmp_path / "page.html").read_text()
+    assert "rank 0 (device 0)" in page and "rank 1 (device 1)" in page
+    assert page.count('<rect class="s task"') == 4
     run(build, (x, w, out), RunConfig(distributed_config=DistributedConfig(device_ids=[0, 1])))
     assert not list(dfx.glob("rank*")) and not (dfx / "swimlane_merged.json").exists()   # the last call only
 
