@@ -197,3 +197,45 @@ def test_a_misspelt_enum_member_lists_the_valid_ones():
             t: pl.Tile[[16, 64], pl.FP32, pl.Mem.Vect] = pl.load(x, [0, 0], [16, 64])
             return x
     assert not hasattr(pl.Level, "CORE") and pl.Level.CORE_GROUP.level_number == 0
+
+
+def test_a_tile_op_given_pl_full_names_the_tile_form():
+    """pl.full / pl.create_tensor with no Tile argument build a DDR tensor; handed to a tile op in a
+    tile-level kernel the error says so and names pl.tile.full / pl.create_tile (not "load it first")."""
+    with pytest.raises(ParserTypeError) as e:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 64])
+            f = pl.full([16, 64], 2.0, dtype=pl.FP32)
+            r = pl.add(t, f)  # MARK-full-tile
+            return pl.store(r, [0, 0], y)
+    assert_at(e.value, __file__, "MARK-full-tile")
+    assert e.value.message == (
+        "tile.add: argument 'rhs' must be a Tile, got Tensor; 'f' is a Tensor: pl.full(...) with no Tile "
+        "argument builds a DDR tensor (pl.tensor.full); in a tile-level kernel write pl.tile.full(...) to "
+        "build a tile")
+    with pytest.raises(ParserTypeError, match=r"pl.create_tensor\(\.\.\.\) with no Tile argument .* write "
+                                              r"pl.create_tile\(\.\.\.\)"):
+        @pl.function(type=pl.FunctionType.InCore)
+        def k2(x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 64])
+            return pl.store(pl.add(t, pl.create_tensor([16, 64], dtype=pl.FP32)), [0, 0], y)
+
+
+def test_pl_tile_full_in_a_tile_level_kernel_runs():
+    @pl.program
+    class FullAdd:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            t = pl.load(x, [0, 0], [16, 64])
+            f = pl.tile.full([16, 64], 2.0, dtype=pl.FP32)
+            return pl.store(pl.add(t, f), [0, 0], y)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]) -> pl.Tensor[[16, 64], pl.FP32]:
+            y = self.k(x, y)
+            return y
+    from pypto import ir
+    x, y = torch.randn(16, 64), torch.zeros(16, 64)
+    ir.compile(FullAdd, dump_passes=False)(x, y)
+    assert torch.equal(y, x + 2.0)

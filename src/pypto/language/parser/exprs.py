@@ -379,11 +379,35 @@ class ExprParser:
         operands, attrs = self.op_args(op_name, args, kwargs, node)
         self.check_op_placement(op_name, node)
         spec = _ops.get_op(op_name)
-        call = make_op_call(op_name, operands, attrs, self.span(node))
+        try:
+            call = make_op_call(op_name, operands, attrs, self.span(node))
+        except ParserTypeError as e:
+            hint = self.created_tensor_hint(op_name, operands) if spec.namespace == "tile" else ""
+            if not hint:
+                raise
+            plain = e.message.replace(" (use the pl.tensor.* form or load it first)", "")
+            raise ParserTypeError(f"{plain}{hint}", self.span(node)) from None
         for w in spec.writes:
             if w < len(operands) and isinstance(operands[w].type, TensorType):
                 self.check_writable(operands[w], f"{op_name} writes it", node)
         return call
+
+    def created_tensor_hint(self, op_name: str, operands: list[Expr]) -> str:
+        """For a tile op given a Tensor that a creation op without a Tile argument built (`pl.full`,
+        `pl.create_tensor`, `pl.ci`, `pl.tri`: these make DDR tensors): the tile-level spelling."""
+        for e in operands:
+            made = self.created_tensors.get(e) if isinstance(e, Var) else (
+                e.op if isinstance(e, Call) and isinstance(e.op, str) else None)
+            spec = _ops.get_op(made) if made and _ops.has_op(made) else None
+            if spec is None or spec.family != "creation" or not spec.tile_op:
+                continue
+            name = f"'{e.name}'" if isinstance(e, Var) else "that argument"
+            spelt = " / ".join(f"pl.{n}" for n in _ops.unified_names_of(made)) or spec.dsl_name
+            tile = next((f"pl.{n}" for n in _ops.unified_names_of(spec.tile_op) if n.endswith("tile")),
+                        _ops.get_op(spec.tile_op).dsl_name)
+            return (f"; {name} is a Tensor: {spelt}(...) with no Tile argument builds a DDR tensor "
+                    f"({spec.dsl_name}); in a tile-level kernel write {tile}(...) to build a tile")
+        return ""
 
     def check_writable(self, e: Expr, how: str, node: ast.AST) -> None:
         """Writing an In parameter (directly or through a loop-carried value) is an error."""

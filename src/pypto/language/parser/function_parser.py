@@ -233,6 +233,7 @@ class FunctionParser(ConditionParser, ExprParser, StmtParser):
         self.env: dict[str, Expr] = {v.name: v for v in header.params}
         self.param_dirs = dict(zip(header.params, header.directions))
         self.param_root: dict[Var, Var] = {v: v for v in header.params}  # DDR aliases of params
+        self.created_tensors: dict[Var, str] = {}  # Var -> the tensor op whose value it was bound to
         self.block: list = []
         self.pending_yield: PendingYield | None = None
         self.construct_depth = 0

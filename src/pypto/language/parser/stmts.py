@@ -156,6 +156,8 @@ class StmtParser:
         ty = refine(declared, value.type) if declared is not None else value.type
         var = self.new_binding(name, ty, span)
         self.emit(AssignStmt(var, value, span=span))
+        if isinstance(value, Call) and isinstance(value.op, str) and value.op.startswith("tensor."):
+            self.created_tensors[var] = value.op  # for the hint of ExprParser.created_tensor_hint
         return var
 
     def new_binding(self, name: str, ty: Type, span: Span) -> Var:
