@@ -133,6 +133,29 @@ def test_a_loop_over_a_python_iterable_lists_every_loop_helper():
     assert_located(ei.value, "MARK-pyrange")
 
 
+def test_pl_cond_not_first_is_reported_at_the_first_statement_with_its_line():
+    with pytest.raises(ParserSyntaxError) as ei:
+        @pl.function
+        def f(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            for (x,) in pl.while_(init_values=(0,)):
+                y = x + 1  # MARK-before-cond
+                pl.cond(x < 10)  # MARK-late-cond
+                x_out = pl.yield_(y)
+            return a
+    assert ei.value.message == ("the first statement of a pl.while_ loop must be pl.cond(<condition>); move "
+                                f"the pl.cond at line {line_of('MARK-late-cond')} to the top of the loop body")
+    assert_located(ei.value, "MARK-before-cond")
+    with pytest.raises(ParserSyntaxError) as ei:
+        @pl.function
+        def g(a: pl.Tensor[[64], pl.FP32]) -> pl.Tensor[[64], pl.FP32]:
+            for (x,) in pl.while_(init_values=(0,)):
+                pl.cond()  # MARK-empty-cond
+                x_out = pl.yield_(x + 1)
+            return a
+    assert ei.value.message == "pl.cond takes exactly one argument, the loop condition: pl.cond(x < 10)"
+    assert_located(ei.value, "MARK-empty-cond")
+
+
 @pytest.mark.parametrize("call,hint", [
     ("min(n, 2)", "use pl.min(a, b) for scalars, pl.minimum(a, b) for tensors and tiles"),
     ("max(n, 2)", "use pl.max(a, b) for scalars, pl.maximum(a, b) for tensors and tiles"),

@@ -480,9 +480,16 @@ class StmtParser:
         names = self.target_names(node.target)
         iter_args = self.make_iter_args(names, inits, node)
         if not node.body or not self.is_builtin_call(getattr(node.body[0], "value", None), "cond"):
-            raise ParserSyntaxError("the first statement of a pl.while_ loop must be pl.cond(<condition>)",
-                                    self.span(node))
+            later = next((st for st in node.body[1:]
+                          if self.is_builtin_call(getattr(st, "value", None), "cond")), None)
+            where = (f"; move the pl.cond at line {self.span(later).begin_line} to the top of the loop body"
+                     if later is not None else "")
+            raise ParserSyntaxError("the first statement of a pl.while_ loop must be pl.cond(<condition>)"
+                                    + where, self.span(node.body[0] if node.body else node))
         cond_call = node.body[0].value  # type: ignore[attr-defined]
+        if len(cond_call.args) != 1 or cond_call.keywords:
+            raise ParserSyntaxError("pl.cond takes exactly one argument, the loop condition: "
+                                    "pl.cond(x < 10)", self.span(cond_call))
         saved = {n: self.env.get(n) for n in names}
         for ia in iter_args:
             self.env[ia.name] = ia
