@@ -147,3 +147,40 @@ def test_errors_name_the_op_the_argument_and_the_expectation(body, message):
         infer(body)
     assert message in ei.value.message
     assert ei.value.span is not None and ei.value.span.begin_line > 0
+
+
+def test_a_tensor_transpose_of_3d_in_a_kernel_names_the_2d_workaround():
+    """The cores transpose 2-D tiles: a 3-D pl.transpose inside pl.at is a located compile error
+    that shows the per-block form, and that form gives torch's numbers."""
+    import torch
+
+    from pypto.core.errors import CompileError
+    from pypto.runtime import RunConfig
+
+    @pl.jit
+    def whole(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[:] = pl.transpose(a, 1, 2)  # MARK-3d-transpose
+        return c
+
+    a = torch.randn(2, 16, 32)
+    with pytest.raises(CompileError) as ei:
+        whole(a, torch.empty(2, 32, 16), config=RunConfig(platform="a2a3sim"))
+    assert ei.value.message == (
+        "tile.transpose: argument 'x' must be 2-D, got shape [2, 16, 32]: the cores transpose 2-D tiles only; "
+        "transpose each [16, 32] block instead, e.g. in a loop over the leading dimension: "
+        "pl.transpose(pl.reshape(x[b:b+1, :, :], [16, 32]), 0, 1)")
+    assert ei.value.span.filename == __file__
+    assert "MARK-3d-transpose" in open(__file__).read().splitlines()[ei.value.span.begin_line - 1]
+
+    @pl.jit
+    def per_block(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for b in pl.range(2):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.reshape(a[b:b + 1, :, :], [16, 32])
+                c[b:b + 1, :, :] = pl.reshape(pl.transpose(t, 0, 1), [1, 32, 16])
+        return c
+
+    c = torch.empty(2, 32, 16)
+    per_block(a, c, config=RunConfig(platform="a2a3sim"))
+    assert torch.equal(c, a.transpose(1, 2))

@@ -137,6 +137,13 @@ def _axes(n: int, attrs: dict[str, Any]) -> tuple[int, int]:
 def _transpose_rule(ns: str):
     def rule(args: list[Expr], attrs: dict[str, Any]) -> Type:
         x = expect_same_kind(ns, args, 0, "x")
+        if ns == "tile" and len(x.shape) > 2:
+            block = shape_str(tuple(x.shape[-2:]))
+            lead = ", ".join([*(["b:b+1"] * (len(x.shape) - 2)), ":", ":"])
+            raise OpTypeError(
+                f"argument 'x' must be 2-D, got shape {shape_str(x.shape)}: the cores transpose 2-D tiles "
+                f"only; transpose each {block} block instead, e.g. in a loop over the leading "
+                f"dimension: pl.transpose(pl.reshape(x[{lead}], {block}), 0, 1)")
         if ns == "tile":
             rank2(x, "x")
         a1, a2 = _axes(len(x.shape), attrs)
