@@ -30,7 +30,17 @@ from . import (  # noqa: F401  (registration)
     system,
 )
 from .cost import Cost, Work, work_of
-from .registry import UNIFIED, OpSpec, OpTypeError, all_ops, get_op, has_op, python_name, register, unified_names_of
+from .registry import (
+    UNIFIED,
+    OpSpec,
+    OpTypeError,
+    all_ops,
+    get_op,
+    has_op,
+    python_name,
+    register,
+    unified_names_of,
+)
 
 __all__ = ["OpSpec", "OpTypeError", "get_op", "has_op", "all_ops", "register", "UNIFIED", "python_name",
            "unified_names_of",
