@@ -457,6 +457,12 @@ class ExprParser:
             raise InvalidOperationError(
                 f"'{spec.dsl_name}' is a host op: only a HOST orchestrator (@pl.jit.host, or "
                 f"@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)) may call it", self.span(node))
+        if self.incore_depth > 0 and spec.has_trait("orchestration") and spec.tile_op is None \
+                and not spec.lowering:  # no kernel form (pl.dump_tag, pl.tensor.write): as codegen says
+            raise InvalidOperationError(
+                f"'{spec.dsl_name}' runs only in orchestration functions (host code), not inside a kernel "
+                f"(a pl.at region or an InCore function); call it where the tensor is passed to the kernel",
+                self.span(node))
         if self.func_type is FunctionType.Orchestration and self.incore_depth == 0:
             if not spec.has_trait("orchestration"):
                 raise InvalidOperationError(
