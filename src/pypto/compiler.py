@@ -291,7 +291,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
 
     Args:
         output_dir: build folder; None uses `default_output_dir(program.name)`.
-        strategy: `OptimizationStrategy.Default` or `DebugTileOptimization`.
+        strategy: `OptimizationStrategy.Default` or `DebugTileOptimization` (or their names as strings).
         dump_passes: write `passes_dump/00_frontend.py` and `NN_after_<Pass>.py`.
         skip_ptoas: do not run ptoas even when it is found (kernels stay `.pto`).
         verification_level: NONE, BASIC or ROUNDTRIP (or their names as strings); None reads
@@ -332,6 +332,7 @@ def compile(program: Program, output_dir: str | os.PathLike | None = None,
     from .runtime.dist.program import compile_distributed, is_distributed
 
     backend_type = BackendType.of(backend_type)
+    strategy = OptimizationStrategy.of(strategy)
     if is_distributed(program):  # a HOST orchestrator: host driver + one chip build per chip program
         return compile_distributed(program, Path(output_dir) if output_dir is not None else
                                    default_output_dir(program.name), chip_compile=compile, strategy=strategy,

@@ -262,6 +262,20 @@ def test_unknown_strategy_is_a_value_error(tmp_path):
     assert not (tmp_path / "b").exists()
 
 
+def test_strategy_by_name_as_backend_type_and_verification_level(tmp_path):
+    """strategy= takes the member's name like backend_type= and verification_level= (it was a
+    ValueError 'unknown optimization strategy' for "DebugTileOptimization"), in ir.compile and RunConfig."""
+    out = ir.compile(Add, output_dir=tmp_path / "b", strategy="DebugTileOptimization", dump_passes=False)
+    assert json.loads((tmp_path / "b" / "compiled_meta.json").read_text())["strategy"] == "DebugTileOptimization"
+    x, y, z = torch.randn(64, 128), torch.randn(64, 128), torch.zeros(64, 128)
+    out(x, y, z)
+    assert torch.equal(z, x + y)
+    cfg = RunConfig(strategy="DebugTileOptimization")
+    assert cfg.strategy is ir.OptimizationStrategy.DebugTileOptimization
+    with pytest.raises(ValueError, match="unknown optimization strategy 'Fast'"):
+        RunConfig(strategy="Fast")
+
+
 def test_a_new_build_replaces_an_old_one_in_the_same_folder(tmp_path, examples_dir):
     import matmul
 

@@ -154,7 +154,7 @@ def test_compile_time_fields_at_call_time_warn_once_per_field() -> None:
         warnings.simplefilter("always")
         cp(a, b, c, config=RunConfig(dump_passes=True))
         cp(a, b, c, config=RunConfig(dump_passes=True, save_kernels=True))
-        cp(a, b, c, config=RunConfig(dump_passes=True, strategy="whatever"))
+        cp(a, b, c, config=RunConfig(dump_passes=True, strategy="DebugTileOptimization"))
         cp(a, b, c, config=RunConfig(enable_pmu=0, sanitize=True))      # run-time fields: silent
     msgs = [str(x.message) for x in w]
     assert len(msgs) == 3, msgs

@@ -48,6 +48,21 @@ class OptimizationStrategy(enum.Enum):
     Default = "Default"
     DebugTileOptimization = "DebugTileOptimization"
 
+    @classmethod
+    def of(cls, strategy: object) -> OptimizationStrategy:
+        """`strategy` as an OptimizationStrategy: a member, or its name as a string
+        (`"DebugTileOptimization"`), as `backend_type` and `verification_level` take names.
+
+        Raises:
+            ValueError: naming the value and the allowed ones.
+        """
+        if isinstance(strategy, cls):
+            return strategy
+        if isinstance(strategy, str) and strategy.strip() in cls.__members__:
+            return cls[strategy.strip()]
+        raise ValueError(f"unknown optimization strategy {strategy!r}; expected one of "
+                         f"{', '.join('ir.OptimizationStrategy.' + s.name for s in cls)} (or their names as strings)")
+
 
 # Order follows SPEC §5; passes of later issues slot in at their positions.
 DEFAULT_PIPELINE: list[type[Pass]] = [
@@ -87,11 +102,9 @@ _BY_STRATEGY = {OptimizationStrategy.Default: DEFAULT_PIPELINE,
 
 
 def passes_for(strategy: object) -> list[Pass]:
-    """Fresh pass instances for `strategy`. Raises ValueError for an unknown strategy."""
-    if not isinstance(strategy, OptimizationStrategy):
-        raise ValueError(f"unknown optimization strategy {strategy!r}; expected one of "
-                         f"{', '.join('ir.OptimizationStrategy.' + s.name for s in OptimizationStrategy)}")
-    return [cls() for cls in _BY_STRATEGY[strategy]]
+    """Fresh pass instances for `strategy` (a member or its name). Raises ValueError for an unknown
+    strategy."""
+    return [cls() for cls in _BY_STRATEGY[OptimizationStrategy.of(strategy)]]
 
 
 class _TensorLevel(IRVisitor):

@@ -271,6 +271,10 @@ class RunConfig:
 
         diagnostic_options(self.diagnostic_phase, self.disabled_diagnostics)   # ValueError if unknown
         derived = backend_for_platform(self.platform)
+        if self.strategy is not None:
+            from ..passes.pipeline import OptimizationStrategy
+
+            self.strategy = OptimizationStrategy.of(self.strategy)   # a member or its name
         if self.backend_type is not None:
             self.backend_type = BackendType.of(self.backend_type)   # a member or its name
         if self.backend_type is None:
