@@ -1,6 +1,7 @@
 """OutlineHierarchyScopes and OutlineClusterScopes: `pl.at` scopes above the core level become
 Orchestration functions of that level (SPEC §2.2, §5)."""
 
+import pytest
 import torch
 
 import pypto.language as pl
@@ -124,3 +125,39 @@ def test_programs_without_such_scopes_are_unchanged():
     assert OutlineHierarchyScopes().run(ClusterScopeExpected, ctx) is not ClusterScopeExpected
     assert OutlineClusterScopes().run(ClusterScopeExpected, ctx) is ClusterScopeExpected
     assert OutlineHierarchyScopes().run(ChipScopeExpected, ctx) is ChipScopeExpected
+
+
+def test_a_chip_level_region_is_orchestration_code():
+    """The body of pl.at(level=CHIP) becomes a CHIP-level Orchestration function: it may submit tasks
+    (pl.submit was refused as 'inside a pl.at region'), and compute outside a core-level pl.at is the
+    parser's 'Misplaced tensor op' error at the user's line (it was a CodegenError after the passes)."""
+    from pypto.core.errors import InvalidOperationError
+    from pypto.runtime import RunConfig
+
+    @pl.jit.incore
+    def scale(a: pl.Tensor[[64, 128], pl.FP32], o: pl.Out[pl.Tensor[[64, 128], pl.FP32]]):
+        o[:] = pl.mul(a, 2.0)
+        return o
+
+    @pl.jit
+    def submits(a: pl.Tensor, b: pl.Out[pl.Tensor], c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CHIP):
+            b, t0 = pl.submit(scale, a, b)
+            with pl.at(level=pl.Level.CORE_GROUP, deps=[t0]):
+                c[:] = pl.add(b, 1.0)
+        return c
+
+    a, b, c = torch.randn(64, 128), torch.empty(64, 128), torch.empty(64, 128)
+    submits(a, b, c, config=RunConfig(sanitize=True))
+    assert torch.equal(c, a * 2.0 + 1.0)
+
+    @pl.jit
+    def computes(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CHIP):
+            c[:] = pl.add(a, a)  # MARK-chip-compute
+        return c
+
+    with pytest.raises(InvalidOperationError) as e:
+        computes(a, c)
+    assert e.value.message == "Misplaced tensor op 'tensor.add' in Orchestration function (should be inside InCore block)"
+    assert "MARK-chip-compute" in open(__file__).read().splitlines()[e.value.span.begin_line - 1]

@@ -226,7 +226,9 @@ def _parse_scope_body(parser: Any, node: ast.stmt, head: dict[str, Any], target:
     if kind is ScopeKind.InCore and level.level_number == 0:
         parser.core_region = (f"in the InCore region of the pl.at at line {parser.span(node).begin_line} "
                               f"(put any optimizations on that one)")
-    incore = kind is ScopeKind.InCore
+    # a pl.at above the core level (CHIP, CLUSTER_k, ...) becomes an Orchestration function of that
+    # level (OutlineHierarchyScopes): its body is orchestration code, not InCore code
+    incore = kind is ScopeKind.InCore and (level is None or level.level_number == 0)
     parser.incore_depth += incore
     saved_bv = parser.env.get(block_var.name) if block_var is not None else None
     if block_var is not None:
