@@ -41,6 +41,8 @@ class P:
     ("o, t2 = pl.submit(self.k, a, o, colour=1)", ParserTypeError, "got 'colour='"),
     ("o, t2 = pl.spmd_submit(self.k, a, o)", ParserTypeError, "pl.spmd_submit needs core_num=N"),
     ("with pl.scope(mode=1):\n            pass", ParserTypeError, "pl.scope(mode=...) must be a pl.ScopeMode"),
+    ("with pl.scope(pl.ScopeMode.MANUAL, mode=pl.ScopeMode.AUTO):\n            pass", ParserTypeError,
+     "pl.scope() takes only mode=pl.ScopeMode.AUTO | MANUAL"),
     ("with pl.manual_scope() as s:\n            pass", ParserSyntaxError, "only 'with pl.at(...) as tid' binds"),
     ("with pl.spmd(core_num=0):\n            pass", ParserTypeError, "core_num must be a positive int"),
     ("with pl.spmd(4, 2):\n            pass", ParserTypeError, "pl.spmd takes one positional argument"),
@@ -55,6 +57,17 @@ def test_misuse_is_a_located_error(line, cls, message):
     first = line.splitlines()[0].strip()
     want = next(i for i, s in enumerate(text.splitlines(), 1) if s.strip() == first)
     assert ei.value.span.begin_line == want
+
+
+def test_scope_mode_may_be_given_positionally():
+    """pl.scope(pl.ScopeMode.MANUAL) is pl.scope(mode=pl.ScopeMode.MANUAL), as Python binds it (it was
+    refused as 'pl.scope() takes only mode=...')."""
+    from pypto import ir
+
+    positional = pl.parse(HEAD.format(line="with pl.scope(pl.ScopeMode.MANUAL):\n            o = self.k(a, o)"))
+    keyword = pl.parse(HEAD.format(line="with pl.scope(mode=pl.ScopeMode.MANUAL):\n            o = self.k(a, o)"))
+    ir.assert_structural_equal(positional, keyword)
+    assert "with pl.manual_scope():" in positional.as_python()
 
 
 def test_submit_inside_a_kernel_is_rejected():

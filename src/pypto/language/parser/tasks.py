@@ -164,10 +164,11 @@ def _scope_head(parser: Any, name: str, call: ast.Call) -> dict[str, Any]:
             raise ParserTypeError("pl.manual_scope() takes no arguments", parser.span(call))
         mode = ScopeMode.MANUAL
     else:
-        if call.args or any(k.arg != "mode" for k in call.keywords):
+        given = [*call.args, *(k.value for k in call.keywords)]  # pl.scope(mode) or pl.scope(mode=mode)
+        if len(given) > 1 or any(k.arg != "mode" for k in call.keywords):
             raise ParserTypeError("pl.scope() takes only mode=pl.ScopeMode.AUTO | MANUAL (and no deps=)",
                                   parser.span(call))
-        mode = parser.parse_value(call.keywords[0].value) if call.keywords else ScopeMode.AUTO
+        mode = parser.parse_value(given[0]) if given else ScopeMode.AUTO
         if not isinstance(mode, ScopeMode):
             raise ParserTypeError(f"pl.scope(mode=...) must be a pl.ScopeMode, got {mode!r}", parser.span(call))
     _host_only(parser, call, f"pl.{name}()")
