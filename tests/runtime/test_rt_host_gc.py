@@ -17,8 +17,7 @@ from shared_programs import load_example
 from pypto import ir
 from pypto.core.errors import RuntimeSimError
 from pypto.runtime import RunConfig
-from pypto.runtime.sim import SimDevice
-from pypto.runtime.sim import host_gc
+from pypto.runtime.sim import SimDevice, host_gc
 from pypto.runtime.sim.host_gc import YOUNG_THRESHOLD, fewer_collections
 
 
