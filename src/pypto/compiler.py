@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backend import BackendType, get_soc
+from .core.enums import member_named
 from .core.errors import user_facing
 from .core.json_text import dumps_indented
 from .ir.function import Program
@@ -141,10 +142,9 @@ def _check_level(level: Any) -> VerificationLevel:
     Raises ValueError naming the value and the allowed ones."""
     if level is None:
         return VerificationLevel.from_env()
-    if isinstance(level, VerificationLevel):
-        return level
-    if isinstance(level, str) and level.strip().upper() in VerificationLevel.__members__:
-        return VerificationLevel[level.strip().upper()]
+    found = member_named(VerificationLevel, level, any_case=True)
+    if found is not None:
+        return found   # type: ignore[return-value]
     raise ValueError(f"unknown verification_level {level!r}; allowed: "
                      f"{', '.join('ir.VerificationLevel.' + m for m in VerificationLevel.__members__)} "
                      f"(or their names as strings)")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..core import dtype as D
 from ..core.dtype import DataType
 from ..core.enums import MemorySpace as M
+from ..core.enums import member_named
 from .casts import NATIVE_CASTS, cast_chain
 
 __all__ = ["BackendType", "SoCModel", "get_soc", "KIB"]
@@ -36,10 +37,9 @@ class BackendType(enum.Enum):
         Raises:
             ValueError: naming the value and the allowed ones.
         """
-        if isinstance(backend, cls):
-            return backend
-        if isinstance(backend, str) and backend.strip() in cls.__members__:
-            return cls[backend.strip()]
+        found = member_named(cls, backend)
+        if found is not None:
+            return found   # type: ignore[return-value]
         raise ValueError(f"unknown backend_type {backend!r}; allowed: "
                          f"{', '.join('BackendType.' + m for m in cls.__members__)} "
                          f"(from pypto.backend import BackendType), or their names as strings")

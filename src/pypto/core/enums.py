@@ -11,7 +11,21 @@ import enum
 __all__ = [
     "MemorySpace", "FunctionType", "Level", "Role", "ForKind", "ParamDirection", "TensorLayout",
     "PadValue", "SplitMode", "ScopeKind", "ScopeMode", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp",
+    "member_named",
 ]
+
+
+def member_named(cls: type[enum.Enum], value: object, any_case: bool = False) -> enum.Enum | None:
+    """`value` as a member of the enum `cls`: the member itself, or its name as a string (spaces
+    around it ignored; `any_case`: in any case, for enums whose names are upper case). None for
+    anything else: the caller raises its own error, naming the option (`backend_type=`,
+    `strategy=`, `verification_level=`)."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        name = value.strip().upper() if any_case else value.strip()
+        return cls.__members__.get(name)
+    return None
 
 
 class _DSLEnumMeta(enum.EnumMeta):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from ..core.enums import FunctionType, ScopeKind
+from ..core.enums import FunctionType, ScopeKind, member_named
 from ..core.errors import CompileError
 from ..core.span import Span
 from ..ir.expr import Call
@@ -56,10 +56,9 @@ class OptimizationStrategy(enum.Enum):
         Raises:
             ValueError: naming the value and the allowed ones.
         """
-        if isinstance(strategy, cls):
-            return strategy
-        if isinstance(strategy, str) and strategy.strip() in cls.__members__:
-            return cls[strategy.strip()]
+        found = member_named(cls, strategy)
+        if found is not None:
+            return found   # type: ignore[return-value]
         raise ValueError(f"unknown optimization strategy {strategy!r}; expected one of "
                          f"{', '.join('ir.OptimizationStrategy.' + s.name for s in cls)} (or their names as strings)")
 
