@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ..core.enums import FunctionType, MemorySpace
+from ..core.enums import KERNEL_TYPES, FunctionType, MemorySpace
 from ..core.errors import CompileError
 from ..core.span import Span
 from ..ir.expr import Call, Var
@@ -23,7 +23,6 @@ from ..ops import get_op
 __all__ = ["CodegenError", "KERNEL_TYPES", "CUBE_SPACES", "kernel_core_type", "is_kernel",
            "NameAllocator", "span_or", "dynamic_dims"]
 
-KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
 CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
                          MemorySpace.Bias})
 

@@ -11,7 +11,7 @@ import enum
 __all__ = [
     "MemorySpace", "FunctionType", "Level", "Role", "ForKind", "ParamDirection", "TensorLayout",
     "PadValue", "SplitMode", "ScopeKind", "ScopeMode", "NotifyOp", "WaitCmp", "AtomicType", "ReduceOp",
-    "member_named",
+    "member_named", "KERNEL_TYPES",
 ]
 
 
@@ -73,6 +73,11 @@ class FunctionType(_DSLEnum):
     Group = "Group"
     Spmd = "Spmd"
     Inline = "Inline"
+
+
+KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
+"""The function types that are kernels: code that runs on AI cores (an InCore kernel, or one pinned
+to the cube or a vector core)."""
 
 
 class Level(_DSLEnum):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..backend import BackendType, get_soc
 from ..codegen.cluster_config import cluster_config
 from ..codegen.common import CUBE_SPACES
-from ..core.enums import FunctionType
+from ..core.enums import KERNEL_TYPES, FunctionType
 from ..ir.expr import Call, GlobalVar, Var
 from ..ir.function import Function, Program
 from ..ir.types import TileType
@@ -32,7 +32,6 @@ from .torch_ops import waits
 
 __all__ = ["ScriptPlan", "plan_script", "KERNEL_TYPES"]
 
-KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
 
 
 @dataclass(frozen=True)

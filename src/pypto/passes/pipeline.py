@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from ..core.enums import FunctionType, ScopeKind, member_named
+from ..core.enums import KERNEL_TYPES, FunctionType, ScopeKind, member_named
 from ..core.errors import CompileError
 from ..core.span import Span
 from ..ir.expr import Call
@@ -34,7 +34,7 @@ from .outline_hierarchy_scopes import OutlineHierarchyScopes
 from .outline_incore_scopes import OutlineIncoreScopes
 from .pipeline_loops import PipelineLoops
 from .resolve_backend_op_layouts import ResolveBackendOpLayouts
-from .simplify import KERNEL_TYPES, Simplify, dim_query_value
+from .simplify import Simplify, dim_query_value
 from .tile_tensor_blocks import TileTensorBlocks
 from .unroll_loops import UnrollLoops
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..core.dtype import BOOL, DataType
-from ..core.enums import FunctionType
+from ..core.enums import KERNEL_TYPES
 from ..ir.expr import BinaryExpr, Call, ConstBool, ConstInt, Expr, UnaryExpr, Var
 from ..ir.function import Function, Program
 from ..ir.stmt import IfStmt, SeqStmts, Stmt, YieldStmt
@@ -35,7 +35,7 @@ from ..ops.memory import queried_dim
 from .base import FunctionPass, PassContext
 from .split_tuples import split_tuple_bindings
 
-__all__ = ["Simplify", "simplify_expr", "RULES", "KERNEL_TYPES", "dim_query_value"]
+__all__ = ["Simplify", "simplify_expr", "RULES", "dim_query_value"]
 
 
 def _int(e: Expr) -> int | None:
@@ -240,7 +240,6 @@ def _rewrite_node(e: Expr) -> Expr:
     return e
 
 
-KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
 
 
 def dim_query_value(e: Call, in_kernel: bool) -> Expr | None:

@@ -40,7 +40,7 @@ import torch
 from ...backend.soc import SoCModel
 from ...core import packed
 from ...core.dtype import DataType
-from ...core.enums import FunctionType, MemorySpace
+from ...core.enums import KERNEL_TYPES, FunctionType, MemorySpace
 from ...core.errors import InternalError, RuntimeSimError
 from ...core.span import Span
 from ...ir.expr import Call, Expr, GlobalVar, Var
@@ -61,7 +61,6 @@ __all__ = ["KernelExecutor", "CUBE_SPACES", "KERNEL_TYPES"]
 
 CUBE_SPACES = frozenset({MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
                          MemorySpace.Bias})
-KERNEL_TYPES = frozenset({FunctionType.InCore, FunctionType.AIC, FunctionType.AIV})
 _BRANCHY = (ForStmt, WhileStmt, IfStmt)
 _COST_CACHE_SIZE = 256   # distinct executed paths of one dynamic kernel whose cost is remembered
 
