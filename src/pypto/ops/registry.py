@@ -32,7 +32,14 @@ __all__ = ["OpSpec", "OnChip", "Step", "OpTypeError", "register", "get_op", "has
 
 
 class OpTypeError(Exception):
-    """Raised by a type rule; the caller attaches the op name and the source location."""
+    """Raised by a type rule; the caller attaches the op name and the source location. `reason` is
+    what is wrong, `advice` (may be empty) the usual way out, shown after it in parentheses; a
+    caller that knows the user's code better may show its own advice instead (the parser, for a
+    Tensor that `pl.full` built)."""
+
+    def __init__(self, reason: str, advice: str = "") -> None:
+        super().__init__(f"{reason} ({advice})" if advice else reason)
+        self.reason, self.advice = reason, advice
 
 
 def python_name(ir_name: str) -> str:

@@ -39,8 +39,8 @@ def kind_of(t: Type) -> str:
 def expect_tensor(args: list[Expr], i: int, name: str) -> TensorType:
     t = args[i].type
     if not isinstance(t, TensorType):
-        raise OpTypeError(f"argument '{name}' must be a Tensor, got {kind_of(t)}"
-                          + (" (use the pl.tile.* form)" if isinstance(t, TileType) else ""))
+        raise OpTypeError(f"argument '{name}' must be a Tensor, got {kind_of(t)}",
+                          "use the pl.tile.* form" if isinstance(t, TileType) else "")
     return t
 
 
@@ -48,9 +48,8 @@ def expect_tile(args: list[Expr], i: int, name: str,
                 spaces: tuple[MemorySpace, ...] | None = None) -> TileType:
     t = args[i].type
     if not isinstance(t, TileType):
-        raise OpTypeError(f"argument '{name}' must be a Tile, got {kind_of(t)}"
-                          + (" (use the pl.tensor.* form or load it first)" if isinstance(t, TensorType)
-                             else ""))
+        raise OpTypeError(f"argument '{name}' must be a Tile, got {kind_of(t)}",
+                          "use the pl.tensor.* form or load it first" if isinstance(t, TensorType) else "")
     if spaces and t.memory_space is not None and t.memory_space not in spaces:
         want = " or ".join(s.name for s in spaces)
         raise OpTypeError(f"argument '{name}' must be in memory space {want}, "

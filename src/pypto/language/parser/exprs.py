@@ -8,6 +8,7 @@ constants where an IR value is needed.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 from ... import ops as _ops
@@ -53,11 +54,13 @@ _BINOP_NAMES = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "trued
 _SHAPED_BINOPS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div"}
 
 
-def make_op_call(op_name: str, args: list[Expr], attrs: dict[str, Any], span: Span) -> Call:
+def make_op_call(op_name: str, args: list[Expr], attrs: dict[str, Any], span: Span,
+                 advice: Callable[[], str] | None = None) -> Call:
     """Build a `Call` of a registered op, running its type rule.
 
     Raises:
-        ParserTypeError: when the rule rejects the arguments ("<op>: <reason>").
+        ParserTypeError: when the rule rejects the arguments ("<op>: <reason> (<advice>)"); when
+            `advice()` returns text, that text follows the reason instead of the rule's advice.
     """
     spec = _ops.get_op(op_name)
     full_attrs = dict(spec.attrs)
@@ -65,7 +68,8 @@ def make_op_call(op_name: str, args: list[Expr], attrs: dict[str, Any], span: Sp
     try:
         rt = spec.infer(args, full_attrs)
     except _ops.OpTypeError as e:
-        raise ParserTypeError(f"{op_name}: {e}", span) from None
+        better = advice() if advice is not None else ""
+        raise ParserTypeError(f"{op_name}: {e.reason}{better}" if better else f"{op_name}: {e}", span) from None
     return Call(op_name, tuple(args), tuple(full_attrs.items()), rt, span=span)
 
 
@@ -379,20 +383,14 @@ class ExprParser:
         operands, attrs = self.op_args(op_name, args, kwargs, node)
         self.check_op_placement(op_name, node)
         spec = _ops.get_op(op_name)
-        try:
-            call = make_op_call(op_name, operands, attrs, self.span(node))
-        except ParserTypeError as e:
-            hint = self.created_tensor_hint(op_name, operands) if spec.namespace == "tile" else ""
-            if not hint:
-                raise
-            plain = e.message.replace(" (use the pl.tensor.* form or load it first)", "")
-            raise ParserTypeError(f"{plain}{hint}", self.span(node)) from None
+        call = make_op_call(op_name, operands, attrs, self.span(node),
+                            (lambda: self.created_tensor_hint(operands)) if spec.namespace == "tile" else None)
         for w in spec.writes:
             if w < len(operands) and isinstance(operands[w].type, TensorType):
                 self.check_writable(operands[w], f"{op_name} writes it", node)
         return call
 
-    def created_tensor_hint(self, op_name: str, operands: list[Expr]) -> str:
+    def created_tensor_hint(self, operands: list[Expr]) -> str:
         """For a tile op given a Tensor that a creation op without a Tile argument built (`pl.full`,
         `pl.create_tensor`, `pl.ci`, `pl.tri`: these make DDR tensors): the tile-level spelling."""
         for e in operands:
