@@ -244,6 +244,6 @@ class RingTracker:
             peaks = self._peak_figures
             if peaks is None:
                 peaks = self._peak_figures = tuple([(s, *p.values()) for s, (_, p) in self._marks.items()])
-            tw, heap, dep = self.used.values()    # (RING_FIELDS order)
-            f = self._figures = ((*tw, *heap, *dep), peaks, self.retired)
+            used = self.used
+            f = self._figures = (tuple([n for k in RING_FIELDS for n in used[k]]), peaks, self.retired)
         return f
