@@ -329,7 +329,7 @@ def _check_level(name: str, value: Any, levels: dict[int, str]) -> int:
     if not ok:
         allowed = "; ".join(f"{k} = {v}" for k, v in levels.items())
         raise ArgumentValueError(f"RunConfig.{name} must be an int level in {min(levels)}..{max(levels)} "
-                         f"({allowed}), got {value!r}")
+                                 f"({allowed}), got {value!r}")
     return int(value)
 
 
