@@ -41,7 +41,9 @@ def test_keyword_arguments() -> None:
     torch.testing.assert_close(c2, a + 1)
     for call, message in [(lambda: shift(a, c, b=a), "unexpected keyword argument 'b'"),
                           (lambda: shift(a, a=a), "multiple values for argument 'a'"),
-                          (lambda: shift(a=a), "missing a required argument: 'c'")]:
+                          (lambda: shift(a=a), "missing a required argument: 'c'"),
+                          # a misspelt keyword is named (with the parameter meant), not the one it left out
+                          (lambda: shift(a, cc=c), "unexpected keyword argument 'cc'; did you mean 'c'\\?")]:
         with pytest.raises(ArgumentTypeError, match=message) as e:
             call()
         assert str(e.value).startswith("shift(): ") and _pypto_frames(e.tb) <= 1

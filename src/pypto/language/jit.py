@@ -16,6 +16,7 @@ parser/core_side.py checks that an AIC / AIV kernel does only that core's work).
 from __future__ import annotations
 
 import ast
+import difflib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -309,6 +310,11 @@ class JITFunction(_Specialisable):
         sig = inspect.signature(self.__pypto_pyfunc__)
         if not kwargs and (not args or len(args) >= len(sig.parameters)):
             return args   # (no arguments at all: compile() from the annotations)
+        unknown = [k for k in kwargs if k not in sig.parameters]
+        if unknown:   # before a missing parameter, which a misspelt keyword usually explains
+            near = difflib.get_close_matches(unknown[0], list(sig.parameters), n=1)
+            raise ArgumentTypeError(f"{self.__name__}(): got an unexpected keyword argument {unknown[0]!r}"
+                                    + (f"; did you mean {near[0]!r}?" if near else ""))
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
